@@ -99,7 +99,9 @@ class Target(_Strict):
     @classmethod
     def _identifier(cls, value: str) -> str:
         if not IDENTIFIER.match(value):
-            raise ValueError(f"{value!r} is not a valid name (letters, digits and _; not starting with a digit)")
+            raise ValueError(
+                f"{value!r} is not a valid name (letters, digits and _; not starting with a digit)"
+            )
         return value
 
     @field_validator("partition_by")
@@ -196,7 +198,9 @@ class LakeConfig(_Strict):
             for table in self.tables:
                 value = attr(table)
                 if value in seen:
-                    raise ValueError(f"tables {seen[value]!r} and {table.id!r} share the same {describe} {value!r}")
+                    raise ValueError(
+                        f"tables {seen[value]!r} and {table.id!r} share the same {describe} {value!r}"
+                    )
                 seen[value] = table.id
         return self
 

@@ -1,0 +1,160 @@
+"""The `lakeloader` command line: run, sql, tables (erase and maintain join them later).
+
+Exit codes: 0 success, 1 a table failed, 2 a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from lakeloader.config import ConfigError, LakeConfig, load_config
+from lakeloader.errors import LakeloaderError
+
+DESCRIPTION = """\
+lakeloader merges raw files (full loads and change-data-capture batches from
+AWS DMS, Debezium or any exporter) into Apache Iceberg tables, as one config
+file describes them. Locally it runs on PySpark with an Iceberg warehouse on
+disk; the same code runs on AWS Glue and EMR Serverless.
+
+examples:
+  lakeloader tables --config config/tables.yaml
+  lakeloader run    --config config/tables.yaml
+  lakeloader run    --config config/tables.yaml --table crm.customers --input examples/raw/crm
+  lakeloader sql    --config config/tables.yaml "SELECT * FROM crm.customers ORDER BY customer_id"
+"""
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE", help="table configuration (YAML)")
+    parser.add_argument("--warehouse", help="override the config's warehouse (folder or s3:// URI)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lakeloader", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="merge new raw files into their Iceberg tables",
+        description="Merge every new raw file of the selected tables (default: all enabled tables) into "
+        "Iceberg. Files an earlier commit consumed are skipped, so a re-run is safe. Ends with a "
+        "summary table; exits 1 when any table failed (the others are still committed).",
+    )
+    _add_config(run)
+    run.add_argument("--table", action="append", metavar="ID", help="only this table (repeatable)")
+    run.add_argument(
+        "--input",
+        action="append",
+        metavar="PATH",
+        help="load these files or folders instead of scanning raw_root (repeatable); each is matched to a "
+        "table by source.prefix",
+    )
+    run.add_argument("--raw-root", help="override the config's raw_root (folder or s3:// URI)")
+
+    sql = commands.add_parser(
+        "sql",
+        help="run a SQL query, print one JSON object per row",
+        description="Run Spark SQL against the warehouse. Tables are addressed as database.table; "
+        "Iceberg metadata tables work too (crm.customers.snapshots), and time travel "
+        "(SELECT ... FROM crm.customers TIMESTAMP AS OF '2026-01-01 00:00:00').",
+    )
+    _add_config(sql)
+    sql.add_argument("query", help="the SQL statement")
+
+    tables = commands.add_parser(
+        "tables",
+        help="validate the config and list its tables",
+        description="Validate the config and list tables.",
+    )
+    tables.add_argument("--config", required=True, metavar="FILE", help="table configuration (YAML)")
+    tables.add_argument("--json", action="store_true", help="print the validated config as JSON")
+    return parser
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    return str(value)
+
+
+def _row_to_json(row: Any) -> str:
+    return json.dumps(row.asDict(recursive=True), default=_json_default, sort_keys=False)
+
+
+def _session(config: LakeConfig, app_name: str):
+    from lakeloader.spark import SparkSettings, build_session
+
+    settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
+    return build_session(settings), settings.catalog
+
+
+def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps(config.model_dump(mode="json", by_alias=True), indent=2))
+        return 0
+    print(f"raw_root: {config.raw_root}\nwarehouse: {config.warehouse}")
+    for table in config.tables:
+        state = "" if table.enabled else " (disabled)"
+        print(
+            f"- {table.id}{state}: {table.source.prefix} ({table.source.format}, cdc {table.source.cdc}) -> "
+            f"{table.qualified_target} keys={table.keys} mode={table.mode} "
+            f"schema_evolution={table.schema_evolution}"
+        )
+    return 0
+
+
+def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
+    from lakeloader.runner import assign_inputs, new_run_id, run_tables, stderr_progress, summary_table
+
+    tables = config.select(args.table)
+    inputs = assign_inputs(config, tables, args.input)
+    run_id = new_run_id()
+    total = sum(len(files) for files in inputs.values())
+    stderr_progress(f"run {run_id}: {len(tables)} table(s), {total} raw file(s) found; starting Spark")
+    spark, catalog = _session(config, f"lakeloader-run-{run_id}")
+    results = run_tables(spark, tables, inputs, catalog=catalog, run_id=run_id)
+    print(summary_table(results))
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
+    spark, _ = _session(config, "lakeloader-sql")
+    for row in spark.sql(args.query).toLocalIterator():
+        print(_row_to_json(row))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+        overrides = {
+            k: v
+            for k, v in (
+                ("warehouse", getattr(args, "warehouse", None)),
+                ("raw_root", getattr(args, "raw_root", None)),
+            )
+            if v
+        }
+        if overrides:
+            config = config.model_copy(update=overrides)
+        handler = {"tables": _cmd_tables, "run": _cmd_run, "sql": _cmd_sql}[args.command]
+        return handler(config, args)
+    except (ConfigError, LakeloaderError, FileNotFoundError) as exc:
+        print(f"lakeloader: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,296 @@
+"""Apply one batch of raw files to one Iceberg table in one atomic commit.
+
+The rules, for `mode: merge`:
+
+* the latest change per key wins (sequence column, then file, then row order);
+* a change is applied only when it is newer than the row the table holds
+  (a NULL sequence is the oldest): late and replayed files change nothing;
+* deleting a missing key is a no-op; a re-delivered full-load row updates;
+* the batch's input files are recorded in the snapshot summary, so a retried
+  run skips files an earlier commit already consumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.utils import AnalysisException
+
+from lakeloader import cdc, schema
+from lakeloader.config import TableConfig
+from lakeloader.inputs import InputFile
+from lakeloader.sql import literal, qualified, quote
+
+ACTION = "_ll_action"
+SUMMARY_FILE_IDS = "lakeloader.input-ids"
+SUMMARY_FILE_NAMES = "lakeloader.input-files"
+SUMMARY_RUN_ID = "lakeloader.run-id"
+SUMMARY_TABLE_ID = "lakeloader.table-id"
+NAMES_IN_SUMMARY = 50
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class TableResult:
+    """What one table's run did; one row of the run summary."""
+
+    table_id: str
+    status: str = "skipped"  # ok | skipped | failed
+    files: int = 0
+    changes: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    snapshot_id: int | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def file_id(file: InputFile) -> str:
+    return hashlib.sha1(file.identity.encode()).hexdigest()[:16]
+
+
+@contextmanager
+def commit_properties(spark: SparkSession, properties: dict[str, str]) -> Iterator[None]:
+    """Put `properties` into the summary of every Iceberg commit made by this thread meanwhile.
+
+    Iceberg's `CommitMetadata.withCommitProperties` takes a Java callable; from
+    Python we set the thread-local it fills. PySpark pins each Python thread to
+    one JVM thread, and SQL DML commits on the calling thread.
+    """
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    holder = jvm.java.lang.Class.forName(
+        "org.apache.iceberg.spark.CommitMetadata", True, loader
+    ).getDeclaredField("COMMIT_PROPERTIES")
+    holder.setAccessible(True)
+    thread_local = holder.get(None)
+    java_map = jvm.java.util.HashMap()
+    for key, value in properties.items():
+        java_map.put(key, value)
+    thread_local.set(java_map)
+    try:
+        yield
+    finally:
+        thread_local.remove()
+
+
+def table_exists(spark: SparkSession, name: str) -> bool:
+    try:
+        spark.table(name).schema  # noqa: B018 - resolves the table
+        return True
+    except AnalysisException:
+        return False
+
+
+def consumed_file_ids(spark: SparkSession, name: str) -> set[str]:
+    """Input files recorded by the table's snapshots (those not yet expired)."""
+    rows = spark.sql(f"SELECT summary[{literal(SUMMARY_FILE_IDS)}] AS ids FROM {name}.snapshots").collect()
+    return {fid for row in rows if row.ids for fid in row.ids.split(",")}
+
+
+def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
+    row = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
+    return row.snapshot_id if row else None
+
+
+def create_table(spark: SparkSession, name: str, table: TableConfig, data: DataFrame) -> None:
+    """Create the target from the first batch's columns, with the configured partitioning and properties."""
+    catalog_db = name.rsplit(".", 1)[0]
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog_db}")
+    columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in data.schema.fields)
+    partitioning = ""
+    if table.target.partition_by:
+        transforms = []
+        for expr in table.target.partition_by:
+            column = cdc.find_column(data.columns, _partition_column(expr)) or _partition_column(expr)
+            transforms.append(expr.replace(_partition_column(expr), quote(column)))
+        partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
+    properties = {"format-version": "2", **table.target.properties}
+    props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} ({columns}) USING iceberg{partitioning} TBLPROPERTIES ({props})"
+    )
+
+
+def _partition_column(expr: str) -> str:
+    inner = expr.strip()
+    if "(" in inner:
+        inner = inner[inner.index("(") + 1 : inner.rindex(")")].split(",")[-1]
+    return inner.strip()
+
+
+def _newer(target_seq: str, source_seq: str) -> str:
+    """SQL: is the incoming change newer than the row held? NULL sequence = oldest."""
+    return (
+        f"(CASE WHEN {target_seq} IS NULL THEN TRUE WHEN {source_seq} IS NULL THEN FALSE "
+        f"ELSE {source_seq} > {target_seq} END)"
+    )
+
+
+def classify(
+    spark: SparkSession, name: str, batch: DataFrame, table: TableConfig, seq: str | None
+) -> DataFrame:
+    """Tag each latest change with the action it takes on the target: insert, update, delete or skip."""
+    keys = [cdc.find_column(batch.columns, k) for k in table.keys]
+    target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
+    target_cols.append(F.lit(True).alias("_ll_exists"))
+    if seq:
+        target_cols.append(F.col(seq).alias("_ll_tseq"))
+    target = spark.table(name).select(*target_cols)
+    condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
+    joined = batch.join(target, on=condition, how="left")
+    newer = F.expr(_newer("_ll_tseq", quote(seq))) if seq else F.lit(True)
+    exists = F.col("_ll_exists").isNotNull()
+    is_delete = F.col(cdc.OP) == "D"
+    action = (
+        F.when(is_delete & exists & newer, "delete")
+        .when(is_delete, "skip")
+        .when(~exists, "insert")
+        .when(newer, "update")
+        .otherwise("skip")
+    )
+    return joined.withColumn(ACTION, action).drop(
+        *[c for c in joined.columns if c.startswith("_ll_t")], "_ll_exists"
+    )
+
+
+def merge_sql(name: str, view: str, columns: list[str], keys: list[str], seq: str | None) -> str:
+    """The one MERGE statement. The newer-than guard is repeated here: a concurrent commit is never overwritten."""
+    on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
+    guard = f" AND {_newer(f't.{quote(seq)}', f's.{quote(seq)}')}" if seq else ""
+    sets = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)
+    cols = ", ".join(quote(c) for c in columns)
+    values = ", ".join(f"s.{quote(c)}" for c in columns)
+    return (
+        f"MERGE INTO {name} t USING {quote(view)} s ON {on} "
+        f"WHEN MATCHED AND s.{quote(ACTION)} = 'delete'{guard} THEN DELETE "
+        f"WHEN MATCHED AND s.{quote(ACTION)} = 'update'{guard} THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s.{quote(ACTION)} = 'insert' THEN INSERT ({cols}) VALUES ({values})"
+    )
+
+
+def load_table(
+    spark: SparkSession,
+    table: TableConfig,
+    files: list[InputFile],
+    *,
+    catalog: str,
+    run_id: str,
+    progress: Progress = lambda message: None,
+) -> TableResult:
+    """Merge `files` into the table's target. Raises on bad input; commits nothing then."""
+    started = time.monotonic()
+    result = TableResult(table.id)
+    name = qualified(catalog, table.target.database, table.target.table)
+    exists = table_exists(spark, name)
+    if exists:
+        consumed = consumed_file_ids(spark, name)
+        skipped = [f for f in files if file_id(f) in consumed]
+        if skipped:
+            progress(f"{len(skipped)} file(s) already committed, skipped")
+        files = [f for f in files if file_id(f) not in consumed]
+    result.files = len(files)
+    if not files:
+        result.snapshot_id = current_snapshot_id(spark, name) if exists else None
+        result.seconds = time.monotonic() - started
+        return result
+
+    progress(f"reading {len(files)} file(s), {sum(f.size for f in files):,} bytes")
+    changes = cdc.read_changes(spark, table, files)
+    data = changes.select(*cdc.data_columns(changes))
+    if not exists:
+        progress(f"creating table {table.qualified_target}")
+        create_table(spark, name, table, data)
+
+    plan = schema.plan_schema(
+        table.id, spark.table(name).schema, data.schema, policy=table.schema_evolution, keys=table.keys
+    )
+    if plan.changes_table:
+        progress("schema: " + "; ".join(plan.describe_drift()))
+        schema.apply_plan(spark, name, plan)
+    result.notes.extend(f"ignored {path}" for path in plan.ignored)
+    target_schema = spark.table(name).schema
+    seq = (
+        cdc.find_column(target_schema.fieldNames(), table.sequence_column) if table.sequence_column else None
+    )
+
+    summary = {
+        SUMMARY_RUN_ID: run_id,
+        SUMMARY_TABLE_ID: table.id,
+        SUMMARY_FILE_IDS: ",".join(file_id(f) for f in files),
+        SUMMARY_FILE_NAMES: json.dumps([f.name for f in files[:NAMES_IN_SUMMARY]]),
+    }
+    # Materialise once: later steps see a fixed batch, and MERGE refuses sources whose
+    # plan holds non-deterministic expressions (row positions).
+    changes = changes.localCheckpoint(eager=True)
+    try:
+        result.changes = changes.count()
+        if table.mode == "merge":
+            _merge(spark, name, table, changes, target_schema, seq, summary, result, progress)
+        else:
+            _write(spark, name, table, changes, target_schema, summary, result)
+    finally:
+        changes.unpersist()
+    result.status = "ok"
+    result.snapshot_id = current_snapshot_id(spark, name)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _merge(spark, name, table, changes, target_schema, seq, summary, result, progress) -> None:
+    latest = cdc.latest_per_key(changes, table.keys)
+    aligned = schema.align(latest, target_schema, extra=[cdc.OP])
+    classified = classify(spark, name, aligned, table, seq).filter(F.col(ACTION) != "skip").persist()
+    try:
+        counts = {row[ACTION]: row["count"] for row in classified.groupBy(ACTION).count().collect()}
+        result.inserted, result.updated, result.deleted = (
+            counts.get(a, 0) for a in ("insert", "update", "delete")
+        )
+        progress(
+            f"{result.changes:,} change(s): {result.inserted:,} to insert, {result.updated:,} to update, "
+            f"{result.deleted:,} to delete"
+        )
+        if not counts:
+            result.notes.append("nothing newer than the table; no commit")
+            return
+        view = f"lakeloader_batch_{uuid.uuid4().hex[:12]}"
+        classified.createOrReplaceTempView(view)
+        try:
+            keys = [cdc.find_column(target_schema.fieldNames(), k) for k in table.keys]
+            statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq)
+            with commit_properties(spark, summary):
+                spark.sql(statement)
+        finally:
+            spark.catalog.dropTempView(view)
+    finally:
+        classified.unpersist()
+
+
+def _write(spark, name, table, changes, target_schema, summary, result) -> None:
+    """`append` adds every change row; `overwrite` replaces the table with the batch's latest rows."""
+    rows = changes
+    if table.mode == "overwrite":
+        if table.keys:
+            rows = cdc.latest_per_key(rows, table.keys)
+        rows = rows.filter(F.col(cdc.OP) != "D")
+    aligned = schema.align(rows, target_schema, extra=[])
+    writer = aligned.writeTo(name)
+    for key, value in summary.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    if table.mode == "append":
+        writer.append()
+        result.inserted = result.changes
+    else:
+        writer.overwrite(F.lit(True))
+        result.inserted = aligned.count()

@@ -1,0 +1,127 @@
+"""Run a batch over several tables: each isolated, each summarised."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+
+from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.errors import LakeloaderError
+from lakeloader.inputs import InputFile, list_inputs, resolve_paths
+from lakeloader.merge import TableResult, load_table
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(message: str) -> None:
+    print(f"{datetime.now(UTC):%H:%M:%S} {message}", file=sys.stderr, flush=True)
+
+
+def new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+def assign_inputs(
+    config: LakeConfig, tables: list[TableConfig], given: list[str] | None
+) -> dict[str, list[InputFile]]:
+    """Files per table: discovered under each table's prefix, or the --input paths matched by prefix."""
+    wanted = {t.id for t in tables}
+    if not given:
+        found: dict[str, list[InputFile]] = {}
+        for table in tables:
+            files = list_inputs(config.raw_root, table.source.prefix)
+            # A nested prefix belongs to the table with the longest match.
+            found[table.id] = [
+                f for f in files if (m := config.match_key(f.name)) is not None and m.id == table.id
+            ]
+        return found
+    assigned: dict[str, list[InputFile]] = {t.id: [] for t in tables}
+    unmatched = []
+    for file in resolve_paths(given, config.raw_root):
+        match = config.match_key(file.name)
+        if match is not None and match.id in wanted:
+            assigned[match.id].append(file)
+        elif len(tables) == 1:
+            assigned[tables[0].id].append(file)
+        else:
+            unmatched.append(file.name)
+    if unmatched:
+        raise LakeloaderError(
+            "these inputs match no selected table's source.prefix (name one table with --table to load them "
+            "into it): " + ", ".join(unmatched)
+        )
+    return assigned
+
+
+def run_tables(
+    spark: SparkSession,
+    tables: list[TableConfig],
+    inputs: dict[str, list[InputFile]],
+    *,
+    catalog: str,
+    run_id: str,
+    progress: Progress = stderr_progress,
+) -> list[TableResult]:
+    """Load each table; one table's failure is recorded and never stops the others."""
+    results = []
+    for position, table in enumerate(tables, start=1):
+
+        def table_progress(message: str, _id: str = table.id, _n: int = position) -> None:
+            progress(f"[{_n}/{len(tables)} {_id}] {message}")
+
+        started = time.monotonic()
+        try:
+            result = load_table(
+                spark,
+                table,
+                inputs.get(table.id, []),
+                catalog=catalog,
+                run_id=run_id,
+                progress=table_progress,
+            )
+        except LakeloaderError as exc:
+            result = TableResult(table.id, status="failed", error=str(exc))
+        except Exception as exc:  # Spark/JVM errors: keep the first line, the rest is in the log
+            result = TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {_first_line(exc)}")
+        result.seconds = result.seconds or time.monotonic() - started
+        table_progress(f"{result.status}" + (f": {result.error}" if result.error else ""))
+        results.append(result)
+    return results
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else repr(exc)
+
+
+def summary_table(results: list[TableResult]) -> str:
+    """The run summary as a plain-text table."""
+    header = ("table", "status", "files", "changes", "inserted", "updated", "deleted", "snapshot", "seconds")
+    rows = [
+        (
+            r.table_id,
+            r.status,
+            str(r.files),
+            f"{r.changes:,}",
+            f"{r.inserted:,}",
+            f"{r.updated:,}",
+            f"{r.deleted:,}",
+            str(r.snapshot_id or "-"),
+            f"{r.seconds:.1f}",
+        )
+        for r in results
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows)
+    for r in results:
+        if r.error:
+            lines.append(f"! {r.table_id}: {r.error}")
+        lines.extend(f"  {r.table_id}: {note}" for note in r.notes)
+    return "\n".join(lines)

@@ -1,0 +1,18 @@
+"""Identifier quoting: every name from data or config goes through here."""
+
+from __future__ import annotations
+
+
+def quote(name: str) -> str:
+    """Quote one identifier for Spark SQL (backticks, embedded backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def qualified(*parts: str) -> str:
+    """`catalog`.`database`.`table` from its parts."""
+    return ".".join(quote(p) for p in parts)
+
+
+def literal(value: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
