@@ -1,0 +1,81 @@
+"""Shared fixtures. The SparkSession is built once per test session (local[2], Iceberg on disk)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from lakeloader.spark import SparkSettings, build_session
+
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = build_session(
+        SparkSettings(warehouse=str(warehouse), app_name="lakeloader-tests", shuffle_partitions=2)
+    )
+    yield session
+    session.stop()
+
+
+_names = itertools.count(1)
+
+
+class RawZone:
+    """A raw folder for one test, and helpers to write files the way exporters do."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def write_parquet(self, name: str, rows: list[dict], schema: Any = None) -> Path:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+        return path
+
+    def write_text(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def write_json(self, name: str, rows: list[dict]) -> Path:
+        return self.write_text(name, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def raw(tmp_path: Path) -> RawZone:
+    return RawZone(tmp_path / "raw")
+
+
+@pytest.fixture
+def make_table(raw: RawZone) -> Callable[..., Any]:
+    """A TableConfig with a unique target, whose source prefix is `src/` under this test's raw zone."""
+    from lakeloader.config import TableConfig
+
+    def build(**overrides: Any) -> TableConfig:
+        n = next(_names)
+        spec: dict[str, Any] = {
+            "id": f"test.t{n}",
+            "source": {"prefix": "src/", "format": "parquet", "cdc": "dms"},
+            "target": {"database": f"db{n}", "table": "t"},
+            "keys": ["id"],
+        }
+        for key, value in overrides.items():
+            if isinstance(value, dict) and isinstance(spec.get(key), dict):
+                spec[key] = {**spec[key], **value}
+            else:
+                spec[key] = value
+        return TableConfig.model_validate(spec)
+
+    return build

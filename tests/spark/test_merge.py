@@ -1,0 +1,304 @@
+"""The CDC merge rules, on real Iceberg tables with small hand-made batches."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pyarrow as pa
+import pytest
+
+from lakeloader.errors import BadInputError
+from lakeloader.inputs import list_inputs
+from lakeloader.merge import load_table
+from lakeloader.runner import run_tables
+from lakeloader.spark import CATALOG
+
+pytestmark = pytest.mark.spark
+
+T0 = datetime(2026, 11, 1, 8, 0, 0)
+
+
+def at(minute: int) -> datetime:
+    return T0.replace(minute=minute)
+
+
+DMS = pa.schema(
+    [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
+)
+FULL = pa.schema([("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))])
+
+
+def change(op: str, id_: int, name: str | None, minute: int) -> dict:
+    return {"Op": op, "id": id_, "name": name, "last_update_time": at(minute)}
+
+
+def load(spark, table, raw, run_id: str = "run"):
+    files = list_inputs(str(raw.root), table.source.prefix)
+    return load_table(spark, table, files, catalog=CATALOG, run_id=run_id)
+
+
+def rows(spark, table, columns: str = "id, name") -> list[tuple]:
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    return [tuple(r) for r in spark.sql(f"SELECT {columns} FROM {name} ORDER BY 1, 2").collect()]
+
+
+def snapshots(spark, table) -> int:
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    return spark.sql(f"SELECT * FROM {name}.snapshots").count()
+
+
+def test_full_load_then_cdc_inserts_updates_and_deletes(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet(
+        "src/LOAD00000001.parquet",
+        [{"id": i, "name": f"n{i}", "last_update_time": at(0)} for i in (1, 2, 3)],
+        FULL,
+    )
+    first = load(spark, table, raw)
+    assert (first.status, first.inserted) == ("ok", 3)
+
+    raw.write_parquet(
+        "src/20261101-0900.parquet",
+        [change("U", 1, "one", 1), change("D", 2, "n2", 2), change("I", 4, "four", 3)],
+        DMS,
+    )
+    second = load(spark, table, raw)
+    assert (second.inserted, second.updated, second.deleted, second.files) == (1, 1, 1, 1)
+    assert rows(spark, table) == [(1, "one"), (3, "n3"), (4, "four")]
+
+
+def test_latest_change_per_key_wins_within_a_batch(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet(
+        "src/20261101-0900.parquet",
+        [change("I", 1, "a", 1), change("U", 1, "b", 3), change("U", 1, "c", 2), change("U", 2, "x", 1)],
+        DMS,
+    )
+    load(spark, table, raw)
+    assert rows(spark, table) == [(1, "b"), (2, "x")]
+
+
+def test_equal_sequence_ties_are_broken_by_file_then_row_order(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet(
+        "src/20261101-0900.parquet", [change("I", 1, "first", 1), change("U", 1, "second", 1)], DMS
+    )
+    raw.write_parquet("src/20261101-0901.parquet", [change("U", 2, "early", 1)], DMS)
+    raw.write_parquet("src/20261101-0902.parquet", [change("U", 2, "late-file", 1)], DMS)
+    load(spark, table, raw)
+    assert rows(spark, table) == [(1, "second"), (2, "late-file")]
+
+
+def test_delete_then_reinsert_in_one_batch_and_across_batches(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1), change("I", 2, "b", 1)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0901.parquet", [change("D", 1, "a", 2), change("I", 1, "a2", 3)], DMS)
+    raw.write_parquet("src/20261101-0902.parquet", [change("D", 2, "b", 2)], DMS)
+    load(spark, table, raw)
+    assert rows(spark, table) == [(1, "a2")]
+    raw.write_parquet("src/20261101-0903.parquet", [change("I", 2, "b2", 4)], DMS)
+    load(spark, table, raw)
+    assert rows(spark, table) == [(1, "a2"), (2, "b2")]
+
+
+def test_late_file_never_overwrites_newer_rows(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet(
+        "src/20261101-1000.parquet", [change("I", 1, "new", 30), change("I", 2, "keep", 30)], DMS
+    )
+    load(spark, table, raw)
+    # arrives later, but its changes are older than what the table holds
+    raw.write_parquet(
+        "src/20261101-0900.parquet", [change("U", 1, "old", 10), change("D", 2, "keep", 10)], DMS
+    )
+    result = load(spark, table, raw)
+    assert (result.inserted, result.updated, result.deleted) == (0, 0, 0)
+    assert rows(spark, table) == [(1, "new"), (2, "keep")]
+
+
+def test_deleting_a_missing_key_is_a_no_op(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
+    load(spark, table, raw)
+    before = snapshots(spark, table)
+    raw.write_parquet("src/20261101-0901.parquet", [change("D", 42, None, 2)], DMS)
+    result = load(spark, table, raw)
+    assert result.deleted == 0 and result.status == "ok"
+    assert rows(spark, table) == [(1, "a")]
+    assert snapshots(spark, table) == before  # nothing to apply: no empty commit
+
+
+def test_same_input_twice_leaves_the_table_unchanged(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet("src/LOAD00000001.parquet", [{"id": 1, "name": "a", "last_update_time": at(0)}], FULL)
+    raw.write_parquet("src/20261101-0900.parquet", [change("U", 1, "b", 1), change("I", 2, "c", 1)], DMS)
+    load(spark, table, raw, run_id="first")
+    before = (rows(spark, table), snapshots(spark, table))
+    again = load(spark, table, raw, run_id="retry")
+    assert again.status == "skipped" and again.files == 0
+    assert (rows(spark, table), snapshots(spark, table)) == before
+
+
+def test_redelivered_full_load_updates_rather_than_duplicates(spark, raw, make_table):
+    table = make_table(sequence_by="version", source={"cdc": "none"})
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    raw.write_parquet("src/LOAD00000001.parquet", [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}], schema)
+    load(spark, table, raw)
+    # the exporter re-sends the full load (a new file) with one value changed
+    raw.write_parquet("src/LOAD00000002.parquet", [{"id": 1, "name": "a"}, {"id": 2, "name": "B"}], schema)
+    result = load(spark, table, raw)
+    assert result.inserted == 0
+    assert rows(spark, table) == [(1, "a"), (2, "B")]
+
+
+def test_composite_keys_csv_and_partitioned_target(spark, raw, make_table):
+    table = make_table(
+        keys=["order_id", "line_no"],
+        source={
+            "format": "csv",
+            "schema": {
+                "order_id": "bigint",
+                "line_no": "int",
+                "qty": "int",
+                "order_date": "date",
+                "last_update_time": "timestamp",
+            },
+        },
+        target={"partition_by": ["days(order_date)", "bucket(4, order_id)"]},
+    )
+    raw.write_text(
+        "src/LOAD00000001.csv",
+        "order_id,line_no,qty,order_date,last_update_time\n"
+        "1,1,5,2026-10-01,2026-11-01 08:00:00\n1,2,6,2026-10-01,2026-11-01 08:00:00\n"
+        "2,1,7,2026-10-02,2026-11-01 08:00:00\n",
+    )
+    raw.write_text(
+        "src/20261101-0900.csv",
+        "Op,order_id,line_no,qty,order_date,last_update_time\n"
+        "U,1,2,60,2026-10-01,2026-11-01 09:00:00\nD,2,1,7,2026-10-02,2026-11-01 09:00:01\n"
+        "I,2,2,8,2026-10-02,2026-11-01 09:00:02\n",
+    )
+    load(spark, table, raw)
+    assert rows(spark, table, "order_id, line_no, qty") == [(1, 1, 5), (1, 2, 60), (2, 2, 8)]
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    spec = spark.sql(f"SELECT partition FROM {name}.partitions").schema["partition"].dataType.fieldNames()
+    assert spec == ["order_date_day", "order_id_bucket"]
+
+
+def test_headerless_dms_csv_with_leading_op_column(spark, raw, make_table):
+    table = make_table(
+        source={"format": "csv", "csv": {"header": False, "columns": ["id", "name", "last_update_time"]}},
+    )
+    raw.write_text("src/LOAD00000001.csv", "1,a,2026-11-01 08:00:00\n2,b,2026-11-01 08:00:00\n")
+    raw.write_text("src/20261101-0900.csv", "U,1,a2,2026-11-01 09:00:00\nD,2,b,2026-11-01 09:00:00\n")
+    load(spark, table, raw)
+    assert rows(spark, table) == [("1", "a2")]
+
+
+def test_debezium_json_ops_and_deleted_flag(spark, raw, make_table):
+    table = make_table(keys=["id"], source={"format": "json", "cdc": "debezium"})
+    raw.write_json(
+        "src/0001.json",
+        [
+            {"id": 1, "name": "a", "__op": "r", "__source_ts_ms": 1, "__deleted": "false"},
+            {"id": 2, "name": "b", "__op": "c", "__source_ts_ms": 1, "__deleted": "false"},
+            {"id": 3, "name": "c", "__op": "c", "__source_ts_ms": 1, "__deleted": "false"},
+        ],
+    )
+    raw.write_json(
+        "src/0002.json",
+        [
+            {"id": 1, "name": "a2", "__op": "u", "__source_ts_ms": 2, "__deleted": "false"},
+            {"id": 2, "name": "b", "__op": "d", "__source_ts_ms": 2, "__deleted": "true"},
+            {"id": 3, "name": "c", "__op": "u", "__source_ts_ms": 2, "__deleted": "true"},
+        ],
+    )
+    load(spark, table, raw)
+    assert rows(spark, table) == [(1, "a2")]
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    columns = spark.table(name).columns
+    assert "__op" not in columns and "__deleted" not in columns and "__source_ts_ms" in columns
+
+
+def test_full_load_creates_the_table_with_partitioning_and_properties(spark, raw, make_table):
+    table = make_table(
+        target={"partition_by": ["bucket(8, id)"], "properties": {"write.merge.mode": "merge-on-read"}}
+    )
+    raw.write_parquet("src/LOAD00000001.parquet", [{"id": 1, "name": "a", "last_update_time": at(0)}], FULL)
+    load(spark, table, raw)
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    props = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    assert props["write.merge.mode"] == "merge-on-read"
+    partition_fields = spark.sql(f"SELECT * FROM {name}.partitions").schema["partition"].dataType.fields
+    assert [f.name for f in partition_fields] == ["id_bucket"]
+    assert spark.sql(f"SELECT partition.id_bucket FROM {name}.partitions").first()[0] in range(8)
+
+
+def test_snapshot_summary_records_consumed_files(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
+    result = load(spark, table, raw, run_id="run-42")
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    summary = spark.sql(
+        f"SELECT summary FROM {name}.snapshots WHERE snapshot_id = {result.snapshot_id}"
+    ).first()[0]
+    assert summary["lakeloader.run-id"] == "run-42"
+    assert summary["lakeloader.table-id"] == table.id
+    assert "src/20261101-0900.parquet" in summary["lakeloader.input-files"]
+
+
+@pytest.mark.parametrize(
+    ("rows_", "message"),
+    [
+        ([{"Op": "U", "id": None, "name": "x", "last_update_time": T0}], "column 'id': key column is NULL"),
+        ([{"Op": "X", "id": 1, "name": "x", "last_update_time": T0}], "unknown change operation 'X'"),
+    ],
+)
+def test_bad_rows_fail_with_file_and_column_and_commit_nothing(spark, raw, make_table, rows_, message):
+    table = make_table()
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 1)], DMS)
+    load(spark, table, raw)
+    before = snapshots(spark, table)
+    bad = raw.write_parquet("src/20261101-0900.parquet", rows_, DMS)
+    with pytest.raises(BadInputError) as err:
+        load(spark, table, raw)
+    assert message in str(err.value)
+    assert "file 'src/20261101-0900.parquet'" in str(err.value)
+    assert snapshots(spark, table) == before and bad.exists()
+
+
+def test_declared_type_mismatch_names_file_column_and_value(spark, raw, make_table):
+    table = make_table(source={"format": "csv", "schema": {"id": "bigint", "last_update_time": "timestamp"}})
+    raw.write_text(
+        "src/LOAD00000001.csv", "id,name,last_update_time\n1,a,2026-11-01 08:00:00\nabc,b,2026-11-01\n"
+    )
+    with pytest.raises(
+        BadInputError, match=r"file 'src/LOAD00000001.csv', column 'id': value 'abc' is not a valid"
+    ):
+        load(spark, table, raw)
+
+
+def test_one_failing_table_does_not_stop_the_others(spark, raw, make_table):
+    good, bad = make_table(), make_table(source={"prefix": "other/"})
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
+    raw.write_text("other/20261101-0900.parquet", "this is not parquet")
+    inputs = {t.id: list_inputs(str(raw.root), t.source.prefix) for t in (bad, good)}
+    results = run_tables(spark, [bad, good], inputs, catalog=CATALOG, run_id="r", progress=lambda m: None)
+    assert [r.status for r in results] == ["failed", "ok"]
+    assert results[0].error
+    assert rows(spark, good) == [(1, "a")]
+    assert (raw.root / "other/20261101-0900.parquet").exists()
+
+
+def test_append_and_overwrite_modes(spark, raw, make_table):
+    appended = make_table(mode="append")
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1), change("U", 1, "b", 2)], DMS)
+    load(spark, appended, raw)
+    assert rows(spark, appended) == [(1, "a"), (1, "b")]
+
+    replaced = make_table(mode="overwrite")
+    load(spark, replaced, raw)
+    raw.write_parquet("src/20261101-1000.parquet", [change("I", 2, "z", 3)], DMS)
+    load(spark, replaced, raw)
+    assert rows(spark, replaced) == [(2, "z")]
