@@ -272,3 +272,9 @@ def json_schema() -> dict[str, Any]:
 
 def write_json_schema(path: str | Path) -> None:
     Path(path).write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":  # python -m lakeloader.config config/tables.schema.json
+    import sys
+
+    write_json_schema(sys.argv[1] if len(sys.argv) > 1 else "config/tables.schema.json")

@@ -1,0 +1,150 @@
+"""Config validation: one typed model, errors that name the file, the table and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lakeloader.config import ConfigError, json_schema, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def table(**overrides):
+    spec = {
+        "id": "crm.customers",
+        "source": {"prefix": "crm/public/customers", "format": "parquet", "cdc": "dms"},
+        "target": {"database": "crm", "table": "customers"},
+        "keys": ["customer_id"],
+    }
+    spec.update(overrides)
+    return spec
+
+
+def error_of(data) -> str:
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, origin="tables.yaml")
+    return str(err.value)
+
+
+def test_shipped_config_is_valid_and_uses_every_flavour():
+    config = load_config(ROOT / "config" / "tables.yaml")
+    assert {t.source.cdc for t in config.tables} == {"dms", "debezium"}
+    assert {t.source.format for t in config.tables} == {"parquet", "csv", "json"}
+    assert load_config(ROOT / "examples" / "tables.yaml") == config
+
+
+def test_defaults_and_derived_values():
+    config = parse_config({"tables": [table()]})
+    t = config.tables[0]
+    assert t.source.prefix == "crm/public/customers/"
+    assert (t.mode, t.schema_evolution, t.enabled, t.engine) == ("merge", "evolve", True, "glue")
+    assert t.sequence_column == "last_update_time"
+    assert config.raw_root == "examples/raw" and config.warehouse == ".lakeloader/warehouse"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            {"source": {"prefix": "x/", "format": "avro"}},
+            "tables.yaml: table 'crm.customers' -> source.format: Input should be 'parquet', 'csv' or 'json'",
+        ),
+        (
+            {"source": {"prefix": "x/", "cdc": "maxwell"}},
+            "table 'crm.customers' -> source.cdc: Input should be 'dms', 'debezium' or 'none'",
+        ),
+        ({"keys": []}, "table 'crm.customers' -> (table): mode 'merge' needs keys"),
+        (
+            {"mode": "upsert"},
+            "table 'crm.customers' -> mode: Input should be 'merge', 'append' or 'overwrite'",
+        ),
+        ({"schema_evolution": "loose"}, "table 'crm.customers' -> schema_evolution: Input should be"),
+        (
+            {"target": {"database": "crm", "table": "bad name"}},
+            "-> target.table: 'bad name' is not a valid name",
+        ),
+        (
+            {"target": {"database": "crm", "table": "c", "partition_by": ["bucket(x, id)"]}},
+            "-> target.partition_by: 'bucket(x, id)' is not a partition transform",
+        ),
+        (
+            {"source": {"prefix": "x/", "format": "csv", "csv": {"header": False}}},
+            "-> source.csv: header: false needs columns",
+        ),
+        (
+            {"source": {"prefix": "x/", "format": "parquet", "csv": {"header": True}}},
+            "-> source: csv options given but format is 'parquet'",
+        ),
+        ({"sources": {}}, "table 'crm.customers' -> sources: Extra inputs are not permitted"),
+        ({"keys": ["id", "ID"]}, "-> keys: duplicate key columns"),
+    ],
+)
+def test_errors_name_the_table_and_field(overrides, expected):
+    assert expected in error_of({"tables": [table(**overrides)]})
+
+
+def test_table_without_id_is_named_by_position():
+    spec = table()
+    del spec["id"]
+    assert "tables.yaml: tables[0] -> id: Field required" in error_of({"tables": [spec]})
+
+
+def test_every_problem_is_listed_at_once():
+    message = error_of({"tables": [table(mode="x", schema_evolution="y")]})
+    assert "-> mode:" in message and "-> schema_evolution:" in message
+
+
+@pytest.mark.parametrize(
+    ("second", "expected"),
+    [
+        (table(), "tables 'crm.customers' and 'crm.customers' share the same id"),
+        (table(id="crm.other", source={"prefix": "y/"}), "share the same target 'crm.customers'"),
+        (table(id="crm.other", target={"database": "crm", "table": "other"}), "share the same source.prefix"),
+    ],
+)
+def test_duplicates_across_tables_are_rejected(second, expected):
+    assert expected in error_of({"tables": [table(), second]})
+
+
+def test_unreadable_files_give_one_clear_line(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tables: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    bad.write_text("- just a list\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(bad)
+
+
+def test_longest_prefix_wins_when_prefixes_nest():
+    config = parse_config(
+        {
+            "tables": [
+                table(id="all", source={"prefix": "crm/"}, target={"database": "crm", "table": "all_"}),
+                table(id="customers"),
+            ]
+        }
+    )
+    assert config.match_key("crm/public/customers/LOAD1.parquet").id == "customers"
+    assert config.match_key("crm/public/orders/LOAD1.parquet").id == "all"
+    assert config.match_key("hr/x.parquet") is None
+
+
+def test_unknown_table_selection_lists_the_known_ones():
+    config = parse_config({"tables": [table()]})
+    with pytest.raises(ConfigError, match="unknown table 'nope'; the config has: crm.customers"):
+        config.select(["nope"])
+
+
+def test_published_json_schema_is_current_and_accepts_the_shipped_config():
+    import jsonschema
+
+    published = json.loads((ROOT / "config" / "tables.schema.json").read_text())
+    assert published == json_schema(), "regenerate with: python -m lakeloader.config"
+    jsonschema.validate(yaml.safe_load((ROOT / "config" / "tables.yaml").read_text()), published)
