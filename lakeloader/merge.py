@@ -166,7 +166,7 @@ def classify(
 
 
 def merge_sql(name: str, view: str, columns: list[str], keys: list[str], seq: str | None) -> str:
-    """The one MERGE statement. The newer-than guard is repeated here: a concurrent commit is never overwritten."""
+    """The one MERGE statement. It repeats the newer-than guard, so a concurrent commit is never undone."""
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
     guard = f" AND {_newer(f't.{quote(seq)}', f's.{quote(seq)}')}" if seq else ""
     sets = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)
