@@ -1,0 +1,140 @@
+"""What a Glue or EMR run does: drain a table's pending objects from the ledger into Iceberg.
+
+The entry points in glue_jobs/ and emr_steps/ only parse arguments and call
+these functions. The table config comes from the DynamoDB config table (as
+deployed from config/tables.yaml); the ledger says which raw objects are new.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict
+from urllib.parse import urlparse
+
+from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.inputs import InputFile
+from lakeloader.ledger import Ledger, LedgerObject, new_run_id
+from lakeloader.merge import TableResult
+
+ARG_KEYS = (
+    "lakeloader_config_table",
+    "lakeloader_ledger_table",
+    "lakeloader_runs_table",
+    "lakeloader_raw_root",
+    "lakeloader_warehouse",
+    "lakeloader_table_id",
+    "lakeloader_correlation_id",
+)
+
+
+def _input_file(obj: LedgerObject, raw_root: str) -> InputFile:
+    root = urlparse(raw_root)
+    root_key = root.path.lstrip("/")
+    name = obj.key[len(root_key) :] if root_key and obj.key.startswith(root_key) else obj.key
+    return InputFile(name=name, uri=obj.uri, size=obj.size or 0, version=obj.etag or obj.version_id or "")
+
+
+def _log(event: str, **fields: object) -> None:
+    print(json.dumps({"event": event, **fields}, default=str), flush=True)
+
+
+def drain_table(
+    spark, table: TableConfig, ledger: Ledger, *, catalog: str, raw_root: str, cid: str
+) -> TableResult:
+    """Merge every pending object of one table, batch by batch, holding the table's run lock."""
+    from lakeloader.runner import run_tables
+
+    run_id = new_run_id()
+    if not ledger.acquire_lock(table.id, run_id):
+        _log("table_busy", table_id=table.id, correlation_id=cid)
+        return TableResult(table.id, status="skipped", notes=["another run holds the table lock"])
+    ledger.start_run(table.id, run_id, cid)
+    total = TableResult(table.id, status="skipped")
+    try:
+        while batch := ledger.next_batch(table.id, run_id):
+            files = [_input_file(obj, raw_root) for obj in batch]
+            _log("batch", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(files))
+            (result,) = run_tables(
+                spark,
+                [table],
+                {table.id: files},
+                catalog=catalog,
+                run_id=run_id,
+                progress=lambda m: _log("progress", message=m),
+            )
+            status = "failed" if result.status == "failed" else "done"
+            ledger.finish(table.id, batch, run_id, status, error=result.error)
+            _accumulate(total, result)
+            if result.status == "failed":
+                break
+    except Exception as exc:  # the lock/ledger itself failed: record it, never swallow it
+        total.status, total.error = "failed", f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        ledger.end_run(
+            table.id,
+            run_id,
+            {"ok": "succeeded", "skipped": "skipped"}.get(total.status, "failed"),
+            counts={k: getattr(total, k) for k in ("files", "changes", "inserted", "updated", "deleted")},
+            snapshot_id=total.snapshot_id,
+            error=total.error,
+            objects=total.files,
+        )
+        ledger.release_lock(table.id, run_id)
+    _log("table_done", correlation_id=cid, **asdict(total))
+    return total
+
+
+def _accumulate(total: TableResult, result: TableResult) -> None:
+    for field in ("files", "changes", "inserted", "updated", "deleted"):
+        setattr(total, field, getattr(total, field) + getattr(result, field))
+    total.seconds += result.seconds
+    total.snapshot_id = result.snapshot_id or total.snapshot_id
+    total.notes.extend(result.notes)
+    if result.status == "failed":
+        total.status, total.error = "failed", result.error
+    elif total.status != "failed" and result.status == "ok":
+        total.status = "ok"
+
+
+def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
+    """Glue/EMR ingest: one table (lakeloader_table_id) or, when empty, every enabled table."""
+    import boto3
+
+    from lakeloader.config_store import load_tables_from_dynamodb
+    from lakeloader.runner import summary_table
+    from lakeloader.spark import SparkSettings, build_session
+
+    missing = [k for k in ARG_KEYS[:5] if not args.get(k)]
+    if missing:
+        print(f"lakeloader: missing job arguments: {', '.join('--' + k for k in missing)}", file=sys.stderr)
+        return 2
+    dynamodb = boto3.client("dynamodb")
+    config = LakeConfig(
+        raw_root=args["lakeloader_raw_root"],
+        warehouse=args["lakeloader_warehouse"],
+        tables=load_tables_from_dynamodb(args["lakeloader_config_table"], client=dynamodb),
+    )
+    table_id = args.get("lakeloader_table_id") or ""
+    cid = args.get("lakeloader_correlation_id") or new_run_id()
+    tables = config.select([table_id] if table_id else None)
+    ledger = Ledger(dynamodb, args["lakeloader_ledger_table"], args["lakeloader_runs_table"])
+    settings = SparkSettings(
+        runtime=runtime, warehouse=config.warehouse, app_name=f"lakeloader-{table_id or 'all'}-{cid}"
+    )
+    spark = build_session(settings)
+    results = []
+    for table in tables:
+        try:
+            results.append(
+                drain_table(spark, table, ledger, catalog=settings.catalog, raw_root=config.raw_root, cid=cid)
+            )
+        except Exception as exc:  # one table's failure never stops the others
+            results.append(TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}"))
+    print(summary_table(results), flush=True)
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        print("lakeloader: " + "; ".join(f"{r.table_id}: {r.error}" for r in failed), file=sys.stderr)
+    return 1 if failed else 0
