@@ -129,9 +129,15 @@ def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
 
 
 def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
+    from pyspark.errors import PySparkException
+
     spark, _ = _session(config, "lakeloader-sql")
-    for row in spark.sql(args.query).toLocalIterator():
-        print(_row_to_json(row))
+    try:
+        for row in spark.sql(args.query).toLocalIterator():
+            print(_row_to_json(row))
+    except PySparkException as exc:
+        print(f"lakeloader: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -1,0 +1,89 @@
+"""The `lakeloader` command as a user runs it: a separate process, on the shipped examples."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lakeloader(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.run(
+        [sys.executable, "-m", "lakeloader.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_tables_validates_and_lists_without_spark():
+    done = lakeloader("tables", "--config", "examples/tables.yaml")
+    assert done.returncode == 0, done.stderr
+    assert "crm.customers" in done.stdout and "keys=['order_id', 'line_no']" in done.stdout
+
+
+def test_invalid_config_is_one_clear_error(tmp_path):
+    bad = tmp_path / "tables.yaml"
+    bad.write_text(
+        "tables:\n  - id: x.y\n    source: {prefix: x/, format: avro}\n    target: {database: x, table: y}\n"
+    )
+    done = lakeloader("run", "--config", str(bad))
+    assert done.returncode == 2
+    assert "table 'x.y' -> source.format: Input should be 'parquet', 'csv' or 'json'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_run_then_sql_on_the_examples_gives_the_expected_rows(tmp_path):
+    warehouse = str(tmp_path / "warehouse")
+    # One process runs everything; a second run must find nothing new.
+    run = lakeloader("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
+    assert run.returncode == 0, run.stderr
+    assert "crm.customers" in run.stdout and "failed" not in run.stdout
+
+    query = "SELECT customer_id, name, email, tier FROM crm.customers ORDER BY customer_id"
+    sql = lakeloader("sql", "--config", "examples/tables.yaml", "--warehouse", warehouse, query)
+    assert sql.returncode == 0, sql.stderr
+    rows = [json.loads(line) for line in sql.stdout.splitlines()]
+    assert rows == [
+        {"customer_id": 1, "name": "Ada Lovelace", "email": "ada@example.org", "tier": None},
+        {"customer_id": 2, "name": "Grace", "email": "grace.hopper@example.com", "tier": None},
+        {"customer_id": 4, "name": "Barbara", "email": "barbara@example.com", "tier": None},
+        {"customer_id": 5, "name": "Donald", "email": "donald@example.com", "tier": None},
+        {"customer_id": 6, "name": "Alan", "email": "alan@example.com", "tier": "gold"},
+        {"customer_id": 7, "name": "Ken", "email": "ken@example.net", "tier": "silver"},
+    ]
+
+    lines = lakeloader(
+        "sql",
+        "--config",
+        "examples/tables.yaml",
+        "--warehouse",
+        warehouse,
+        "SELECT order_id, line_no, quantity FROM sales.order_lines ORDER BY order_id, line_no",
+    )
+    assert [tuple(json.loads(x).values()) for x in lines.stdout.splitlines()] == [
+        (100, 1, 2),
+        (100, 2, 3),
+        (102, 1, 1),
+        (103, 1, 7),
+    ]
+
+    missing = lakeloader(
+        "sql", "--config", "examples/tables.yaml", "--warehouse", warehouse, "SELECT * FROM crm.nope"
+    )
+    assert missing.returncode == 2 and "TABLE_OR_VIEW_NOT_FOUND" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+    again = lakeloader("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
+    assert again.returncode == 0 and again.stdout.count("skipped") == 3
