@@ -5,7 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lakeloader-installed
+STAGE  ?= dev
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SPARK_LOCAL_IP := 127.0.0.1
 
 .PHONY: setup test lint unit spark infra e2e demo demo-local synth clean
@@ -42,7 +44,7 @@ demo-local: $(STAMP)
 	$(PY) -m lakeloader.demo
 
 synth: $(STAMP)
-	./node_modules/.bin/cdk synth --quiet
+	./node_modules/.bin/cdk synth -c stage=$(STAGE) --quiet
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .lakeloader
+	rm -rf $(VENV) node_modules cdk.out build/cdk-assets .lakeloader

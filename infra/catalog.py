@@ -1,0 +1,386 @@
+"""Catalog: Glue databases, the Glue security configuration, raw-zone crawlers, Lake Formation.
+
+* One Glue database per target database of the config. Their names are the config's own
+  (`crm`, `sales`, ...), because the jobs address tables as `glue_catalog.<database>.<table>`;
+  deploy stages to separate accounts, or they share these databases.
+* The Glue security configuration every job and crawler uses (KMS for S3, CloudWatch Logs
+  and job bookmarks).
+* Optional crawlers, one per source folder of the raw zone (`<source>/<schema>/<table>/`),
+  from the stage's `crawlers` setting, into `<project>_<stage>_raw_<source>` databases.
+* Optional Lake Formation mode (`lake_formation`): `LakeFormationAccess` registers the
+  warehouse location and grants the job roles what they need.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lakeformation as lakeformation
+from aws_cdk import aws_s3 as s3
+from constructs import Construct, IConstruct
+
+from infra.nag import acknowledge_wildcards, arn_ref
+from infra.settings import SettingsError, Stage
+from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy
+from lakeloader.config import LakeConfig
+
+DATABASE_TABLE_ACTIONS = [
+    "glue:GetDatabase",
+    "glue:GetTable",
+    "glue:GetTables",
+    "glue:GetTableVersion",
+    "glue:GetTableVersions",
+    "glue:CreateTable",
+    "glue:UpdateTable",
+    "glue:DeleteTable",
+    "glue:GetPartition",
+    "glue:GetPartitions",
+    "glue:BatchGetPartition",
+    "glue:BatchCreatePartition",
+    "glue:CreatePartition",
+    "glue:UpdatePartition",
+    "glue:BatchUpdatePartition",
+]
+
+
+def source_of(prefix: str) -> str:
+    """The source folder of a raw prefix: `crm/public/customers/` -> `crm`."""
+    return prefix.strip("/").split("/", 1)[0]
+
+
+def sources(lake: LakeConfig) -> dict[str, list[str]]:
+    """Source folder -> the table prefixes under it, both sorted."""
+    found: dict[str, list[str]] = {}
+    for table in lake.tables:
+        found.setdefault(source_of(table.source.prefix), []).append(table.source.prefix)
+    return {source: sorted(prefixes) for source, prefixes in sorted(found.items())}
+
+
+def target_databases(lake: LakeConfig) -> list[str]:
+    return sorted({table.target.database for table in lake.tables})
+
+
+def glue_name(value: str) -> str:
+    """A Glue database name from free text: lower case letters, digits and underscores."""
+    return re.sub(r"[^a-z0-9_]", "_", value.lower())
+
+
+def glue_arns(scope: Construct, databases: list[str]) -> list[str]:
+    """ARNs of the catalog, the databases and every table in them (tables are created by the jobs)."""
+    stack = Stack.of(scope)
+    arns = [stack.format_arn(service="glue", resource="catalog")]
+    for database in databases:
+        arns.append(stack.format_arn(service="glue", resource="database", resource_name=database))
+        arns.append(stack.format_arn(service="glue", resource="table", resource_name=f"{database}/*"))
+    return arns
+
+
+class Catalog(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, stage: Stage, lake: LakeConfig, storage: LakeStorage
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.security_configuration = glue.SecurityConfiguration(
+            self,
+            "SecurityConfiguration",
+            security_configuration_name=stage.resource_name("glue"),
+            s3_encryption=glue.S3Encryption.kms(storage.key),
+            cloud_watch_encryption=glue.CloudWatchEncryption.kms(storage.key),
+            job_bookmarks_encryption=glue.JobBookmarksEncryption.client_side_kms(storage.key),
+        )
+
+        self.database_names = target_databases(lake)
+        self.databases: dict[str, glue.Database] = {}
+        for name in self.database_names:
+            self.databases[name] = glue.Database(
+                self,
+                f"Database-{name}",
+                database_name=name,
+                description=f"lakeloader ({stage.name}): Iceberg tables of database {name}",
+                location_uri=f"{storage.warehouse}{name}.db",
+                removal_policy=removal_policy(stage),
+            )
+
+        self.crawler_databases: dict[str, str] = {}
+        self.crawlers: dict[str, glue.CfnCrawler] = {}
+        self.crawler_role: iam.Role | None = None
+        schedules = self._crawler_schedules(stage, lake)
+        if schedules:
+            self._add_crawlers(stage, lake, storage, schedules)
+
+    @staticmethod
+    def _crawler_schedules(stage: Stage, lake: LakeConfig) -> dict[str, str]:
+        wanted = dict(stage.settings.crawlers)
+        known = sources(lake)
+        every = wanted.pop("*", None)
+        unknown = sorted(set(wanted) - set(known))
+        if unknown:
+            raise SettingsError(
+                f"cdk.json context lakeloader:stages.{stage.name}.crawlers: "
+                "no table of the config lies under "
+                f"{', '.join(repr(u) for u in unknown)}; sources are {', '.join(known)}"
+            )
+        if every is not None:
+            return {source: wanted.get(source, every) for source in known}
+        return {source: wanted[source] for source in known if source in wanted}
+
+    def _add_crawlers(
+        self, stage: Stage, lake: LakeConfig, storage: LakeStorage, schedules: dict[str, str]
+    ) -> None:
+        by_source = sources(lake)
+        role = iam.Role(
+            self,
+            "CrawlerRole",
+            role_name=stage.resource_name("crawler"),
+            description=f"{stage.prefix} Glue crawlers over the raw zone",
+            assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
+        )
+        self.crawler_role = role
+        prefixes = [p for source in schedules for p in by_source[source]]
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadCrawledPrefixes",
+                actions=["s3:GetObject"],
+                resources=[storage.raw.arn_for_objects(f"{p}*") for p in prefixes],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListCrawledPrefixes",
+                actions=["s3:ListBucket"],
+                resources=[storage.raw.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}},
+            )
+        )
+        # Decrypt the raw files; encrypt the crawler's logs (security configuration).
+        storage.key.grant(role, "kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
+        databases = []
+        for source, schedule in schedules.items():
+            database = glue_name(f"{stage.glue_prefix}_raw_{source}")
+            databases.append(database)
+            self.crawler_databases[source] = database
+            db = glue.Database(
+                self,
+                f"RawDatabase-{source}",
+                database_name=database,
+                description=f"lakeloader ({stage.name}): crawled raw files of source {source}",
+                removal_policy=removal_policy(stage),
+            )
+            crawler = glue.CfnCrawler(
+                self,
+                f"Crawler-{source}",
+                name=stage.resource_name(f"raw-{glue_name(source).replace('_', '-')}"),
+                description=f"Crawls the raw files of source {source!r}",
+                role=role.role_arn,
+                database_name=database,
+                targets=glue.CfnCrawler.TargetsProperty(
+                    s3_targets=[
+                        glue.CfnCrawler.S3TargetProperty(path=f"s3://{storage.raw.bucket_name}/{p}")
+                        for p in by_source[source]
+                    ]
+                ),
+                schedule=(
+                    glue.CfnCrawler.ScheduleProperty(schedule_expression=schedule)
+                    if schedule != "on-demand"
+                    else None
+                ),
+                crawler_security_configuration=self.security_configuration.security_configuration_name,
+                schema_change_policy=glue.CfnCrawler.SchemaChangePolicyProperty(
+                    update_behavior="UPDATE_IN_DATABASE", delete_behavior="LOG"
+                ),
+                recrawl_policy=glue.CfnCrawler.RecrawlPolicyProperty(recrawl_behavior="CRAWL_EVERYTHING"),
+                configuration=json.dumps(
+                    {"Version": 1.0, "CrawlerOutput": {"Tables": {"AddOrUpdateBehavior": "MergeNewColumns"}}},
+                    sort_keys=True,
+                ),
+            )
+            crawler.node.add_dependency(db)
+            self.crawlers[source] = crawler
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="CatalogCrawledTables",
+                actions=DATABASE_TABLE_ACTIONS,
+                resources=glue_arns(self, databases),
+            )
+        )
+        log_groups = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws-glue/crawlers*"
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="CrawlerLogs",
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                    "logs:AssociateKmsKey",
+                ],
+                resources=[log_groups, f"{log_groups}:*"],
+            )
+        )
+        acknowledge_wildcards(
+            role,
+            [f"Resource::{arn_ref(storage.raw)}/{p}*" for p in prefixes]
+            + [
+                f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
+                for d in databases
+            ]
+            + [
+                "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws-glue/crawlers*",
+                "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws-glue/crawlers*:*",
+            ],
+            "Crawlers read only the configured table prefixes of the raw bucket (objects under each prefix), "
+            "write only tables of their own raw_<source> databases (table names come from the files), log "
+            "only to Glue's crawler log groups (named by Glue per role and security configuration), and use "
+            "only the stage's key.",
+        )
+
+
+class LakeFormationAccess(Construct):
+    """Lake Formation mode: register the warehouse and grant the roles on databases and tables.
+
+    The deploying role must be a Lake Formation data lake administrator. The warehouse is
+    registered with a dedicated data-access role (not the service-linked role), which can
+    use the stage's KMS key.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        storage: LakeStorage,
+        catalog: Catalog,
+        job_roles: list[iam.IRole],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        warehouse_arn = storage.curated.arn_for_objects(WAREHOUSE_PREFIX.rstrip("/"))
+        self.data_access_role = iam.Role(
+            self,
+            "DataAccessRole",
+            role_name=stage.resource_name("lf-data-access"),
+            description=f"{stage.prefix}: Lake Formation's access to the Iceberg warehouse",
+            assumed_by=iam.ServicePrincipal("lakeformation.amazonaws.com"),
+        )
+        grant_warehouse(self.data_access_role, storage.curated)
+        storage.key.grant_encrypt_decrypt(self.data_access_role)
+        acknowledge_wildcards(
+            self.data_access_role,
+            [
+                f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*",
+                "Action::kms:ReEncrypt*",
+                "Action::kms:GenerateDataKey*",
+            ],
+            "Lake Formation vends access to the objects of the registered warehouse prefix only, with the "
+            "stage's key only.",
+        )
+        self.location = lakeformation.CfnResource(
+            self,
+            "Warehouse",
+            resource_arn=warehouse_arn,
+            use_service_linked_role=False,
+            role_arn=self.data_access_role.role_arn,
+        )
+        self.location.node.add_dependency(self.data_access_role)
+        self.grants: list[lakeformation.CfnPrincipalPermissions] = []
+        for index, role in enumerate(job_roles):
+            principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+                data_lake_principal_identifier=role.role_arn
+            )
+            self._grant(
+                f"Location{index}",
+                principal,
+                {"dataLocation": {"catalogId": Aws.ACCOUNT_ID, "resourceArn": warehouse_arn}},
+                ["DATA_LOCATION_ACCESS"],
+                depends=[self.location],
+            )
+            for name, database in catalog.databases.items():
+                self._grant(
+                    f"Database{index}-{name}",
+                    principal,
+                    {"database": {"catalogId": Aws.ACCOUNT_ID, "name": name}},
+                    ["DESCRIBE", "CREATE_TABLE", "ALTER"],
+                    depends=[database],
+                )
+                self._grant(
+                    f"Tables{index}-{name}",
+                    principal,
+                    {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": name, "tableWildcard": {}}},
+                    ["SELECT", "INSERT", "DELETE", "DESCRIBE", "ALTER", "DROP"],
+                    depends=[database],
+                )
+        if catalog.crawler_role is not None:
+            principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+                data_lake_principal_identifier=catalog.crawler_role.role_arn
+            )
+            for source, name in catalog.crawler_databases.items():
+                database = catalog.node.find_child(f"RawDatabase-{source}")
+                self._grant(
+                    f"CrawlerDatabase-{source}",
+                    principal,
+                    {"database": {"catalogId": Aws.ACCOUNT_ID, "name": name}},
+                    ["DESCRIBE", "CREATE_TABLE", "ALTER"],
+                    depends=[database],
+                )
+                self._grant(
+                    f"CrawlerTables-{source}",
+                    principal,
+                    {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": name, "tableWildcard": {}}},
+                    ["SELECT", "DESCRIBE", "ALTER", "DROP", "INSERT"],
+                    depends=[database],
+                )
+
+    def _grant(
+        self,
+        construct_id: str,
+        principal: lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty,
+        resource: dict,
+        permissions: list[str],
+        depends: list[IConstruct],
+    ) -> None:
+        grant = lakeformation.CfnPrincipalPermissions(
+            self,
+            construct_id,
+            catalog=Aws.ACCOUNT_ID,
+            principal=principal,
+            resource=resource,
+            permissions=permissions,
+            permissions_with_grant_option=[],
+        )
+        for dependency in depends:
+            grant.node.add_dependency(dependency)
+        self.grants.append(grant)
+
+
+def grant_warehouse(role: iam.IRole, curated: s3.IBucket) -> None:
+    """Read, write and delete Iceberg data and metadata under the warehouse prefix."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="WarehouseObjects",
+            actions=[
+                "s3:GetObject",
+                "s3:GetObjectVersion",
+                "s3:PutObject",
+                "s3:DeleteObject",
+                "s3:AbortMultipartUpload",
+                "s3:ListMultipartUploadParts",
+            ],
+            resources=[curated.arn_for_objects(f"{WAREHOUSE_PREFIX}*")],
+        )
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="WarehouseList",
+            actions=["s3:ListBucket"],
+            resources=[curated.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [WAREHOUSE_PREFIX, f"{WAREHOUSE_PREFIX}*"]}},
+        )
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="WarehouseBucketLocation", actions=["s3:GetBucketLocation"], resources=[curated.bucket_arn]
+        )
+    )

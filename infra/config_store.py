@@ -1,0 +1,96 @@
+"""Config store: the DynamoDB tables (config, object ledger, run history) and the config sync.
+
+`config/tables.yaml` is validated at synth (by the stack) and its tables become the config
+table's items on deploy: a custom resource carries them as one JSON string property, so
+every config change changes the template and CloudFormation sends an Update; the sync
+Lambda puts every item and deletes items whose table left the config.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import CustomResource, Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from infra.functions import PythonFunction, lambda_source
+from infra.settings import Stage
+from infra.storage import removal_policy
+from lakeloader.config import LakeConfig
+from lakeloader.config_store import config_items, items_json
+
+RUNS_TTL_ATTRIBUTE = "expires_at"
+
+
+class ConfigStore(Construct):
+    """Config, ledger and run-history tables (on demand, PITR, KMS) and the config sync."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, stage: Stage, lake: LakeConfig, key: kms.IKey
+    ) -> None:
+        super().__init__(scope, construct_id)
+        retain = stage.settings.retain
+
+        def table(
+            construct_id: str, name: str, sort_key: str | None, ttl: str | None = None
+        ) -> dynamodb.Table:
+            return dynamodb.Table(
+                self,
+                construct_id,
+                table_name=stage.resource_name(name),
+                partition_key=dynamodb.Attribute(name="table_id", type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING)
+                if sort_key
+                else None,
+                billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+                point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                    point_in_time_recovery_enabled=True
+                ),
+                encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+                encryption_key=key,
+                time_to_live_attribute=ttl,
+                deletion_protection=retain,
+                removal_policy=removal_policy(stage),
+            )
+
+        self.config_table = table("ConfigTable", "config", None)
+        self.ledger_table = table("LedgerTable", "ledger", "object_id")
+        self.runs_table = table("RunsTable", "runs", "run_id", ttl=RUNS_TTL_ATTRIBUTE)
+
+        self.items = config_items(lake)
+        self.sync_function = PythonFunction(
+            self,
+            "SyncFunction",
+            stage=stage,
+            name="config-sync",
+            description="Writes config/tables.yaml into the config table (CloudFormation custom resource)",
+            source_dir=lambda_source("config_sync"),
+            lakeloader_modules=["__init__.py", "config_store.py"],
+            key=key,
+            environment={"LOG_LEVEL": "INFO"},
+            timeout=Duration.minutes(5),
+        )
+        self.config_table.grant(
+            self.sync_function.role,
+            "dynamodb:Scan",
+            "dynamodb:BatchWriteItem",
+            "dynamodb:PutItem",
+            "dynamodb:DeleteItem",
+        )
+        key.grant(
+            self.sync_function.role, "kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"
+        )
+        self.sync = CustomResource(
+            self,
+            "Sync",
+            service_token=self.sync_function.function.function_arn,
+            resource_type="Custom::LakeloaderConfigSync",
+            properties={
+                "TableName": self.config_table.table_name,
+                "Items": items_json(self.items),
+                # dev may drop its items with the stack; prod never deletes on Delete.
+                "PruneOnDelete": "false" if retain else "true",
+            },
+            service_timeout=Duration.minutes(10),
+        )
+        self.sync.node.add_dependency(self.sync_function.role)

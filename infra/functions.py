@@ -1,0 +1,106 @@
+"""Python Lambda functions the way every lakeloader function is built.
+
+Code comes from a folder staged by `infra.packaging.lambda_bundle` (no Docker). Each
+function gets its own role (no AWS managed policies: only its log group) and its own
+KMS-encrypted log group with the stage's retention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from aws_cdk import Annotations, Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.nag import acknowledge
+from infra.packaging import REPO_ROOT, lambda_bundle
+from infra.settings import Stage
+from infra.storage import stage_log_group
+
+# Python 3.12: the version the S3-arrival handler is written and tested for.
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+RUNTIME_REASON = (
+    "Python 3.12 is the runtime lakeloader's Lambda code is written and tested for (the shared "
+    "contract of lambda/); it is a supported Lambda runtime. Moving to a newer one is a deliberate change."
+)
+
+
+class PythonFunction(Construct):
+    """A Python 3.12 arm64 Lambda, its role and its log group."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        name: str,
+        description: str,
+        source_dir: Path,
+        lakeloader_modules: list[str],
+        key: kms.IKey,
+        environment: Mapping[str, str],
+        timeout: Duration,
+        memory_mb: int = 256,
+        reserved_concurrency: int | None = None,
+        dead_letter_queue: sqs.IQueue | None = None,
+        retry_attempts: int | None = None,
+        max_event_age: Duration | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        function_name = stage.resource_name(name)
+        bundle, missing = lambda_bundle(function_name, source_dir, lakeloader_modules)
+        if missing:
+            Annotations.of(self).add_warning_v2(
+                "lakeloader:missing-module",
+                f"{function_name}: lakeloader/{', lakeloader/'.join(missing)} not found; "
+                "the Lambda package leaves them out and the handler will fail to import them",
+            )
+        self.bundle_dir = bundle
+
+        self.log_group = stage_log_group(
+            self, "Logs", stage=stage, name=f"/aws/lambda/{function_name}", key=key
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            role_name=function_name,
+            description=f"{function_name} Lambda",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteOwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],  # "<group>:*": its streams
+            )
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=function_name,
+            description=description,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="handler.handler",
+            code=lambda_.Code.from_asset(str(bundle)),
+            role=self.role,
+            timeout=timeout,
+            memory_size=memory_mb,
+            environment=dict(environment),
+            log_group=self.log_group,
+            reserved_concurrent_executions=reserved_concurrency,
+            dead_letter_queue=dead_letter_queue,
+            retry_attempts=retry_attempts,
+            max_event_age=max_event_age,
+        )
+        acknowledge(self.function, "L1", RUNTIME_REASON)
+
+
+def lambda_source(name: str) -> Path:
+    return REPO_ROOT / "lambda" / name

@@ -1,0 +1,268 @@
+"""Monitoring: the alarm topic, failure notifications, alarms and the dashboard.
+
+* `AlarmTopic`: the SNS topic every alarm and failure notification goes to (KMS, TLS-only;
+  an optional e-mail subscription from the stage's `alarm_email`).
+* `Monitoring`: EventBridge rules on failed Glue job runs and EMR Serverless job runs
+  (notify the topic; their trigger counts are alarmed too), alarms on the S3-arrival
+  Lambda's errors and throttles, the dead-letter queue's depth and failed maintenance
+  executions, and a dashboard of runs, rows merged and failures.
+
+The jobs publish `RunsSucceeded`, `RunsFailed` and `RowsMerged` to the `lakeloader`
+namespace (infra.settings.METRICS_NAMESPACE); the dashboard searches them under any dimensions.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.settings import METRICS_NAMESPACE, Stage
+
+FIVE_MINUTES = Duration.minutes(5)
+GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]
+EMR_FAILED_STATES = ["FAILED"]
+
+
+class AlarmTopic(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage, key: kms.IKey) -> None:
+        super().__init__(scope, construct_id)
+        self.topic = sns.Topic(
+            self,
+            "Topic",
+            topic_name=stage.resource_name("alarms"),
+            display_name=f"lakeloader {stage.name} alarms",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        # CloudWatch alarms and EventBridge rules of this account publish to the encrypted topic.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowAlarmPublishersOfThisAccount",
+                principals=[
+                    iam.ServicePrincipal("cloudwatch.amazonaws.com"),
+                    iam.ServicePrincipal("events.amazonaws.com"),
+                ],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        if stage.settings.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(stage.settings.alarm_email))
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        topic: sns.ITopic,
+        arrival: lambda_.IFunction,
+        dead_letter_queue: sqs.IQueue,
+        glue_jobs: list[glue.IJob],
+        emr_application_id: str,
+        maintenance: sfn.StateMachine,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        action = cw_actions.SnsAction(topic)
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+
+        def alarm(
+            construct_id: str, name: str, metric: cloudwatch.IMetric, description: str
+        ) -> cloudwatch.Alarm:
+            created = cloudwatch.Alarm(
+                self,
+                construct_id,
+                alarm_name=stage.resource_name(name),
+                alarm_description=description,
+                metric=metric,
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            created.add_alarm_action(action)
+            self.alarms[name] = created
+            return created
+
+        # --- failed job runs: EventBridge -> SNS, and an alarm on the rule's matches -----
+        self.glue_failed_rule = events.Rule(
+            self,
+            "GlueJobFailed",
+            rule_name=stage.resource_name("glue-job-failed"),
+            description="A lakeloader Glue job run failed, timed out or errored",
+            event_pattern=events.EventPattern(
+                source=["aws.glue"],
+                detail_type=["Glue Job State Change"],
+                detail={"jobName": [job.job_name for job in glue_jobs], "state": GLUE_FAILED_STATES},
+            ),
+            targets=[
+                targets.SnsTopic(
+                    topic,
+                    message=events.RuleTargetInput.from_text(
+                        f"lakeloader {stage.name}: Glue job "
+                        f"{events.EventField.from_path('$.detail.jobName')} "
+                        f"run {events.EventField.from_path('$.detail.jobRunId')} ended "
+                        f"{events.EventField.from_path('$.detail.state')}: "
+                        f"{events.EventField.from_path('$.detail.message')}"
+                    ),
+                )
+            ],
+        )
+        self.emr_failed_rule = events.Rule(
+            self,
+            "EmrJobFailed",
+            rule_name=stage.resource_name("emr-job-failed"),
+            description="A lakeloader EMR Serverless job run failed",
+            event_pattern=events.EventPattern(
+                source=["aws.emr-serverless"],
+                detail_type=["EMR Serverless Job Run State Change"],
+                detail={"applicationId": [emr_application_id], "state": EMR_FAILED_STATES},
+            ),
+            targets=[
+                targets.SnsTopic(
+                    topic,
+                    message=events.RuleTargetInput.from_text(
+                        f"lakeloader {stage.name}: EMR Serverless job run "
+                        f"{events.EventField.from_path('$.detail.jobRunId')} "
+                        f"({events.EventField.from_path('$.detail.jobRunName')}) ended "
+                        f"{events.EventField.from_path('$.detail.state')}: "
+                        f"{events.EventField.from_path('$.detail.stateDetails')}"
+                    ),
+                )
+            ],
+        )
+        glue_failures = self._rule_matches(self.glue_failed_rule, "Glue job runs failed")
+        emr_failures = self._rule_matches(self.emr_failed_rule, "EMR job runs failed")
+        alarm("GlueJobFailuresAlarm", "glue-job-failures", glue_failures, "A lakeloader Glue job run failed.")
+        alarm(
+            "EmrJobFailuresAlarm",
+            "emr-job-failures",
+            emr_failures,
+            "A lakeloader EMR Serverless job run failed.",
+        )
+
+        # --- the trigger, its DLQ, maintenance -------------------------------------------
+        arrival_errors = arrival.metric_errors(
+            period=FIVE_MINUTES, statistic="Sum", label="S3-arrival errors"
+        )
+        arrival_throttles = arrival.metric_throttles(
+            period=FIVE_MINUTES, statistic="Sum", label="S3-arrival throttles"
+        )
+        dlq_depth = dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=FIVE_MINUTES, statistic="Maximum", label="S3-arrival DLQ depth"
+        )
+        maintenance_failed = maintenance.metric_failed(
+            period=FIVE_MINUTES, statistic="Sum", label="Maintenance failed"
+        )
+        maintenance_timed_out = maintenance.metric_timed_out(
+            period=FIVE_MINUTES, statistic="Sum", label="Maintenance timed out"
+        )
+        alarm(
+            "ArrivalErrorsAlarm",
+            "s3-arrival-errors",
+            arrival_errors,
+            "The S3-arrival Lambda failed; Lambda retries it, then sends the event to the dead-letter queue.",
+        )
+        alarm(
+            "ArrivalThrottlesAlarm",
+            "s3-arrival-throttles",
+            arrival_throttles,
+            "The S3-arrival Lambda hit its reserved concurrency; raise it if this persists.",
+        )
+        alarm(
+            "DeadLetterQueueAlarm",
+            "s3-arrival-dlq",
+            dlq_depth,
+            "S3 events the Lambda could not process are waiting in the dead-letter queue; redrive them.",
+        )
+        alarm(
+            "MaintenanceFailedAlarm",
+            "maintenance-failed",
+            cloudwatch.MathExpression(
+                expression="failed + timedout",
+                using_metrics={"failed": maintenance_failed, "timedout": maintenance_timed_out},
+                period=FIVE_MINUTES,
+                label="Maintenance executions failed or timed out",
+            ),
+            "A maintenance execution failed or timed out.",
+        )
+
+        # --- dashboard ------------------------------------------------------------------
+        def search(metric_name: str, label: str) -> cloudwatch.MathExpression:
+            return cloudwatch.MathExpression(
+                expression=(
+                    f"SEARCH('Namespace=\"{METRICS_NAMESPACE}\" MetricName=\"{metric_name}\"', 'Sum', 300)"
+                ),
+                label=label,
+                period=FIVE_MINUTES,
+                using_metrics={},
+            )
+
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=stage.resource_name("dashboard"),
+            default_interval=Duration.days(1),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"# lakeloader {stage.name}\nRaw arrivals, job runs, rows merged and failures.",
+                width=24,
+                height=2,
+            )
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Runs",
+                left=[search("RunsSucceeded", "succeeded"), search("RunsFailed", "failed")],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(title="Rows merged", left=[search("RowsMerged", "rows merged")], width=8),
+            cloudwatch.GraphWidget(
+                title="Raw arrivals",
+                left=[
+                    arrival.metric_invocations(
+                        period=FIVE_MINUTES, statistic="Sum", label="S3-arrival invocations"
+                    )
+                ],
+                right=[arrival.metric_duration(period=FIVE_MINUTES, statistic="p95", label="duration p95")],
+                width=8,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Failures",
+                left=[glue_failures, emr_failures, arrival_errors, arrival_throttles],
+                right=[dlq_depth, maintenance_failed],
+                width=16,
+            ),
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms", alarms=list(self.alarms.values()), width=8, height=6
+            ),
+        )
+
+    @staticmethod
+    def _rule_matches(rule: events.Rule, label: str) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace="AWS/Events",
+            metric_name="TriggeredRules",
+            dimensions_map={"RuleName": rule.rule_name},
+            statistic="Sum",
+            period=FIVE_MINUTES,
+            label=label,
+        )

@@ -1,0 +1,141 @@
+"""The lakeloader stack: one per stage, composing one construct per concern."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from infra.catalog import Catalog, LakeFormationAccess
+from infra.config_store import ConfigStore
+from infra.monitoring import AlarmTopic, Monitoring
+from infra.orchestration import MaintenanceWorkflow
+from infra.processing import Processing
+from infra.settings import Stage
+from infra.storage import LakeStorage
+from infra.triggers import Triggers
+from lakeloader.config import LakeConfig
+
+
+class LakeloaderStack(Stack):
+    """Storage, config store, catalog, processing, orchestration, triggers and monitoring of one stage."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        lake: LakeConfig,
+        config_path: Path,
+        **kwargs,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            stack_name=stage.prefix,
+            description=f"lakeloader ({stage.name}): S3 raw zone -> CDC merge -> Apache Iceberg tables",
+            termination_protection=stage.settings.retain,
+            **kwargs,
+        )
+        self.stage = stage
+        # (Dashboards: CloudFormation's tag support for them is too new for cfn-lint's schema.)
+        for key, value in (("project", stage.project), ("stage", stage.name)):
+            Tags.of(self).add(key, value, exclude_resource_types=["AWS::CloudWatch::Dashboard"])
+
+        self.storage = LakeStorage(self, "Storage", stage=stage)
+        self.config_store = ConfigStore(self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key)
+        self.catalog = Catalog(self, "Catalog", stage=stage, lake=lake, storage=self.storage)
+        self.processing = Processing(
+            self,
+            "Processing",
+            stage=stage,
+            storage=self.storage,
+            store=self.config_store,
+            catalog=self.catalog,
+            raw_prefixes=sorted(t.source.prefix for t in lake.tables),
+        )
+        self.lake_formation = None
+        if stage.settings.lake_formation:
+            self.lake_formation = LakeFormationAccess(
+                self,
+                "LakeFormation",
+                stage=stage,
+                storage=self.storage,
+                catalog=self.catalog,
+                job_roles=[self.processing.glue_role, self.processing.emr_role],
+            )
+        self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, key=self.storage.key)
+        self.maintenance = MaintenanceWorkflow(
+            self,
+            "Maintenance",
+            stage=stage,
+            maintain_job=self.processing.maintain_job,
+            topic=self.alarm_topic.topic,
+            key=self.storage.key,
+        )
+        self.triggers = Triggers(
+            self,
+            "Triggers",
+            stage=stage,
+            lake=lake,
+            storage=self.storage,
+            store=self.config_store,
+            processing=self.processing,
+            maintenance=self.maintenance.state_machine,
+        )
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            stage=stage,
+            topic=self.alarm_topic.topic,
+            arrival=self.triggers.function,
+            dead_letter_queue=self.triggers.dead_letter_queue,
+            glue_jobs=self.processing.glue_jobs,
+            emr_application_id=self.processing.emr_application.attr_application_id,
+            maintenance=self.maintenance.state_machine,
+        )
+        self._outputs(config_path)
+
+    def _outputs(self, config_path: Path) -> None:
+        storage, store, processing = self.storage, self.config_store, self.processing
+        outputs = {
+            "RawBucketName": (
+                storage.raw.bucket_name,
+                "Raw zone: land files under <source>/<schema>/<table>/",
+            ),
+            "CuratedBucketName": (storage.curated.bucket_name, "Curated zone (Iceberg warehouse)"),
+            "QuarantineBucketName": (storage.quarantine.bucket_name, "Rejected records and files"),
+            "AssetsBucketName": (storage.assets.bucket_name, "Job temp files, Spark UI and EMR logs"),
+            "AccessLogsBucketName": (storage.access_logs.bucket_name, "S3 server access logs"),
+            "RawRoot": (storage.raw_root, "raw_root of the jobs on AWS"),
+            "Warehouse": (storage.warehouse, "warehouse of the jobs on AWS"),
+            "KmsKeyArn": (storage.key.key_arn, "The stage's customer-managed key"),
+            "ConfigTableName": (store.config_table.table_name, f"Table config (from {config_path.name})"),
+            "LedgerTableName": (store.ledger_table.table_name, "Object ledger"),
+            "RunsTableName": (store.runs_table.table_name, "Run history"),
+            "IngestJobName": (processing.ingest_job.job_name, "Glue ingest job"),
+            "MaintainJobName": (processing.maintain_job.job_name, "Glue maintenance job"),
+            "GlueJobRoleArn": (processing.glue_role.role_arn, "Role of the Glue jobs"),
+            "EmrApplicationId": (
+                processing.emr_application.attr_application_id,
+                "EMR Serverless application",
+            ),
+            "EmrJobRoleArn": (processing.emr_role.role_arn, "Execution role of EMR Serverless job runs"),
+            "EmrIngestEntryPoint": (processing.emr_ingest_entry_point.s3_object_url, "emr_steps/ingest.py"),
+            "EmrMaintainEntryPoint": (
+                processing.emr_maintain_entry_point.s3_object_url,
+                "emr_steps/maintain.py",
+            ),
+            "ArrivalFunctionName": (self.triggers.function.function_name, "S3-arrival Lambda"),
+            "ArrivalDeadLetterQueueUrl": (self.triggers.dead_letter_queue.queue_url, "S3-arrival DLQ"),
+            "MaintenanceStateMachineArn": (
+                self.maintenance.state_machine.state_machine_arn,
+                'Maintenance: start with {"table_id": "<id>"} or {} for every table',
+            ),
+            "AlarmTopicArn": (self.alarm_topic.topic.topic_arn, "Alarms and failure notifications"),
+            "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
+        }
+        for output_id, (value, description) in outputs.items():
+            CfnOutput(self, output_id, value=value, description=description)

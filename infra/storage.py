@@ -1,0 +1,244 @@
+"""Storage: the lake's KMS key and its buckets (raw, curated, quarantine, job assets, access logs)."""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.settings import Stage
+
+WAREHOUSE_PREFIX = "warehouse/"
+GLUE_TEMP_PREFIX = "glue/tmp/"
+SPARK_UI_PREFIX = "glue/spark-ui/"
+EMR_LOGS_PREFIX = "emr/logs/"
+
+_STORAGE_CLASSES = {
+    "STANDARD_IA": s3.StorageClass.INFREQUENT_ACCESS,
+    "ONEZONE_IA": s3.StorageClass.ONE_ZONE_INFREQUENT_ACCESS,
+    "INTELLIGENT_TIERING": s3.StorageClass.INTELLIGENT_TIERING,
+    "GLACIER_IR": s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+    "GLACIER": s3.StorageClass.GLACIER,
+    "DEEP_ARCHIVE": s3.StorageClass.DEEP_ARCHIVE,
+}
+
+
+_RETENTION = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def removal_policy(stage: Stage) -> RemovalPolicy:
+    """dev: resources go with the stack; prod: they outlive it."""
+    return RemovalPolicy.RETAIN if stage.settings.retain else RemovalPolicy.DESTROY
+
+
+def log_retention(stage: Stage) -> logs.RetentionDays:
+    return _RETENTION[stage.settings.log_retention_days]
+
+
+def stage_log_group(
+    scope: Construct, construct_id: str, *, stage: Stage, name: str, key: kms.IKey
+) -> logs.LogGroup:
+    """A log group encrypted with the stage's key, with the stage's retention."""
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        log_group_name=name,
+        retention=log_retention(stage),
+        encryption_key=key,
+        removal_policy=removal_policy(stage),
+    )
+
+
+class LakeStorage(Construct):
+    """The customer-managed key and the buckets of one stage.
+
+    Lake buckets (raw, curated, quarantine, assets) are KMS-encrypted with the key (S3
+    bucket keys on), versioned, private, TLS-only, and log their access to the access-log
+    bucket (SSE-S3: S3 server access logging cannot deliver to SSE-KMS buckets). dev may
+    destroy everything with the stack; prod retains buckets and key.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage) -> None:
+        super().__init__(scope, construct_id)
+        settings = stage.settings
+        removal = removal_policy(stage)
+        auto_delete = not settings.retain
+
+        self.key = kms.Key(
+            self,
+            "Key",
+            alias=f"alias/{stage.prefix}",
+            description=f"{stage.prefix}: encrypts the lake's buckets, tables, queues, topics and logs",
+            enable_key_rotation=True,
+            pending_window=Duration.days(30 if settings.retain else 7),
+            removal_policy=removal,
+        )
+        # CloudWatch Logs encrypts the stage's log groups (Lambda, Step Functions, Glue
+        # security configuration) with the key; scoped by the log-group encryption context.
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowCloudWatchLogsOfThisAccount",
+                principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
+                actions=[
+                    "kms:Encrypt*",
+                    "kms:Decrypt*",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:Describe*",
+                ],
+                resources=["*"],
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": (
+                            f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
+                        )
+                    }
+                },
+            )
+        )
+
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            bucket_name=self._bucket_name(stage, "access-logs"),
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-access-logs",
+                    expiration=Duration.days(settings.access_log_expiration_days),
+                    noncurrent_version_expiration=Duration.days(1),
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                )
+            ],
+            removal_policy=removal,
+            auto_delete_objects=auto_delete,
+        )
+
+        noncurrent = Duration.days(settings.noncurrent_version_expiration_days)
+        transition = settings.raw_transition
+        self.raw = self._lake_bucket(
+            stage,
+            "Raw",
+            "raw",
+            [
+                s3.LifecycleRule(
+                    id="raw-to-colder-storage",
+                    transitions=[
+                        s3.Transition(
+                            storage_class=_STORAGE_CLASSES[transition.storage_class],
+                            transition_after=Duration.days(transition.days),
+                        )
+                    ],
+                ),
+                s3.LifecycleRule(
+                    id="expire-noncurrent-versions",
+                    noncurrent_version_expiration=noncurrent,
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                ),
+            ],
+        )
+        self.curated = self._lake_bucket(
+            stage,
+            "Curated",
+            "curated",
+            [
+                s3.LifecycleRule(
+                    id="expire-noncurrent-versions",
+                    noncurrent_version_expiration=noncurrent,
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                )
+            ],
+        )
+        self.quarantine = self._lake_bucket(
+            stage,
+            "Quarantine",
+            "quarantine",
+            [
+                s3.LifecycleRule(
+                    id="expire-quarantined-files",
+                    expiration=Duration.days(settings.quarantine_expiration_days),
+                    noncurrent_version_expiration=noncurrent,
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                )
+            ],
+        )
+        self.assets = self._lake_bucket(
+            stage,
+            "Assets",
+            "assets",
+            [
+                s3.LifecycleRule(
+                    id="expire-noncurrent-versions",
+                    noncurrent_version_expiration=noncurrent,
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                ),
+                s3.LifecycleRule(
+                    id="expire-glue-temp",
+                    prefix=GLUE_TEMP_PREFIX,
+                    expiration=Duration.days(settings.temp_expiration_days),
+                ),
+            ],
+        )
+
+    @property
+    def raw_root(self) -> str:
+        """`raw_root` of the jobs on AWS: the raw bucket's root."""
+        return f"s3://{self.raw.bucket_name}/"
+
+    @property
+    def warehouse(self) -> str:
+        """`warehouse` of the jobs on AWS: the Iceberg warehouse in the curated bucket."""
+        return f"s3://{self.curated.bucket_name}/{WAREHOUSE_PREFIX}"
+
+    @staticmethod
+    def _bucket_name(stage: Stage, what: str) -> str:
+        # Bucket names are global: stage-scoped and suffixed with account and region.
+        return f"{stage.resource_name(what)}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
+
+    def _lake_bucket(
+        self, stage: Stage, construct_id: str, what: str, lifecycle_rules: list[s3.LifecycleRule]
+    ) -> s3.Bucket:
+        return s3.Bucket(
+            self,
+            construct_id,
+            bucket_name=self._bucket_name(stage, what),
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix=f"{what}/",
+            lifecycle_rules=lifecycle_rules,
+            removal_policy=removal_policy(stage),
+            auto_delete_objects=not stage.settings.retain,
+        )

@@ -1,0 +1,229 @@
+"""Triggers: the S3-arrival Lambda, its S3 notifications, DLQ and schedules.
+
+* Object-created events under the raw prefixes invoke `lambda/s3_arrival` (asynchronously:
+  failed invocations are retried, then land in the SQS dead-letter queue).
+* By default the prefixes are the source folders of the config (`crm/`, `sales/`, ...):
+  objects of unknown tables under a known source still reach the Lambda, which logs and
+  counts them; the stage's `raw_event_prefixes` overrides the list (`""`: the whole bucket).
+* A sweep schedule invokes the Lambda to start runs for tables whose objects stayed pending.
+* The maintenance schedule starts the maintenance state machine for every enabled table.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_notifications as s3n
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.catalog import sources
+from infra.config_store import ConfigStore
+from infra.functions import PythonFunction, lambda_source
+from infra.nag import acknowledge, acknowledge_wildcards
+from infra.processing import Processing
+from infra.settings import METRICS_NAMESPACE, SettingsError, Stage
+from infra.storage import LakeStorage
+from lakeloader.config import LakeConfig
+
+ARRIVAL_MODULES = ["__init__.py", "ledger.py", "trigger.py"]
+SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}
+BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
+
+
+def event_prefixes(stage: Stage, lake: LakeConfig) -> list[str]:
+    """The key prefixes whose object-created events invoke the Lambda (no two overlapping)."""
+    configured = stage.settings.raw_event_prefixes
+    if not configured:
+        wanted = [f"{source}/" for source in sources(lake)]
+    else:
+        wanted = [p.lstrip("/") for p in configured]
+    if "" in wanted:
+        return [""]
+    # S3 rejects overlapping filters of the same event type: keep only the outermost prefixes.
+    kept: list[str] = []
+    for prefix in sorted(set(wanted), key=lambda p: (len(p), p)):
+        if not any(prefix.startswith(outer) for outer in kept):
+            kept.append(prefix)
+    uncovered = [t.id for t in lake.tables if not any(t.source.prefix.startswith(p) for p in kept)]
+    if uncovered:
+        raise SettingsError(
+            f"cdk.json context lakeloader:stages.{stage.name}.raw_event_prefixes: tables "
+            f"{', '.join(uncovered)} lie outside {kept}; their files would never trigger a run"
+        )
+    return sorted(kept)
+
+
+class Triggers(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        lake: LakeConfig,
+        storage: LakeStorage,
+        store: ConfigStore,
+        processing: Processing,
+        maintenance: sfn.IStateMachine,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        settings = stage.settings.arrival_lambda
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            queue_name=stage.resource_name("s3-arrival-dlq"),
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=storage.key,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+
+        stack = Stack.of(self)
+        self.arrival = PythonFunction(
+            self,
+            "Arrival",
+            stage=stage,
+            name="s3-arrival",
+            description="Records raw objects in the ledger and starts their tables' Glue/EMR runs",
+            source_dir=lambda_source("s3_arrival"),
+            lakeloader_modules=ARRIVAL_MODULES,
+            key=storage.key,
+            environment={
+                "CONFIG_TABLE": store.config_table.table_name,
+                "LEDGER_TABLE": store.ledger_table.table_name,
+                "RUNS_TABLE": store.runs_table.table_name,
+                "GLUE_JOB_NAME": processing.ingest_job.job_name,
+                "EMR_APPLICATION_ID": processing.emr_application.attr_application_id,
+                "EMR_JOB_ROLE_ARN": processing.emr_role.role_arn,
+                "EMR_ENTRY_POINT": processing.emr_ingest_entry_point.s3_object_url,
+                "EMR_EXTRA_ARGS": stack.to_json_string(processing.emr_entry_point_arguments),
+                "RAW_BUCKET": storage.raw.bucket_name,
+                "POWERTOOLS_SERVICE_NAME": "lakeloader-s3-arrival",
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "LOG_LEVEL": settings.log_level,
+            },
+            timeout=Duration.seconds(settings.timeout_seconds),
+            memory_mb=settings.memory_mb,
+            reserved_concurrency=settings.reserved_concurrency,
+            dead_letter_queue=self.dead_letter_queue,
+            retry_attempts=settings.retry_attempts,
+            max_event_age=Duration.minutes(settings.max_event_age_minutes),
+        )
+        self.function = self.arrival.function
+        role = self.arrival.role
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadConfigTable",
+                actions=["dynamodb:Scan", "dynamodb:GetItem", "dynamodb:Query"],
+                resources=[store.config_table.table_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="LedgerAndRuns",
+                actions=[
+                    "dynamodb:GetItem",
+                    "dynamodb:Query",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:ConditionCheckItem",
+                ],
+                resources=[store.ledger_table.table_arn, store.runs_table.table_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="UseLakeKey",
+                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+                resources=[storage.key.key_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StartGlueIngest",
+                actions=["glue:StartJobRun", "glue:GetJobRun"],
+                resources=[processing.ingest_job.job_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StartEmrIngest",
+                actions=["emr-serverless:StartJobRun", "emr-serverless:GetJobRun"],
+                resources=[processing.emr_application_arn, f"{processing.emr_application_arn}/jobruns/*"],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PassEmrJobRole",
+                actions=["iam:PassRole"],
+                resources=[processing.emr_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}},
+            )
+        )
+        acknowledge_wildcards(
+            role,
+            [
+                "Resource::arn:<AWS::Partition>:emr-serverless:<AWS::Region>:<AWS::AccountId>:/applications/"
+                f"<{stack.resolve(processing.emr_application.logical_id)}.ApplicationId>/jobruns/*"
+            ],
+            "GetJobRun addresses the runs of the stage's one EMR Serverless application; run ids are "
+            "generated at run time.",
+        )
+
+        # --- S3 notifications ---------------------------------------------------------
+        self.event_prefixes = event_prefixes(stage, lake)
+        destination = s3n.LambdaDestination(self.function)
+        for prefix in self.event_prefixes:
+            filters = [s3.NotificationKeyFilter(prefix=prefix)] if prefix else []
+            storage.raw.add_event_notification(s3.EventType.OBJECT_CREATED, destination, *filters)
+        # CDK's singleton handler that puts the bucket's notification configuration.
+        notifications_handler = stack.node.try_find_child(BUCKET_NOTIFICATIONS_HANDLER)
+        if notifications_handler is not None:
+            acknowledge(
+                notifications_handler,
+                "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+                "CDK's bucket-notifications handler (a deploy-time custom resource, not lakeloader code) "
+                "uses the AWS managed basic execution role for its logs; CDK offers no way to replace it.",
+            )
+
+        # --- schedules ------------------------------------------------------------------
+        self.sweep_rule: events.Rule | None = None
+        if stage.settings.sweep_schedule:
+            self.sweep_rule = events.Rule(
+                self,
+                "SweepSchedule",
+                rule_name=stage.resource_name("s3-arrival-sweep"),
+                description="Starts runs for tables whose raw objects stayed pending (lakeloader sweep)",
+                schedule=events.Schedule.expression(stage.settings.sweep_schedule),
+                targets=[
+                    targets.LambdaFunction(
+                        self.function,
+                        event=events.RuleTargetInput.from_object(SWEEP_EVENT),
+                        retry_attempts=2,
+                        max_event_age=Duration.hours(1),
+                    )
+                ],
+            )
+        self.maintenance_rule: events.Rule | None = None
+        if stage.settings.maintenance_schedule:
+            self.maintenance_rule = events.Rule(
+                self,
+                "MaintenanceSchedule",
+                rule_name=stage.resource_name("maintenance-schedule"),
+                description="Runs lakeloader's Iceberg maintenance for every enabled table",
+                schedule=events.Schedule.expression(stage.settings.maintenance_schedule),
+                targets=[
+                    targets.SfnStateMachine(
+                        maintenance,
+                        input=events.RuleTargetInput.from_object({"table_id": ""}),
+                        retry_attempts=2,
+                        max_event_age=Duration.hours(2),
+                    )
+                ],
+            )

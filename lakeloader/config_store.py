@@ -1,0 +1,281 @@
+"""The table configuration as stored in DynamoDB (the config table).
+
+One item per table, keyed by ``table_id``::
+
+    table_id  S     the table's id (partition key)
+    prefix    S     its source.prefix, so the S3-arrival Lambda can match keys without pydantic
+    enabled   BOOL
+    engine    S     glue | emr
+    config    S     JSON of TableConfig.model_dump(mode="json", by_alias=True)
+
+`cdk synth` turns the validated YAML into these items (`config_items`) and passes them,
+as one JSON string, to the config-sync custom resource; on deploy the custom resource's
+Lambda writes them (`sync_items`) and removes items of tables no longer in the config.
+Jobs read them back with `load_tables_from_dynamodb`.
+
+This module imports only the standard library and boto3 at module level: the config-sync
+Lambda ships it without pydantic. `load_tables_from_dynamodb` imports the pydantic model
+lazily, so only callers that want `TableConfig` objects need pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; keeps pydantic out of the Lambda
+    from lakeloader.config import LakeConfig, TableConfig
+
+log = logging.getLogger(__name__)
+
+PARTITION_KEY = "table_id"
+ITEM_ATTRIBUTES = ("table_id", "prefix", "enabled", "engine", "config")
+_BATCH = 25  # DynamoDB BatchWriteItem limit
+_MAX_ATTEMPTS = 8
+
+
+class ConfigStoreError(RuntimeError):
+    """The config table could not be read or written; the message names the table and item."""
+
+
+def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
+    """The config table's items for a validated config, in config order (plain Python values)."""
+    return [
+        {
+            "table_id": table.id,
+            "prefix": table.source.prefix,
+            "enabled": table.enabled,
+            "engine": table.engine,
+            "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
+        }
+        for table in cfg.tables
+    ]
+
+
+def items_json(items: list[dict[str, Any]]) -> str:
+    """The canonical JSON form of the items (stable across runs: it is part of the template)."""
+    return json.dumps(items, sort_keys=True, separators=(",", ":"))
+
+
+# --- DynamoDB attribute values ------------------------------------------------------------
+
+
+def to_attribute(value: Any) -> dict[str, Any]:
+    """A Python value as a low-level DynamoDB attribute value (the types the items use)."""
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, int | float):
+        return {"N": str(value)}
+    if value is None:
+        return {"NULL": True}
+    raise TypeError(f"cannot store {type(value).__name__} in the config table")
+
+
+def from_attribute(value: Mapping[str, Any]) -> Any:
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return raw
+    if kind == "BOOL":
+        return bool(raw)
+    if kind == "N":
+        number = float(raw)
+        return int(number) if number.is_integer() else number
+    if kind == "NULL":
+        return None
+    raise ConfigStoreError(f"unexpected DynamoDB attribute type {kind!r} in the config table")
+
+
+def to_item(item: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: to_attribute(value) for name, value in item.items()}
+
+
+def from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    return {name: from_attribute(value) for name, value in item.items()}
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def _client(client: Any | None) -> Any:
+    if client is not None:
+        return client
+    import boto3
+
+    return boto3.client("dynamodb")
+
+
+def scan_items(table_name: str, *, client: Any | None = None) -> list[dict[str, Any]]:
+    """Every item of the config table as plain Python dicts, sorted by table_id."""
+    client = _client(client)
+    items: list[dict[str, Any]] = []
+    for page in client.get_paginator("scan").paginate(TableName=table_name, ConsistentRead=True):
+        items.extend(from_item(raw) for raw in page.get("Items", []))
+    return sorted(items, key=lambda item: str(item.get(PARTITION_KEY, "")))
+
+
+def scan_table_ids(table_name: str, *, client: Any | None = None) -> list[str]:
+    client = _client(client)
+    ids: list[str] = []
+    pages = client.get_paginator("scan").paginate(
+        TableName=table_name,
+        ProjectionExpression="#k",
+        ExpressionAttributeNames={"#k": PARTITION_KEY},
+        ConsistentRead=True,
+    )
+    for page in pages:
+        ids.extend(raw[PARTITION_KEY]["S"] for raw in page.get("Items", []))
+    return sorted(ids)
+
+
+def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> list[TableConfig]:
+    """The table configs stored in the config table, validated, sorted by id.
+
+    An item whose ``config`` is not a valid TableConfig raises ConfigError naming the item.
+    """
+    from lakeloader.config import ConfigError, TableConfig
+
+    tables = []
+    for item in scan_items(table_name, client=client):
+        table_id = item.get(PARTITION_KEY, "<missing table_id>")
+        raw = item.get("config")
+        if not isinstance(raw, str):
+            raise ConfigError(f"dynamodb://{table_name}: item {table_id!r} has no 'config' attribute")
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"dynamodb://{table_name}: item {table_id!r}: config is not JSON: {exc}"
+            ) from None
+        try:
+            table = TableConfig.model_validate(data)
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            raise ConfigError(f"dynamodb://{table_name}: item {table_id!r}: {exc}") from None
+        if table.id != table_id:
+            raise ConfigError(
+                f"dynamodb://{table_name}: item {table_id!r} holds the config of table {table.id!r}"
+            )
+        tables.append(table)
+    return tables
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+@dataclass
+class SyncResult:
+    put: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+def _batch_write(client: Any, table_name: str, requests: list[dict[str, Any]]) -> None:
+    """BatchWriteItem in chunks of 25, retrying unprocessed items with backoff."""
+    import time
+
+    for start in range(0, len(requests), _BATCH):
+        pending = requests[start : start + _BATCH]
+        for attempt in range(_MAX_ATTEMPTS):
+            response = client.batch_write_item(RequestItems={table_name: pending})
+            pending = response.get("UnprocessedItems", {}).get(table_name, [])
+            if not pending:
+                break
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        else:
+            raise ConfigStoreError(
+                f"dynamodb://{table_name}: {len(pending)} writes still unprocessed "
+                f"after {_MAX_ATTEMPTS} attempts"
+            )
+
+
+def validate_items(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Check the item shape (the custom resource receives it as JSON); return plain dicts."""
+    checked = []
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ConfigStoreError(f"item {index} is not an object")
+        missing = [name for name in ITEM_ATTRIBUTES if name not in item]
+        if missing:
+            raise ConfigStoreError(f"item {index} ({item.get('table_id')!r}) lacks {', '.join(missing)}")
+        table_id = item["table_id"]
+        if not isinstance(table_id, str) or not table_id:
+            raise ConfigStoreError(f"item {index} has an empty or non-string table_id")
+        if table_id in seen:
+            raise ConfigStoreError(f"table_id {table_id!r} appears twice")
+        seen.add(table_id)
+        checked.append(dict(item))
+    return checked
+
+
+def sync_items(
+    table_name: str,
+    items: Iterable[Mapping[str, Any]],
+    *,
+    prune: bool = True,
+    client: Any | None = None,
+) -> SyncResult:
+    """Make the config table hold exactly `items`: put each one, delete the other table_ids."""
+    client = _client(client)
+    items = validate_items(items)
+    wanted = [item["table_id"] for item in items]
+    stale = sorted(set(scan_table_ids(table_name, client=client)) - set(wanted)) if prune else []
+    requests = [{"PutRequest": {"Item": to_item(item)}} for item in items]
+    requests += [{"DeleteRequest": {"Key": {PARTITION_KEY: {"S": table_id}}}} for table_id in stale]
+    _batch_write(client, table_name, requests)
+    log.info("config table %s: put %s, deleted %s", table_name, wanted, stale)
+    return SyncResult(put=wanted, deleted=stale)
+
+
+def delete_items(table_name: str, table_ids: Iterable[str], *, client: Any | None = None) -> list[str]:
+    client = _client(client)
+    ids = sorted(set(table_ids))
+    _batch_write(client, table_name, [{"DeleteRequest": {"Key": {PARTITION_KEY: {"S": i}}}} for i in ids])
+    return ids
+
+
+# --- the CloudFormation custom resource ---------------------------------------------------
+
+
+def _truthy(value: Any) -> bool:
+    # CloudFormation passes every custom-resource property as a string.
+    return str(value).strip().lower() in {"true", "1", "yes"}
+
+
+def apply_custom_resource_event(event: Mapping[str, Any], *, client: Any | None = None) -> tuple[str, dict]:
+    """Carry out one Custom::LakeloaderConfigSync request; return (physical id, response data).
+
+    Properties: ``TableName``, ``Items`` (JSON list of config items) and ``PruneOnDelete``
+    ("true" in stages whose data may be destroyed). Create and Update put every item and
+    delete items whose table_id left the config; Delete removes the resource's items only
+    when PruneOnDelete is true (never in prod) and otherwise leaves the table untouched.
+    """
+    request = event["RequestType"]
+    props = event.get("ResourceProperties", {})
+    table_name = props["TableName"]
+    physical_id = f"{table_name}/config-sync"
+    if request in ("Create", "Update"):
+        try:
+            items = json.loads(props.get("Items") or "[]")
+        except json.JSONDecodeError as exc:
+            raise ConfigStoreError(f"Items property is not JSON: {exc}") from None
+        if not isinstance(items, list):
+            raise ConfigStoreError("Items property must be a JSON list")
+        result = sync_items(table_name, items, client=client)
+        return physical_id, {"Put": len(result.put), "Deleted": len(result.deleted)}
+    if request == "Delete":
+        physical_id = event.get("PhysicalResourceId") or physical_id
+        if not _truthy(props.get("PruneOnDelete", "false")):
+            log.info("config table %s: Delete leaves the items in place (PruneOnDelete is false)", table_name)
+            return physical_id, {"Put": 0, "Deleted": 0}
+        try:
+            ids = [item["table_id"] for item in json.loads(props.get("Items") or "[]")]
+            deleted = delete_items(table_name, ids, client=client)
+        except Exception as exc:  # the table may already be gone; never block a stack deletion
+            log.warning("config table %s: prune on delete skipped: %s", table_name, exc)
+            deleted = []
+        return physical_id, {"Put": 0, "Deleted": len(deleted)}
+    raise ConfigStoreError(f"unknown RequestType {request!r}")

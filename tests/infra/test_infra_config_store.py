@@ -1,0 +1,104 @@
+"""Config store: tables (keys, on demand, PITR, KMS, TTL) and the config sync custom resource."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from aws_cdk.assertions import Match
+
+from infra.app import config_path
+from lakeloader.config import load_config
+from lakeloader.config_store import config_items
+from tests.infra.cdk_helpers import as_list, import_in_bundle, statements
+
+
+def table(synth, name: str) -> dict:
+    return synth.template_json["Resources"][synth.logical_id(getattr(synth.stack.config_store, name))][
+        "Properties"
+    ]
+
+
+def test_table_keys_follow_the_contract(dev):
+    assert table(dev, "config_table")["KeySchema"] == [{"AttributeName": "table_id", "KeyType": "HASH"}]
+    assert table(dev, "ledger_table")["KeySchema"] == [
+        {"AttributeName": "table_id", "KeyType": "HASH"},
+        {"AttributeName": "object_id", "KeyType": "RANGE"},
+    ]
+    assert table(dev, "runs_table")["KeySchema"] == [
+        {"AttributeName": "table_id", "KeyType": "HASH"},
+        {"AttributeName": "run_id", "KeyType": "RANGE"},
+    ]
+    assert table(dev, "runs_table")["TimeToLiveSpecification"] == {
+        "AttributeName": "expires_at",
+        "Enabled": True,
+    }
+
+
+def test_tables_are_on_demand_with_pitr_and_the_stage_key(stage_synth):
+    key_id = stage_synth.logical_id(stage_synth.stack.storage.key)
+    names = set()
+    for name in ("config_table", "ledger_table", "runs_table"):
+        props = table(stage_synth, name)
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+        assert props["SSESpecification"] == {
+            "SSEEnabled": True,
+            "SSEType": "KMS",
+            "KMSMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]},
+        }
+        names.add(props["TableName"])
+    assert names == {f"lakeloader-{stage_synth.stage}-{n}" for n in ("config", "ledger", "runs")}
+
+
+def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth):
+    _, resource = stage_synth.resource("Custom::LakeloaderConfigSync")
+    props = resource["Properties"]
+    expected = config_items(load_config(config_path(stage_synth.app)))
+    assert json.loads(props["Items"]) == expected
+    assert [i["table_id"] for i in expected] == ["crm.customers", "sales.order_lines", "inventory.products"]
+    assert props["TableName"] == {"Ref": stage_synth.logical_id(stage_synth.stack.config_store.config_table)}
+    assert props["ServiceToken"] == {
+        "Fn::GetAtt": [stage_synth.logical_id(stage_synth.stack.config_store.sync_function.function), "Arn"]
+    }
+    assert props["PruneOnDelete"] == ("true" if stage_synth.stage == "dev" else "false")
+
+
+def test_a_config_change_changes_the_template(synth, tmp_path):
+    source = Path(__file__).resolve().parents[2] / "config" / "tables.yaml"
+    changed = tmp_path / "tables.yaml"
+    changed.write_text(source.read_text().replace("inventory/products/", "inventory/items/"))
+    items = json.loads(
+        synth("dev", config=str(changed)).resource("Custom::LakeloaderConfigSync")[1]["Properties"]["Items"]
+    )
+    assert [i["prefix"] for i in items][-1] == "inventory/items/"
+
+
+def test_sync_function_may_only_write_the_config_table(dev):
+    role_id = dev.logical_id(dev.stack.config_store.sync_function.role)
+    table_id = dev.logical_id(dev.stack.config_store.config_table)
+    dynamo = [
+        s for s in statements(dev, role_id) if any(a.startswith("dynamodb:") for a in as_list(s["Action"]))
+    ]
+    assert dynamo == [
+        {
+            "Action": ["dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Scan"],
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [table_id, "Arn"]},
+        }
+    ]
+    dev.template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"FunctionName": "lakeloader-dev-config-sync", "Runtime": "python3.12", "Handler": "handler.handler"},
+    )
+    dev.template.has_resource(
+        "Custom::LakeloaderConfigSync",
+        {"DependsOn": Match.array_with([Match.string_like_regexp("SyncFunctionRole")])},
+    )
+
+
+def test_sync_lambda_bundle_is_self_contained(dev):
+    bundle = dev.stack.config_store.sync_function.bundle_dir
+    files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
+    assert files == ["handler.py", "lakeloader/__init__.py", "lakeloader/config_store.py"]
+    assert import_in_bundle(bundle, "handler").startswith(str(bundle))

@@ -1,0 +1,117 @@
+"""glue_jobs/*.py and emr_steps/*.py: thin entry points that hand lakeloader.jobs the same arguments."""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARG_KEYS = [
+    "lakeloader_config_table",
+    "lakeloader_ledger_table",
+    "lakeloader_runs_table",
+    "lakeloader_raw_root",
+    "lakeloader_warehouse",
+    "lakeloader_table_id",
+    "lakeloader_correlation_id",
+]
+COMMON = {
+    "lakeloader_config_table": "lakeloader-dev-config",
+    "lakeloader_ledger_table": "lakeloader-dev-ledger",
+    "lakeloader_runs_table": "lakeloader-dev-runs",
+    "lakeloader_raw_root": "s3://raw/",
+    "lakeloader_warehouse": "s3://curated/warehouse/",
+}
+
+
+def get_resolved_options(args: list[str], options: list[str]) -> dict[str, str]:
+    """awsglue.utils.getResolvedOptions as Glue ships it: each option required, unknown ones ignored."""
+    parser = argparse.ArgumentParser()
+    for option in options:
+        parser.add_argument(f"--{option}", required=True)
+    parsed, _ = parser.parse_known_args(args[1:])
+    return vars(parsed)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Stand-ins for the Glue runtime module and lakeloader.jobs; records each call."""
+    recorded: list[tuple[str, dict, str]] = []
+    awsglue, utils = types.ModuleType("awsglue"), types.ModuleType("awsglue.utils")
+    utils.getResolvedOptions = get_resolved_options
+    jobs = types.ModuleType("lakeloader.jobs")
+    jobs.ingest_main = lambda args, runtime: recorded.append(("ingest", dict(args), runtime)) or 0
+    jobs.maintain_main = lambda args, runtime: recorded.append(("maintain", dict(args), runtime)) or 3
+    monkeypatch.setitem(sys.modules, "awsglue", awsglue)
+    monkeypatch.setitem(sys.modules, "awsglue.utils", utils)
+    monkeypatch.setitem(sys.modules, "lakeloader.jobs", jobs)
+    return recorded
+
+
+def run(script: Path, argv: list[str], monkeypatch) -> int:
+    monkeypatch.setattr(sys, "argv", [str(script), *argv])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(script), run_name="__main__")
+    return exited.value.code
+
+
+def glue_argv(**per_run: str) -> list[str]:
+    argv = ["--JOB_ID", "j_1", "--JOB_RUN_ID", "jr_1", "--job-bookmark-option", "job-bookmark-disable"]
+    for key, value in {**COMMON, **per_run}.items():
+        argv += [f"--{key}", value]
+    return argv + ["--TempDir", "s3://assets/glue/tmp/"]
+
+
+@pytest.mark.parametrize(("name", "code"), [("ingest", 0), ("maintain", 3)])
+def test_glue_entry_point_resolves_the_job_arguments(calls, monkeypatch, name, code):
+    argv = glue_argv(lakeloader_table_id="crm.customers", lakeloader_correlation_id="req-1")
+    assert run(REPO / "glue_jobs" / f"{name}.py", argv, monkeypatch) == code
+    assert calls == [
+        (
+            name,
+            {**COMMON, "lakeloader_table_id": "crm.customers", "lakeloader_correlation_id": "req-1"},
+            "glue",
+        )
+    ]
+    assert sorted(calls[0][1]) == sorted(ARG_KEYS)
+
+
+def test_glue_per_run_arguments_default_to_empty(calls, monkeypatch):
+    assert run(REPO / "glue_jobs" / "maintain.py", glue_argv(lakeloader_table_id=""), monkeypatch) == 3
+    assert calls == [
+        ("maintain", {**COMMON, "lakeloader_table_id": "", "lakeloader_correlation_id": ""}, "glue")
+    ]
+
+
+def test_glue_missing_job_argument_fails(calls, monkeypatch):
+    argv = [a for a in glue_argv() if a not in ("--lakeloader_runs_table", COMMON["lakeloader_runs_table"])]
+    assert run(REPO / "glue_jobs" / "ingest.py", argv, monkeypatch) == 2  # argparse: required option
+    assert calls == []
+
+
+@pytest.mark.parametrize(("name", "code"), [("ingest", 0), ("maintain", 3)])
+def test_emr_entry_point_passes_the_same_keys(calls, monkeypatch, name, code):
+    argv = [
+        "--table-id",
+        "sales.order_lines",
+        "--correlation-id",
+        "req-2",
+        "--config-table",
+        COMMON["lakeloader_config_table"],
+        "--ledger-table",
+        COMMON["lakeloader_ledger_table"],
+        "--runs-table",
+        COMMON["lakeloader_runs_table"],
+        "--raw-root",
+        COMMON["lakeloader_raw_root"],
+        "--warehouse",
+        COMMON["lakeloader_warehouse"],
+    ]  # fmt: skip  (the order the S3-arrival Lambda uses: per-run arguments, then EMR_EXTRA_ARGS)
+    assert run(REPO / "emr_steps" / f"{name}.py", argv, monkeypatch) == code
+    expected = {**COMMON, "lakeloader_table_id": "sales.order_lines", "lakeloader_correlation_id": "req-2"}
+    assert calls == [(name, expected, "emr")]

@@ -1,0 +1,53 @@
+"""cdk-nag AwsSolutions: no unacknowledged finding, and no acknowledgement without a finding."""
+
+from __future__ import annotations
+
+from cdk_nag import AwsSolutionsChecks
+
+import infra.nag
+from tests.infra.cdk_helpers import synthesize
+
+
+def findings(app) -> list[tuple[str, str, str, str]]:
+    """(severity, rule, construct path, description) of every unacknowledged finding."""
+    report = AwsSolutionsChecks(verbose=True).validate_scope(app)
+    return sorted(
+        (v.severity, v.rule_name, r.construct_path, v.description)
+        for v in report.violations
+        for r in v.violating_resources
+    )
+
+
+def test_no_unacknowledged_errors_or_warnings(stage_synth):
+    assert findings(stage_synth.app) == []
+
+
+def test_no_findings_in_lake_formation_mode(synth):
+    assert findings(synth("dev", lake_formation="true").app) == []
+
+
+def test_every_acknowledgement_matches_a_finding(tmp_path, monkeypatch):
+    """Synthesize with acknowledgements recorded instead of applied: each must silence something."""
+    recorded: list[tuple[str, str]] = []
+
+    class Recorder:
+        def __init__(self, scope):
+            self.path = scope.node.path
+
+        @classmethod
+        def of(cls, scope):
+            return cls(scope)
+
+        def acknowledge(self, *acks):
+            recorded.extend((self.path, ack.id) for ack in acks)
+
+    monkeypatch.setattr(infra.nag, "Validations", Recorder)
+    synthesized = synthesize(tmp_path, "dev", lake_formation="true")
+    found = {(rule, path) for _, rule, path, _ in findings(synthesized.app)}
+    unused = [
+        (path, rule)
+        for path, rule in recorded
+        if not any(r == rule and (p == path or p.startswith(path + "/")) for r, p in found)
+    ]
+    assert recorded
+    assert unused == []

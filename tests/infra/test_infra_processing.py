@@ -1,0 +1,141 @@
+"""Processing: Glue job arguments and settings, the lakeloader zip, EMR Serverless."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from infra.packaging import PackagingError, lakeloader_zip, pinned_requirements
+from infra.processing import glue_conf_argument, iceberg_spark_conf
+from tests.infra.cdk_helpers import join, stage_settings
+
+EXPECTED_CONF = (
+    "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+    " --conf spark.sql.catalog.glue_catalog=org.apache.iceberg.spark.SparkCatalog"
+    " --conf spark.sql.catalog.glue_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog"
+    " --conf spark.sql.catalog.glue_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
+    " --conf spark.sql.catalog.glue_catalog.warehouse=s3://${CURATED}/warehouse/"
+)
+
+
+def glue_job(synth, name: str) -> dict:
+    return synth.resource("AWS::Glue::Job", lambda p: p["Name"] == f"lakeloader-{synth.stage}-{name}")[1][
+        "Properties"
+    ]
+
+
+@pytest.mark.parametrize("name", ["ingest", "maintain"])
+def test_glue_job_arguments(stage_synth, name):
+    props = glue_job(stage_synth, name)
+    args = props["DefaultArguments"]
+    curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
+    assert props["GlueVersion"] == "5.0"
+    assert props["Command"]["Name"] == "glueetl"
+    assert join(props["Command"]["ScriptLocation"]).endswith(".py")
+    assert args["--datalake-formats"] == "iceberg"
+    assert join(args["--conf"]) == EXPECTED_CONF.replace("CURATED", curated)
+    assert args["--enable-metrics"] == ""
+    assert args["--enable-continuous-cloudwatch-log"] == "true"
+    assert args["--enable-job-insights"] == "true"
+    assert args["--job-bookmark-option"] == "job-bookmark-disable"
+    assert args["--job-language"] == "python"
+    assert join(args["--extra-py-files"]).endswith(".zip")
+    assert args["--additional-python-modules"] == "pydantic==2.13.4,PyYAML==6.0.3"  # requirements.txt's pins
+    # the arguments glue_jobs/*.py resolve; the per-run ones default to ""
+    store = stage_synth.stack.config_store
+    assert args["--lakeloader_config_table"] == {"Ref": stage_synth.logical_id(store.config_table)}
+    assert args["--lakeloader_ledger_table"] == {"Ref": stage_synth.logical_id(store.ledger_table)}
+    assert args["--lakeloader_runs_table"] == {"Ref": stage_synth.logical_id(store.runs_table)}
+    raw = stage_synth.logical_id(stage_synth.stack.storage.raw)
+    assert join(args["--lakeloader_raw_root"]) == f"s3://${{{raw}}}/"
+    assert join(args["--lakeloader_warehouse"]) == f"s3://${{{curated}}}/warehouse/"
+    assert args["--lakeloader_table_id"] == ""
+    assert args["--lakeloader_correlation_id"] == ""
+    assert props["SecurityConfiguration"] == {
+        "Ref": stage_synth.logical_id(stage_synth.stack.catalog.security_configuration)
+    }
+
+
+@pytest.mark.parametrize("name", ["ingest", "maintain"])
+def test_glue_job_capacity_comes_from_the_stage(stage_synth, name):
+    expected = stage_settings(stage_synth.stage)[name]
+    props = glue_job(stage_synth, name)
+    assert props["WorkerType"] == expected["worker_type"]
+    assert props["NumberOfWorkers"] == expected["number_of_workers"]
+    assert props["Timeout"] == expected["timeout_minutes"]
+    assert props["MaxRetries"] == expected["max_retries"]
+    assert props["ExecutionProperty"] == {"MaxConcurrentRuns": expected["max_concurrent_runs"]}
+
+
+def test_both_engines_share_the_library_zip(dev):
+    library = join(glue_job(dev, "ingest")["DefaultArguments"]["--extra-py-files"])
+    assert library == join(glue_job(dev, "maintain")["DefaultArguments"]["--extra-py-files"])
+    _, app = dev.resource("AWS::EMRServerless::Application")
+    spark_defaults = app["Properties"]["RuntimeConfiguration"][0]
+    assert spark_defaults["Classification"] == "spark-defaults"
+    assert join(spark_defaults["Properties"]["spark.submit.pyFiles"]) == library
+
+
+def test_lakeloader_zip_has_the_package_at_its_root_and_is_deterministic():
+    path = lakeloader_zip()
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        assert "lakeloader/__init__.py" in names
+        assert "lakeloader/config.py" in names
+        assert all(n.startswith("lakeloader/") for n in names)
+        assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+    assert names == sorted(names)
+    assert lakeloader_zip().read_bytes() == path.read_bytes()
+
+
+def test_emr_serverless_application(stage_synth):
+    expected = stage_settings(stage_synth.stage)["emr"]
+    _, app = stage_synth.resource("AWS::EMRServerless::Application")
+    props = app["Properties"]
+    assert props["Type"] == "SPARK"
+    assert props["ReleaseLabel"].startswith("emr-7.")
+    assert props["ReleaseLabel"] == expected["release_label"]
+    assert props["Name"] == f"lakeloader-{stage_synth.stage}-spark"
+    assert props["AutoStopConfiguration"] == {
+        "Enabled": True,
+        "IdleTimeoutMinutes": expected["idle_timeout_minutes"],
+    }
+    assert props["MaximumCapacity"] == {
+        "Cpu": expected["max_cpu"],
+        "Memory": expected["max_memory"],
+        "Disk": expected["max_disk"],
+    }
+    conf = props["RuntimeConfiguration"][0]["Properties"]
+    curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
+    for key, value in iceberg_spark_conf(f"s3://${{{curated}}}/warehouse/").items():
+        assert join(conf[key]) == value
+    assert conf["spark.jars"] == "/usr/share/aws/iceberg/lib/iceberg-spark-runtime.jar"
+    logs = props["MonitoringConfiguration"]["S3MonitoringConfiguration"]
+    assert join(logs["LogUri"]).endswith("/emr/logs/")
+
+
+def test_emr_job_role_trusts_emr_serverless_of_this_account(dev):
+    role_id = dev.logical_id(dev.stack.processing.emr_role)
+    trust = dev.template_json["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust == [
+        {
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}},
+            "Effect": "Allow",
+            "Principal": {"Service": "emr-serverless.amazonaws.com"},
+        }
+    ]
+
+
+def test_glue_conf_argument_joins_settings_with_conf():
+    assert glue_conf_argument({"a": "1", "b": "2", "c": "3"}) == "a=1 --conf b=2 --conf c=3"
+
+
+def test_glue_python_modules_follow_requirements_txt(tmp_path):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("# runtime\npyspark==3.5.4\npydantic==2.99.0  # pinned\nPyYAML==7.0\n")
+    assert pinned_requirements(["pydantic", "PyYAML"], requirements) == "pydantic==2.99.0,PyYAML==7.0"
+    with pytest.raises(PackagingError, match="no exact pin"):
+        pinned_requirements(["boto3"], requirements)

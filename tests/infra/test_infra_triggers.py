@@ -1,0 +1,215 @@
+"""Triggers: the S3-arrival Lambda (code, environment, concurrency, DLQ), notifications, schedules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.settings import SettingsError, resolve_stage
+from infra.triggers import event_prefixes
+from lakeloader.config import parse_config
+from tests.infra.cdk_helpers import import_in_bundle, join, stage_settings
+
+
+def arrival(synth) -> dict:
+    name = f"lakeloader-{synth.stage}-s3-arrival"
+    return synth.resource("AWS::Lambda::Function", lambda p: p.get("FunctionName") == name)[1]["Properties"]
+
+
+def test_arrival_function_runtime_handler_and_concurrency(stage_synth):
+    props = arrival(stage_synth)
+    settings = stage_settings(stage_synth.stage)["arrival_lambda"]
+    assert props["Runtime"] == "python3.12"
+    assert props["Handler"] == "handler.handler"
+    assert props["ReservedConcurrentExecutions"] == settings["reserved_concurrency"]
+    assert props["Timeout"] == settings["timeout_seconds"]
+    assert props["MemorySize"] == settings["memory_mb"]
+    dlq = stage_synth.logical_id(stage_synth.stack.triggers.dead_letter_queue)
+    assert props["DeadLetterConfig"] == {"TargetArn": {"Fn::GetAtt": [dlq, "Arn"]}}
+
+
+def test_arrival_environment(dev):
+    env = arrival(dev)["Environment"]["Variables"]
+    stack = dev.stack
+    assert set(env) == {
+        "CONFIG_TABLE",
+        "LEDGER_TABLE",
+        "RUNS_TABLE",
+        "GLUE_JOB_NAME",
+        "EMR_APPLICATION_ID",
+        "EMR_JOB_ROLE_ARN",
+        "EMR_ENTRY_POINT",
+        "EMR_EXTRA_ARGS",
+        "RAW_BUCKET",
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+        "LOG_LEVEL",
+    }
+    assert env["CONFIG_TABLE"] == {"Ref": dev.logical_id(stack.config_store.config_table)}
+    assert env["LEDGER_TABLE"] == {"Ref": dev.logical_id(stack.config_store.ledger_table)}
+    assert env["RUNS_TABLE"] == {"Ref": dev.logical_id(stack.config_store.runs_table)}
+    assert env["GLUE_JOB_NAME"] == {"Ref": dev.logical_id(stack.processing.ingest_job)}
+    assert env["EMR_APPLICATION_ID"] == {
+        "Fn::GetAtt": [dev.logical_id(stack.processing.emr_application), "ApplicationId"]
+    }
+    assert env["EMR_JOB_ROLE_ARN"] == {"Fn::GetAtt": [dev.logical_id(stack.processing.emr_role), "Arn"]}
+    assert env["RAW_BUCKET"] == {"Ref": dev.logical_id(stack.storage.raw)}
+    assert env["POWERTOOLS_SERVICE_NAME"] == "lakeloader-s3-arrival"
+    assert env["LOG_LEVEL"] == "DEBUG"
+    assert join(env["EMR_ENTRY_POINT"]).endswith(".py")
+    # EMR_EXTRA_ARGS: a JSON list of strings, appended by the trigger to entryPointArguments
+    raw = dev.logical_id(stack.storage.raw)
+    curated = dev.logical_id(stack.storage.curated)
+    extra = json.loads(
+        join(env["EMR_EXTRA_ARGS"])
+        .replace("${" + dev.logical_id(stack.config_store.config_table) + "}", "CONFIG")
+        .replace("${" + dev.logical_id(stack.config_store.ledger_table) + "}", "LEDGER")
+        .replace("${" + dev.logical_id(stack.config_store.runs_table) + "}", "RUNS")
+        .replace("${" + raw + "}", "RAW")
+        .replace("${" + curated + "}", "CURATED")
+    )
+    assert extra == [
+        "--config-table", "CONFIG",
+        "--ledger-table", "LEDGER",
+        "--runs-table", "RUNS",
+        "--raw-root", "s3://RAW/",
+        "--warehouse", "s3://CURATED/warehouse/",
+    ]  # fmt: skip
+
+
+def test_arrival_async_invocations_retry_then_dead_letter(dev):
+    _, config = dev.resource("AWS::Lambda::EventInvokeConfig")
+    assert config["Properties"]["MaximumRetryAttempts"] == 2
+    assert config["Properties"]["MaximumEventAgeInSeconds"] == 360 * 60
+    key = dev.logical_id(dev.stack.storage.key)
+    dev.template.has_resource_properties(
+        "AWS::SQS::Queue",
+        {
+            "QueueName": "lakeloader-dev-s3-arrival-dlq",
+            "KmsMasterKeyId": {"Fn::GetAtt": [key, "Arn"]},
+            "MessageRetentionPeriod": 14 * 24 * 3600,
+        },
+    )
+
+
+def test_s3_notification_filters_on_the_raw_source_prefixes(stage_synth):
+    _, notifications = stage_synth.resource("Custom::S3BucketNotifications")
+    props = notifications["Properties"]
+    assert props["BucketName"] == {"Ref": stage_synth.logical_id(stage_synth.stack.storage.raw)}
+    configs = props["NotificationConfiguration"]["LambdaFunctionConfigurations"]
+    function = stage_synth.logical_id(stage_synth.stack.triggers.function)
+    assert all(c["LambdaFunctionArn"] == {"Fn::GetAtt": [function, "Arn"]} for c in configs)
+    assert all(c["Events"] == ["s3:ObjectCreated:*"] for c in configs)
+    filters = sorted(
+        r["Value"] for c in configs for r in c["Filter"]["Key"]["FilterRules"] if r["Name"] == "prefix"
+    )
+    assert filters == ["crm/", "inventory/", "sales/"]
+    stage_synth.template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {
+            "Principal": "s3.amazonaws.com",
+            "SourceAccount": {"Ref": "AWS::AccountId"},
+            "Action": "lambda:InvokeFunction",
+        },
+    )
+
+
+def test_schedules_sweep_the_lambda_and_start_maintenance(stage_synth):
+    settings = stage_settings(stage_synth.stage)
+    _, sweep = stage_synth.resource(
+        "AWS::Events::Rule", lambda p: p.get("Name") == f"lakeloader-{stage_synth.stage}-s3-arrival-sweep"
+    )
+    assert sweep["Properties"]["ScheduleExpression"] == settings["sweep_schedule"]
+    [target] = sweep["Properties"]["Targets"]
+    assert json.loads(target["Input"]) == {"lakeloader": {"action": "sweep"}}
+    _, maintenance = stage_synth.resource(
+        "AWS::Events::Rule", lambda p: p.get("Name") == f"lakeloader-{stage_synth.stage}-maintenance-schedule"
+    )
+    assert maintenance["Properties"]["ScheduleExpression"] == settings["maintenance_schedule"]
+    [target] = maintenance["Properties"]["Targets"]
+    machine = stage_synth.logical_id(stage_synth.stack.maintenance.state_machine)
+    assert target["Arn"] == {"Ref": machine}
+    assert json.loads(target["Input"]) == {"table_id": ""}
+
+
+def test_arrival_bundle_holds_the_handler_and_the_pure_python_modules(dev):
+    bundle = dev.stack.triggers.arrival.bundle_dir
+    files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
+    assert files == ["handler.py", "lakeloader/__init__.py", "lakeloader/ledger.py", "lakeloader/trigger.py"]
+    assert import_in_bundle(bundle, "handler").startswith(str(bundle))
+
+
+# --- event_prefixes ----------------------------------------------------------------------
+
+LAKE = parse_config(
+    {
+        "tables": [
+            {
+                "id": "a",
+                "source": {"prefix": "crm/public/a/"},
+                "target": {"database": "d", "table": "a"},
+                "mode": "append",
+            },
+            {
+                "id": "b",
+                "source": {"prefix": "crm/b/"},
+                "target": {"database": "d", "table": "b"},
+                "mode": "append",
+            },
+            {
+                "id": "c",
+                "source": {"prefix": "hr/c/"},
+                "target": {"database": "d", "table": "c"},
+                "mode": "append",
+            },
+        ]
+    }
+)
+
+
+def stage_with(prefixes):
+    from infra.app import cdk_json_context
+
+    context = cdk_json_context()
+    context["lakeloader:stages"]["dev"]["raw_event_prefixes"] = prefixes
+    return resolve_stage(context)
+
+
+def test_event_prefixes_default_to_source_folders():
+    assert event_prefixes(stage_with([]), LAKE) == ["crm/", "hr/"]
+
+
+def test_event_prefixes_drop_nested_prefixes_s3_would_reject():
+    assert event_prefixes(stage_with(["crm/public/", "crm/", "hr/c/"]), LAKE) == ["crm/", "hr/c/"]
+    assert event_prefixes(stage_with(["", "crm/"]), LAKE) == [""]
+
+
+def test_event_prefixes_must_cover_every_table():
+    with pytest.raises(SettingsError, match="tables c lie outside"):
+        event_prefixes(stage_with(["crm/"]), LAKE)
+
+
+def test_lambda_bundle_reports_missing_modules_and_skips_caches(tmp_path, monkeypatch):
+    import infra.packaging
+    from infra.packaging import lambda_bundle
+
+    monkeypatch.setattr(infra.packaging, "BUILD_DIR", tmp_path / "build")
+
+    source = tmp_path / "fn"
+    (source / "__pycache__").mkdir(parents=True)
+    (source / "handler.py").write_text("def handler(event, context):\n    return 1\n")
+    (source / "__pycache__" / "handler.cpython-311.pyc").write_bytes(b"\0")
+    (source / "test_handler.py").write_text("")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    bundle, missing = lambda_bundle("test-fn", source, ["__init__.py", "absent.py"], package_root=package)
+    assert missing == ["absent.py"]
+    assert sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()) == [
+        "handler.py",
+        "lakeloader/__init__.py",
+    ]
+    again, _ = lambda_bundle("test-fn", source, ["__init__.py", "absent.py"], package_root=package)
+    assert again == bundle  # same content, same folder (and asset hash)
+    assert bundle.parent == tmp_path / "build"

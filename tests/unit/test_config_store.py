@@ -1,0 +1,230 @@
+"""lakeloader.config_store and the config-sync custom resource, against DynamoDB in moto."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lakeloader.config import ConfigError, load_config
+from lakeloader.config_store import (
+    ConfigStoreError,
+    apply_custom_resource_event,
+    config_items,
+    from_item,
+    items_json,
+    load_tables_from_dynamodb,
+    scan_items,
+    sync_items,
+    to_item,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+TABLE = "lakeloader-test-config"
+
+
+@pytest.fixture
+def lake():
+    return load_config(REPO / "config" / "tables.yaml")
+
+
+@pytest.fixture
+def dynamodb(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "table_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "table_id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield client
+
+
+def item(table_id: str, prefix: str | None = None) -> dict:
+    return {
+        "table_id": table_id,
+        "prefix": prefix or f"{table_id.replace('.', '/')}/",
+        "enabled": True,
+        "engine": "glue",
+        "config": "{}",
+    }
+
+
+def test_config_items_follow_the_contract(lake):
+    items = config_items(lake)
+    assert [i["table_id"] for i in items] == [t.id for t in lake.tables]
+    first = items[0]
+    assert set(first) == {"table_id", "prefix", "enabled", "engine", "config"}
+    assert first["prefix"] == "crm/public/customers/"
+    assert first["enabled"] is True and first["engine"] == "glue"
+    assert json.loads(first["config"]) == lake.tables[0].model_dump(mode="json", by_alias=True)
+    assert json.loads(items[1]["config"])["source"]["schema"]["unit_price"] == "decimal(10,2)"  # by alias
+    assert items_json(items) == items_json(config_items(lake))  # stable: it is part of the template
+
+
+def test_attribute_round_trip():
+    values = {"table_id": "a", "enabled": False, "n": 3, "f": 1.5, "none": None}
+    assert from_item(to_item(values)) == values
+    with pytest.raises(TypeError):
+        to_item({"x": object()})
+
+
+def test_sync_then_load_gives_the_same_tables(dynamodb, lake):
+    result = sync_items(TABLE, config_items(lake), client=dynamodb)
+    assert result.put == [t.id for t in lake.tables] and result.deleted == []
+    stored = scan_items(TABLE, client=dynamodb)
+    assert [s["table_id"] for s in stored] == sorted(t.id for t in lake.tables)
+    assert stored[0]["enabled"] is True
+    loaded = load_tables_from_dynamodb(TABLE, client=dynamodb)
+    assert loaded == sorted(lake.tables, key=lambda t: t.id)
+
+
+def test_sync_updates_changed_items_and_removes_tables_left_out(dynamodb, lake):
+    sync_items(TABLE, config_items(lake), client=dynamodb)
+    dynamodb.put_item(TableName=TABLE, Item=to_item(item("manual.extra")))
+    kept = config_items(lake)[:1]
+    kept[0] = {**kept[0], "enabled": False}
+    result = sync_items(TABLE, kept, client=dynamodb)
+    assert result.deleted == ["inventory.products", "manual.extra", "sales.order_lines"]
+    assert scan_items(TABLE, client=dynamodb) == kept
+
+
+def test_sync_writes_more_than_one_batch(dynamodb):
+    items = [item(f"t{n:03d}") for n in range(60)]
+    sync_items(TABLE, items, client=dynamodb)
+    assert len(scan_items(TABLE, client=dynamodb)) == 60
+    assert sync_items(TABLE, items[:5], client=dynamodb).deleted == [f"t{n:03d}" for n in range(5, 60)]
+
+
+def test_sync_rejects_malformed_items(dynamodb):
+    with pytest.raises(ConfigStoreError, match="lacks prefix"):
+        sync_items(
+            TABLE, [{"table_id": "a", "enabled": True, "engine": "glue", "config": "{}"}], client=dynamodb
+        )
+    with pytest.raises(ConfigStoreError, match="'a' appears twice"):
+        sync_items(TABLE, [item("a"), item("a")], client=dynamodb)
+
+
+def test_load_names_the_item_with_an_invalid_config(dynamodb, lake):
+    sync_items(TABLE, config_items(lake), client=dynamodb)
+    broken = {**config_items(lake)[0], "config": json.dumps({"id": "crm.customers"})}
+    dynamodb.put_item(TableName=TABLE, Item=to_item(broken))
+    with pytest.raises(ConfigError, match=r"dynamodb://lakeloader-test-config: item 'crm.customers'"):
+        load_tables_from_dynamodb(TABLE, client=dynamodb)
+
+
+def event(request: str, items: list[dict], prune: str = "false", table: str = TABLE) -> dict:
+    return {
+        "RequestType": request,
+        "ResourceProperties": {"TableName": table, "Items": items_json(items), "PruneOnDelete": prune},
+        "PhysicalResourceId": f"{table}/config-sync",
+    }
+
+
+def test_custom_resource_create_update_delete(dynamodb, lake):
+    items = config_items(lake)
+    assert apply_custom_resource_event(event("Create", items), client=dynamodb) == (
+        f"{TABLE}/config-sync",
+        {"Put": 3, "Deleted": 0},
+    )
+    assert apply_custom_resource_event(event("Update", items[:2]), client=dynamodb)[1] == {
+        "Put": 2,
+        "Deleted": 1,
+    }
+    # prod: Delete leaves the items
+    assert apply_custom_resource_event(event("Delete", items[:2]), client=dynamodb)[1] == {
+        "Put": 0,
+        "Deleted": 0,
+    }
+    assert len(scan_items(TABLE, client=dynamodb)) == 2
+    # dev: Delete removes the resource's items; a missing table never fails a Delete
+    assert (
+        apply_custom_resource_event(event("Delete", items[:2], prune="true"), client=dynamodb)[1]["Deleted"]
+        == 2
+    )
+    assert scan_items(TABLE, client=dynamodb) == []
+    gone = event("Delete", items, prune="true", table="no-such-table")
+    assert apply_custom_resource_event(gone, client=dynamodb)[1] == {"Put": 0, "Deleted": 0}
+
+
+# --- the Lambda handler, answering CloudFormation over HTTP --------------------------------
+
+
+def load_handler():
+    spec = importlib.util.spec_from_file_location(
+        "config_sync_handler", REPO / "lambda" / "config_sync" / "handler.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def cloudformation():
+    """A local HTTP server standing in for the pre-signed ResponseURL; collects the responses."""
+    responses: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_PUT(self):  # noqa: N802 - http.server API
+            responses.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/response", responses
+    server.shutdown()
+
+
+def cfn_event(url: str, request: str, items) -> dict:
+    return {
+        "RequestType": request,
+        "ResponseURL": url,
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/lakeloader-dev/1",
+        "RequestId": "req-1",
+        "LogicalResourceId": "ConfigStoreSync",
+        "ResourceType": "Custom::LakeloaderConfigSync",
+        "ResourceProperties": {
+            "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:lakeloader-dev-config-sync",
+            "TableName": TABLE,
+            "Items": items if isinstance(items, str) else items_json(items),
+            "PruneOnDelete": "true",
+        },
+    }
+
+
+def test_handler_reports_success_to_cloudformation(dynamodb, lake, cloudformation):
+    url, responses = cloudformation
+    handler = load_handler()
+    result = handler.handler(cfn_event(url, "Create", config_items(lake)), None)
+    assert result["Status"] == "SUCCESS"
+    [response] = responses
+    assert response["Status"] == "SUCCESS"
+    assert response["PhysicalResourceId"] == f"{TABLE}/config-sync"
+    assert response["Data"] == {"Put": 3, "Deleted": 0}
+    assert (response["RequestId"], response["LogicalResourceId"]) == ("req-1", "ConfigStoreSync")
+    assert len(scan_items(TABLE, client=dynamodb)) == 3
+
+
+def test_handler_reports_failure_with_the_reason(dynamodb, cloudformation):
+    url, responses = cloudformation
+    load_handler().handler(cfn_event(url, "Update", "not json"), None)
+    [response] = responses
+    assert response["Status"] == "FAILED"
+    assert "Items property is not JSON" in response["Reason"]
