@@ -133,6 +133,266 @@ class Target(_Strict):
         return columns
 
 
+class Scd2Options(_Strict):
+    """`mode: scd2` -- one row per version of each key, with its validity interval.
+
+    valid_from is the change's sequence value; valid_to is the next version's
+    valid_from (NULL while current). The surrogate key is a deterministic hash
+    of the key columns and valid_from; the change hash covers the tracked columns.
+    """
+
+    valid_from: str = Field(default="valid_from", description="Column: when the version became valid")
+    valid_to: str = Field(default="valid_to", description="Column: when it stopped (NULL while current)")
+    is_current: str = Field(default="is_current", description="Column: true on the current version")
+    surrogate_key: str = Field(
+        default="version_key", description="Column: sha256 hex of the key columns and valid_from"
+    )
+    hash: str = Field(default="row_hash", description="Column: sha256 hex of the tracked columns")
+    track: list[str] | None = Field(
+        default=None,
+        description="Columns whose change opens a new version; default: every column except the keys, "
+        "the sequence column and `ignore`",
+    )
+    ignore: list[str] = Field(default_factory=list, description="Columns never tracked (default tracking)")
+
+    @field_validator("valid_from", "valid_to", "is_current", "surrogate_key", "hash")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not IDENTIFIER.match(value):
+            raise ValueError(
+                f"{value!r} is not a valid column name (letters, digits and _; not starting with a digit)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Scd2Options:
+        names = self.columns
+        if len({n.lower() for n in names}) != len(names):
+            raise ValueError(f"valid_from, valid_to, is_current, surrogate_key and hash must differ: {names}")
+        if self.track is not None and self.ignore:
+            raise ValueError("give either track (columns to track) or ignore (columns not to), not both")
+        if self.track is not None and not self.track:
+            raise ValueError("track must name at least one column (leave it out to track every column)")
+        return self
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns lakeloader manages on an SCD2 table, in table order."""
+        return [self.valid_from, self.valid_to, self.is_current, self.surrogate_key, self.hash]
+
+
+SORT_TERM = re.compile(
+    r"^\s*(?:zorder\(\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*\)"
+    r"|[A-Za-z_][A-Za-z0-9_]*(?:\s+(?:ASC|DESC))?(?:\s+NULLS\s+(?:FIRST|LAST))?)\s*$",
+    re.IGNORECASE,
+)
+
+
+class BetweenRule(_Strict):
+    """`column` lies in [min, max] (either bound may be left out). NULLs pass: add not_null for them."""
+
+    column: str
+    min: float | int | str | None = None
+    max: float | int | str | None = None
+
+    @model_validator(mode="after")
+    def _a_bound(self) -> BetweenRule:
+        if self.min is None and self.max is None:
+            raise ValueError("between needs min, max or both")
+        return self
+
+
+class InSetRule(_Strict):
+    """`column` is one of `values`. NULLs pass: add not_null for them."""
+
+    column: str
+    values: list[str | int | float | bool] = Field(min_length=1)
+
+
+class RegexRule(_Strict):
+    """`column` (as a string) matches the Java regular expression `pattern` (RLIKE: a match anywhere,
+    anchor with ^...$). NULLs pass."""
+
+    column: str
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
+        return value
+
+
+class QualityRule(_Strict):
+    """One data quality rule; give exactly one of the rule kinds (and optionally a `name`)."""
+
+    name: str | None = Field(default=None, description="Shown in the run summary and the quarantine table")
+    not_null: list[str] | None = Field(default=None, description="These columns are never NULL")
+    unique: bool | list[str] | None = Field(
+        default=None,
+        description="true: the key columns are unique over the whole table; or a list of columns",
+    )
+    between: BetweenRule | None = None
+    in_set: InSetRule | None = None
+    regex: RegexRule | None = None
+    min_row_count: int | None = Field(
+        default=None, ge=0, description="The whole table (after the batch) has at least this many rows"
+    )
+    expression: str | None = Field(
+        default=None, description="A Spark SQL boolean expression every new row satisfies (NULL fails)"
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> QualityRule:
+        given = [k for k in RULE_KINDS if getattr(self, k) not in (None, False)]
+        if len(given) != 1:
+            raise ValueError(f"a rule needs exactly one of {', '.join(RULE_KINDS)}; got {given or 'none'}")
+        if self.not_null is not None and not self.not_null:
+            raise ValueError("not_null needs at least one column")
+        if isinstance(self.unique, list) and not self.unique:
+            raise ValueError("unique needs at least one column (or true for the key columns)")
+        if self.expression is not None and not self.expression.strip():
+            raise ValueError("expression must not be empty")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in RULE_KINDS if getattr(self, k) not in (None, False))
+
+    @property
+    def label(self) -> str:
+        """The rule's name, or one derived from its kind and columns, e.g. not_null(email)."""
+        if self.name:
+            return self.name
+        kind = self.kind
+        if kind == "not_null":
+            return f"not_null({', '.join(self.not_null or [])})"
+        if kind == "unique":
+            return "unique(key)" if self.unique is True else f"unique({', '.join(self.unique or [])})"
+        if kind in ("between", "in_set", "regex"):
+            return f"{kind}({getattr(self, kind).column})"
+        if kind == "min_row_count":
+            return f"min_row_count({self.min_row_count})"
+        return f"expression({self.expression})"
+
+
+RULE_KINDS = ("not_null", "unique", "between", "in_set", "regex", "min_row_count", "expression")
+
+
+class QualityConfig(_Strict):
+    """Write-audit-publish: each batch is committed to an audit branch, checked, then published."""
+
+    rules: list[QualityRule] = Field(default_factory=list)
+    on_failure: Literal["quarantine", "fail"] = Field(
+        default="quarantine",
+        description="quarantine: failing rows go to the quarantine table, the rest is published; "
+        "fail: nothing of the batch is published and the table's run fails",
+    )
+    quarantine_table: str | None = Field(
+        default=None, description="Quarantine table name in the target database (default <table>__quarantine)"
+    )
+
+    @field_validator("quarantine_table")
+    @classmethod
+    def _quarantine_name(cls, value: str | None) -> str | None:
+        if value is not None and not IDENTIFIER.match(value):
+            raise ValueError(f"{value!r} is not a valid table name")
+        return value
+
+
+class CompactionSettings(_Strict):
+    """rewrite_data_files: bin-pack small files (or sort them) towards the target size."""
+
+    enabled: bool = True
+    target_file_size_mb: int = Field(default=512, ge=1)
+    min_input_files: int = Field(
+        default=5, ge=1, description="Rewrite a file group only from this many files"
+    )
+    sort_order: str | None = Field(
+        default=None,
+        description="Sort instead of bin-pack: 'col [ASC|DESC] [NULLS FIRST|LAST], ...' or 'zorder(a, b)'",
+    )
+    where: str | None = Field(default=None, description="Only compact files matching this SQL predicate")
+    delete_file_threshold: int = Field(
+        default=1, ge=1, description="Rewrite a data file with at least this many delete files"
+    )
+
+    @field_validator("sort_order")
+    @classmethod
+    def _sort_order(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        terms = re.split(r",(?![^(]*\))", value)
+        for term in terms:
+            if not SORT_TERM.match(term):
+                raise ValueError(
+                    f"{term.strip()!r} is not a sort term; use 'col [ASC|DESC] [NULLS FIRST|LAST]' or "
+                    "'zorder(a, b)'"
+                )
+        return value
+
+
+class SnapshotRetention(_Strict):
+    """expire_snapshots: drop snapshots older than `older_than_days`, always keeping `retain_last`."""
+
+    enabled: bool = True
+    older_than_days: float = Field(default=7, gt=0)
+    retain_last: int = Field(default=5, ge=1)
+
+
+class OrphanFiles(_Strict):
+    """remove_orphan_files: delete files no snapshot references, older than `older_than_hours`."""
+
+    enabled: bool = True
+    older_than_hours: float = Field(
+        default=72,
+        ge=24,
+        description="At least 24: a younger file may belong to a commit still in flight",
+    )
+
+
+class CommitRetry(_Strict):
+    """Iceberg's own commit retry (table properties commit.retry.*), set on the table by maintain."""
+
+    num_retries: int = Field(default=10, ge=0)
+    min_wait_ms: int = Field(default=100, ge=0)
+    max_wait_ms: int = Field(default=60_000, ge=0)
+    total_timeout_ms: int = Field(default=1_800_000, ge=0)
+
+    def table_properties(self) -> dict[str, str]:
+        return {
+            "commit.retry.num-retries": str(self.num_retries),
+            "commit.retry.min-wait-ms": str(self.min_wait_ms),
+            "commit.retry.max-wait-ms": str(self.max_wait_ms),
+            "commit.retry.total-timeout-ms": str(self.total_timeout_ms),
+        }
+
+
+class RetrySettings(_Strict):
+    """lakeloader's retry of a whole operation after a commit conflict Iceberg cannot resolve itself
+    (a validation conflict): bounded exponential backoff with jitter."""
+
+    attempts: int = Field(default=4, ge=1, le=50, description="Total attempts, the first included")
+    base_seconds: float = Field(default=2.0, ge=0, description="Wait before the 2nd attempt (doubles)")
+    max_seconds: float = Field(default=60.0, ge=0, description="Cap on one wait")
+    jitter: float = Field(default=0.5, ge=0, le=1, description="Fraction of each wait drawn at random")
+
+
+class MaintenanceConfig(_Strict):
+    """`lakeloader maintain`: compaction, delete-file and manifest rewrites, expiry, orphan removal."""
+
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    rewrite_delete_files: bool = True
+    rewrite_manifests: bool = True
+    snapshots: SnapshotRetention = Field(default_factory=SnapshotRetention)
+    orphan_files: OrphanFiles = Field(default_factory=OrphanFiles)
+    commit_retry: CommitRetry = Field(default_factory=CommitRetry)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+
+
 class TableConfig(_Strict):
     """One source table and how it lands in Iceberg."""
 
@@ -145,9 +405,24 @@ class TableConfig(_Strict):
         default=None,
         description="Column ordering changes to one key; defaults to the CDC flavour's timestamp column",
     )
-    mode: Literal["merge", "append", "overwrite"] = "merge"
+    mode: Literal["merge", "append", "overwrite", "scd2"] = "merge"
+    scd2: Scd2Options | None = Field(
+        default=None, description="SCD type 2 column names and tracked columns (mode: scd2)"
+    )
     schema_evolution: Literal["evolve", "freeze", "fail"] = "evolve"
     engine: Literal["glue", "emr"] = Field(default="glue", description="Engine that runs this table on AWS")
+    quality: QualityConfig = Field(
+        default_factory=QualityConfig, description="Data quality rules, checked before publishing (WAP)"
+    )
+    maintenance: MaintenanceConfig = Field(
+        default_factory=MaintenanceConfig, description="Table maintenance and commit-conflict retry"
+    )
+
+    @model_validator(mode="after")
+    def _unique_needs_keys(self) -> TableConfig:
+        if any(rule.unique is True for rule in self.quality.rules) and not self.keys:
+            raise ValueError("quality rule 'unique: true' means the key columns, but the table has no keys")
+        return self
 
     @field_validator("id")
     @classmethod
@@ -169,7 +444,31 @@ class TableConfig(_Strict):
             raise ValueError("mode 'merge' needs keys: [...] (the primary key columns)")
         if self.mode == "merge" and self.source.cdc != "none" and self.sequence_column is None:
             raise ValueError("a CDC source needs sequence_by (the column that orders changes)")
+        if self.scd2 is not None and self.mode != "scd2":
+            raise ValueError(f"scd2 options given but mode is {self.mode!r} (set mode: scd2)")
+        if self.mode == "scd2":
+            self._check_scd2()
         return self
+
+    def _check_scd2(self) -> None:
+        if not self.keys:
+            raise ValueError("mode 'scd2' needs keys: [...] (the business key columns)")
+        if self.sequence_column is None:
+            raise ValueError("mode 'scd2' needs sequence_by (the column valid_from is taken from)")
+        options = self.scd2_options
+        taken = {k.lower() for k in self.keys} | {self.sequence_column.lower()}
+        clash = [c for c in options.columns if c.lower() in taken]
+        if clash:
+            raise ValueError(f"scd2 column(s) {clash} clash with the keys or the sequence column")
+        managed = {c.lower() for c in options.columns}
+        for listed, name in ((options.track or [], "track"), (options.ignore, "ignore")):
+            bad = [c for c in listed if c.lower() in managed or c.lower() in {k.lower() for k in self.keys}]
+            if bad:
+                raise ValueError(f"scd2.{name} must not name key or scd2 columns: {bad}")
+
+    @property
+    def scd2_options(self) -> Scd2Options:
+        return self.scd2 or Scd2Options()
 
     @property
     def sequence_column(self) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from urllib.parse import urlparse
 
+from lakeloader import quality
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.inputs import InputFile
 from lakeloader.ledger import Ledger, LedgerObject, new_run_id
@@ -77,7 +78,8 @@ def drain_table(
             table.id,
             run_id,
             {"ok": "succeeded", "skipped": "skipped"}.get(total.status, "failed"),
-            counts={k: getattr(total, k) for k in ("files", "changes", "inserted", "updated", "deleted")},
+            counts={k: getattr(total, k) for k in ("files", "changes", "inserted", "updated", "deleted")}
+            | quality.run_counts(total.quality),
             snapshot_id=total.snapshot_id,
             error=total.error,
             objects=total.files,
@@ -91,6 +93,7 @@ def _accumulate(total: TableResult, result: TableResult) -> None:
     for field in ("files", "changes", "inserted", "updated", "deleted"):
         setattr(total, field, getattr(total, field) + getattr(result, field))
     total.seconds += result.seconds
+    total.quality = quality.combine(total.quality, result.quality)
     total.snapshot_id = result.snapshot_id or total.snapshot_id
     total.notes.extend(result.notes)
     if result.status == "failed":
@@ -133,6 +136,49 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
             )
         except Exception as exc:  # one table's failure never stops the others
             results.append(TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}"))
+    print(summary_table(results), flush=True)
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        print("lakeloader: " + "; ".join(f"{r.table_id}: {r.error}" for r in failed), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def maintain_main(args: Mapping[str, str], *, runtime: str) -> int:
+    """Glue/EMR maintenance: one table (lakeloader_table_id) or, when empty, every enabled table.
+
+    Same job arguments as `ingest_main`. It takes no table lock: maintenance and ingest may run
+    at once; their commit conflicts are retried (commit.retry.* and maintenance.retry).
+    """
+    import boto3
+
+    from lakeloader.config_store import load_tables_from_dynamodb
+    from lakeloader.maintenance import maintain_tables, summary_table
+    from lakeloader.spark import SparkSettings, build_session
+
+    missing = [k for k in ARG_KEYS[:5] if not args.get(k)]
+    if missing:
+        print(f"lakeloader: missing job arguments: {', '.join('--' + k for k in missing)}", file=sys.stderr)
+        return 2
+    config = LakeConfig(
+        raw_root=args["lakeloader_raw_root"],
+        warehouse=args["lakeloader_warehouse"],
+        tables=load_tables_from_dynamodb(args["lakeloader_config_table"], client=boto3.client("dynamodb")),
+    )
+    table_id = args.get("lakeloader_table_id") or ""
+    cid = args.get("lakeloader_correlation_id") or new_run_id()
+    tables = config.select([table_id] if table_id else None)
+    settings = SparkSettings(
+        runtime=runtime, warehouse=config.warehouse, app_name=f"lakeloader-maintain-{table_id or 'all'}-{cid}"
+    )
+    spark = build_session(settings)
+    results = maintain_tables(
+        spark,
+        tables,
+        catalog=settings.catalog,
+        progress=lambda m: _log("progress", message=m, correlation_id=cid),
+    )
+    for result in results:
+        _log("maintenance_done", correlation_id=cid, **asdict(result))
     print(summary_table(results), flush=True)
     failed = [r for r in results if r.status == "failed"]
     if failed:

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import cdc, schema
+from lakeloader import cdc, quality, scd2, schema
 from lakeloader.config import TableConfig
 from lakeloader.inputs import InputFile
 from lakeloader.sql import literal, qualified, quote
@@ -54,6 +54,7 @@ class TableResult:
     seconds: float = 0.0
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    quality: quality.QualityReport | None = None  # rule outcomes when the table has quality rules
 
 
 def file_id(file: InputFile) -> str:
@@ -211,15 +212,26 @@ def load_table(
     data = changes.select(*cdc.data_columns(changes))
     if not exists:
         progress(f"creating table {table.qualified_target}")
-        create_table(spark, name, table, data)
+        typed = schema.typed_columns(data)  # an all-NULL column has no type yet: added once it has one
+        create_table(
+            spark, name, table, scd2.with_scd2_columns(table, typed) if table.mode == "scd2" else typed
+        )
 
+    # The whole plan is checked (raising on anything not allowed) before one schema commit.
     plan = schema.plan_schema(
-        table.id, spark.table(name).schema, data.schema, policy=table.schema_evolution, keys=table.keys
+        table.id,
+        spark.table(name).schema,
+        data.schema,
+        policy=table.schema_evolution,
+        keys=table.keys,
+        managed=scd2.managed_columns(table),
     )
     if plan.changes_table:
         progress("schema: " + "; ".join(plan.describe_drift()))
-        schema.apply_plan(spark, name, plan)
-    result.notes.extend(f"ignored {path}" for path in plan.ignored)
+        schema.apply_plan(
+            spark, plan, catalog=catalog, database=table.target.database, table=table.target.table
+        )
+    result.notes.extend(plan.notes)
     target_schema = spark.table(name).schema
     seq = (
         cdc.find_column(target_schema.fieldNames(), table.sequence_column) if table.sequence_column else None
@@ -236,10 +248,21 @@ def load_table(
     changes = changes.localCheckpoint(eager=True)
     try:
         result.changes = changes.count()
-        if table.mode == "merge":
-            _merge(spark, name, table, changes, target_schema, seq, summary, result, progress)
-        else:
-            _write(spark, name, table, changes, target_schema, summary, result)
+
+        def commit(target: str, batch: DataFrame) -> None:  # target: the table, or its WAP audit branch
+            if table.mode == "merge":
+                _merge(spark, target, table, batch, target_schema, seq, summary, result, progress)
+            elif table.mode == "scd2":
+                _scd2(spark, target, table, batch, target_schema, summary, result, progress)
+            else:
+                _write(spark, target, table, batch, target_schema, summary, result)
+
+        # Quality gates (write-audit-publish) and commit-conflict retries: lakeloader.quality.
+        result.quality = quality.write_audit_publish(
+            spark, name, table, changes, commit, run_id=run_id, progress=progress
+        )
+        if result.quality is not None:
+            result.notes.append(result.quality.describe())
     finally:
         changes.unpersist()
     result.status = "ok"
@@ -275,6 +298,30 @@ def _merge(spark, name, table, changes, target_schema, seq, summary, result, pro
             spark.catalog.dropTempView(view)
     finally:
         classified.unpersist()
+
+
+def _scd2(spark, name, table, changes, target_schema, summary, result, progress) -> None:
+    """SCD type 2: close and open versions in one MERGE (see lakeloader.scd2)."""
+    batch = scd2.prepare(spark, name, table, changes, target_schema)
+    try:
+        result.inserted, result.updated, result.deleted = batch.opened, batch.superseded, batch.deleted
+        result.notes.extend(scd2.notes(batch))
+        progress(
+            f"{result.changes:,} change(s): {batch.opened:,} version(s) to open, {batch.superseded:,} to "
+            f"close, {batch.deleted:,} key(s) to close by delete"
+        )
+        if batch.empty:
+            result.notes.append("nothing newer than the table; no commit")
+            return
+        view = f"lakeloader_scd2_{uuid.uuid4().hex[:12]}"
+        batch.source.createOrReplaceTempView(view)
+        try:
+            with commit_properties(spark, summary):
+                spark.sql(scd2.merge_sql(name, view, table, target_schema))
+        finally:
+            spark.catalog.dropTempView(view)
+    finally:
+        batch.checkpoint.unpersist()
 
 
 def _write(spark, name, table, changes, target_schema, summary, result) -> None:

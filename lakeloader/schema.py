@@ -1,12 +1,29 @@
 """Compare a batch's schema with its target table's and decide what the policy allows.
 
-Spark 3.5's MERGE does not evolve a schema, so the plan is applied with
-ALTER TABLE *before* the MERGE, and the batch is then aligned to the
-(possibly evolved) target schema with a `select` that is the schema contract.
+Spark 3.5's MERGE does not evolve a schema, so the plan is applied *before*
+the MERGE, and the batch is then aligned to the (possibly evolved) target
+schema with a `select` that is the schema contract.
 
-Policies: ``evolve`` adds new columns and applies safe widenings; ``freeze``
-never changes the table and reports ignored columns; ``fail`` fails on any
-drift. An incompatible change fails under every policy.
+Policies (``schema_evolution`` in the table config):
+
+* ``evolve`` (default) adds new columns (nested struct fields too) and applies
+  safe widenings: int -> bigint (and smaller integers), float -> double,
+  decimal(P, S) -> decimal(P', S) with P' > P. A column the source no longer
+  sends (dropped or renamed) stays in the table and reads NULL in the rows
+  this batch writes; rows already in the table are never rewritten.
+* ``freeze`` never changes the table; source columns it lacks are ignored and
+  reported in the run summary (TableResult.notes).
+* ``fail`` fails the table on any drift (a new, widened or missing column) and
+  lists every differing column.
+
+Whatever the policy, an incompatible change -- a type that would have to
+narrow or change kind (string -> int, double -> bigint, a decimal scale
+change), a removed key column, two source columns differing only in case --
+fails the table before anything is changed: the whole plan is checked first,
+and then applied as ONE Iceberg schema commit (all changes or none).
+
+Column names match case-insensitively, as in Spark SQL: a source ``Email``
+is the target's ``email``; the target keeps its spelling.
 """
 
 from __future__ import annotations
@@ -18,19 +35,27 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader.errors import SchemaChangeError
-from lakeloader.sql import quote
+from lakeloader.sql import qualified
 
 INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
+
+Path = tuple[str, ...]
+
+
+def dotted(path: Path) -> str:
+    """A field path as users read it: ``address.zip``, ``items.element.qty``."""
+    return ".".join(path)
 
 
 @dataclass
 class SchemaPlan:
-    """What the batch needs of the target schema. Paths are dotted for nested fields."""
+    """What the batch needs of the target schema. Paths are tuples of field names."""
 
-    add: list[tuple[str, T.DataType]] = field(default_factory=list)
-    widen: list[tuple[str, T.DataType, T.DataType]] = field(default_factory=list)
+    add: list[tuple[Path, T.DataType]] = field(default_factory=list)
+    widen: list[tuple[Path, T.DataType, T.DataType]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    untyped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -39,13 +64,33 @@ class SchemaPlan:
 
     def describe_drift(self) -> list[str]:
         return (
-            [f"new column {path} {dtype.simpleString()}" for path, dtype in self.add]
+            [f"new column {dotted(path)} {dtype.simpleString()}" for path, dtype in self.add]
             + [
-                f"column {path} widened {old.simpleString()} -> {new.simpleString()}"
+                f"column {dotted(path)} widened {old.simpleString()} -> {new.simpleString()}"
                 for path, old, new in self.widen
             ]
             + [f"new column {path} (ignored)" for path in self.ignored]
             + [f"column {path} missing from the source" for path in self.missing]
+        )
+
+    @property
+    def notes(self) -> list[str]:
+        """Lines for the run summary: what changed, what was ignored, what reads NULL."""
+        return (
+            [f"schema: added column {dotted(path)} {dtype.simpleString()}" for path, dtype in self.add]
+            + [
+                f"schema: widened {dotted(path)} {old.simpleString()} -> {new.simpleString()}"
+                for path, old, new in self.widen
+            ]
+            + [f"schema frozen: source column {path} is not in the table, ignored" for path in self.ignored]
+            + [
+                f"schema: source column {path} holds only NULLs (no type yet), not added"
+                for path in self.untyped
+            ]
+            + [
+                f"schema: column {path} missing from the source, NULL in the rows written"
+                for path in self.missing
+            ]
         )
 
 
@@ -53,16 +98,20 @@ def _integral_rank(dtype: T.DataType) -> int | None:
     return INTEGRAL_RANK.get(type(dtype))
 
 
-def _compare(path: str, target: T.DataType, source: T.DataType) -> str:
+def _compare(target: T.DataType, source: T.DataType) -> str:
     """'same', 'fits' (source casts losslessly into target), 'widen' (target must widen) or 'incompatible'."""
-    if target == source or isinstance(source, T.NullType):
-        return "same" if target == source else "fits"
+    if target == source:
+        return "same"
+    if isinstance(source, T.NullType):
+        return "fits"
     t_rank, s_rank = _integral_rank(target), _integral_rank(source)
     if t_rank and s_rank:
         return "fits" if s_rank <= t_rank else "widen"
     if isinstance(target, T.DoubleType) and isinstance(
         source, (T.FloatType, T.IntegerType, T.ShortType, T.ByteType)
     ):
+        return "fits"
+    if isinstance(target, T.FloatType) and isinstance(source, (T.ShortType, T.ByteType)):
         return "fits"
     if isinstance(target, T.FloatType) and isinstance(source, T.DoubleType):
         return "widen"
@@ -74,74 +123,181 @@ def _compare(path: str, target: T.DataType, source: T.DataType) -> str:
         return "fits" if source.precision <= target.precision else "widen"
     if isinstance(target, T.TimestampType) and isinstance(source, (T.TimestampNTZType, T.DateType)):
         return "fits"
+    if isinstance(target, T.TimestampNTZType) and isinstance(source, T.DateType):
+        return "fits"
     return "incompatible"
 
 
-def _plan_struct(
-    prefix: str, target: T.StructType, source: T.StructType, plan: SchemaPlan, *, top: bool
-) -> None:
+def _has_null_type(dtype: T.DataType) -> bool:
+    if isinstance(dtype, T.NullType):
+        return True
+    if isinstance(dtype, T.StructType):
+        return any(_has_null_type(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, T.ArrayType):
+        return _has_null_type(dtype.elementType)
+    if isinstance(dtype, T.MapType):
+        return _has_null_type(dtype.keyType) or _has_null_type(dtype.valueType)
+    return False
+
+
+def typed_columns(df: DataFrame) -> DataFrame:
+    """`df` without the columns that have no type yet (NULL in every row of a JSON batch, say).
+
+    Iceberg has no NULL type; such a column is added by a later batch that carries a value.
+    """
+    return df.select(*[F.col(f.name) for f in df.schema.fields if not _has_null_type(f.dataType)])
+
+
+def _duplicates(struct: T.StructType) -> list[str]:
+    seen: dict[str, str] = {}
+    clashes = []
+    for fld in struct.fields:
+        other = seen.setdefault(fld.name.lower(), fld.name)
+        if other != fld.name:
+            clashes.append(f"{other}/{fld.name}")
+    return clashes
+
+
+def _plan_type(path: Path, target: T.DataType, source: T.DataType, plan: SchemaPlan) -> None:
+    """Compare one field's types, recursing into structs, array elements and map values."""
+    if isinstance(target, T.StructType) and isinstance(source, T.StructType):
+        _plan_struct(path, target, source, plan)
+        return
+    if isinstance(target, T.ArrayType) and isinstance(source, T.ArrayType):
+        _plan_type((*path, "element"), target.elementType, source.elementType, plan)
+        return
+    if isinstance(target, T.MapType) and isinstance(source, T.MapType):
+        if _compare(target.keyType, source.keyType) not in ("same", "fits"):
+            plan.problems.append(
+                f"column {dotted(path)}: map key {source.keyType.simpleString()} cannot be written to "
+                f"{target.keyType.simpleString()} (map keys cannot change)"
+            )
+        _plan_type((*path, "value"), target.valueType, source.valueType, plan)
+        return
+    verdict = _compare(target, source)
+    if verdict == "widen":
+        plan.widen.append((path, target, source))
+    elif verdict == "incompatible":
+        plan.problems.append(
+            f"column {dotted(path)}: {source.simpleString()} cannot be written to "
+            f"{target.simpleString()} (incompatible type change)"
+        )
+
+
+def _plan_struct(prefix: Path, target: T.StructType, source: T.StructType, plan: SchemaPlan) -> None:
+    for clash in _duplicates(source):
+        where = f" in {dotted(prefix)}" if prefix else ""
+        plan.problems.append(f"source columns {clash}{where} differ only in case")
     target_by_name = {f.name.lower(): f for f in target.fields}
     source_names = {f.name.lower() for f in source.fields}
     for src in source.fields:
-        path = f"{prefix}{src.name}"
         tgt = target_by_name.get(src.name.lower())
         if tgt is None:
-            plan.add.append((path, src.dataType))
+            if _has_null_type(src.dataType):
+                plan.untyped.append(dotted((*prefix, src.name)))
+            else:
+                plan.add.append(((*prefix, src.name), src.dataType))
             continue
-        tgt_path = f"{prefix}{tgt.name}"
-        if isinstance(tgt.dataType, T.StructType) and isinstance(src.dataType, T.StructType):
-            _plan_struct(f"{tgt_path}.", tgt.dataType, src.dataType, plan, top=False)
-            continue
-        verdict = _compare(tgt_path, tgt.dataType, src.dataType)
-        if verdict == "widen":
-            plan.widen.append((tgt_path, tgt.dataType, src.dataType))
-        elif verdict == "incompatible":
-            plan.problems.append(
-                f"column {tgt_path}: {src.dataType.simpleString()} cannot be written to "
-                f"{tgt.dataType.simpleString()} (incompatible type change)"
-            )
-    for tgt in target.fields:
-        if tgt.name.lower() not in source_names and top:
-            plan.missing.append(f"{prefix}{tgt.name}")
+        _plan_type((*prefix, tgt.name), tgt.dataType, src.dataType, plan)
+    plan.missing.extend(
+        dotted((*prefix, tgt.name)) for tgt in target.fields if tgt.name.lower() not in source_names
+    )
 
 
 def plan_schema(
-    table_id: str, target: T.StructType, source: T.StructType, *, policy: str, keys: list[str]
+    table_id: str,
+    target: T.StructType,
+    source: T.StructType,
+    *,
+    policy: str,
+    keys: list[str],
+    managed: list[str] | tuple[str, ...] = (),
 ) -> SchemaPlan:
-    """Decide what happens to the target schema; raise SchemaChangeError when the policy forbids it."""
+    """Decide what happens to the target schema; raise SchemaChangeError when the policy forbids it.
+
+    `managed` names target columns lakeloader maintains itself (SCD2's valid_from, ...):
+    the source must not send them and they are never reported as missing.
+    """
+    managed_lower = {m.lower() for m in managed}
+    clashing = [f.name for f in source.fields if f.name.lower() in managed_lower]
+    target = T.StructType([f for f in target.fields if f.name.lower() not in managed_lower])
+    source = T.StructType([f for f in source.fields if f.name.lower() not in managed_lower])
+
     plan = SchemaPlan()
-    _plan_struct("", target, source, plan, top=True)
-    missing_keys = [k for k in keys if k.lower() in {m.lower() for m in plan.missing}]
-    plan.problems.extend(f"key column {k} was removed from the source" for k in missing_keys)
+    plan.problems.extend(
+        f"source column {c} has the name of a column lakeloader manages on this table" for c in clashing
+    )
+    _plan_struct((), target, source, plan)
+    missing_lower = {m.lower() for m in plan.missing}
+    plan.problems.extend(
+        f"key column {k} was removed from the source" for k in keys if k.lower() in missing_lower
+    )
     if policy == "freeze":
-        plan.ignored = [path for path, _ in plan.add]
-        plan.add = []
+        plan.ignored = [dotted(path) for path, _ in plan.add] + plan.untyped
+        plan.add, plan.untyped = [], []
         plan.problems.extend(
-            f"column {path}: source type {new.simpleString()} does not fit the frozen "
+            f"column {dotted(path)}: source type {new.simpleString()} does not fit the frozen "
             f"type {old.simpleString()}"
             for path, old, new in plan.widen
         )
         plan.widen = []
     elif policy == "fail":
-        drift = plan.describe_drift()
-        plan.problems.extend(d for d in drift if d not in plan.problems)
+        # An all-NULL new column carries nothing yet: noted, not drift (it fails once it has a type).
+        plan.problems.extend(d for d in plan.describe_drift() if d not in plan.problems)
+    elif policy != "evolve":
+        raise ValueError(f"unknown schema_evolution policy {policy!r}")
     if plan.problems:
         raise SchemaChangeError(table_id, plan.problems)
     return plan
 
 
-def apply_plan(spark: SparkSession, table_name: str, plan: SchemaPlan) -> None:
-    """ALTER the target so it can hold the batch (runs only under the evolve policy)."""
+def _iceberg_type(spark: SparkSession, dtype: T.DataType):
+    """The Iceberg type of a Spark type (fresh field ids are assigned when the column is added)."""
+    jvm = spark.sparkContext._jvm
+    java_type = jvm.org.apache.spark.sql.types.DataType.fromJson(dtype.json())
+    convert = jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert
+    if isinstance(dtype, T.StructType):
+        return convert(java_type).asStruct()
+    return convert(java_type)
+
+
+def load_iceberg_table(spark: SparkSession, catalog: str, database: str, table: str):
+    """The org.apache.iceberg.Table behind `catalog`.`database`.`table` (the catalog's cached instance)."""
+    jvm = spark.sparkContext._jvm
+    namespace = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
+    namespace[0] = database
+    identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, table)
+    spark_catalog = spark._jsparkSession.sessionState().catalogManager().catalog(catalog)
+    return spark_catalog.loadTable(identifier).table()
+
+
+def apply_plan(spark: SparkSession, plan: SchemaPlan, *, catalog: str, database: str, table: str) -> None:
+    """Evolve the target so it can hold the batch: every change of the plan in ONE schema commit.
+
+    Spark SQL would need one ALTER TABLE (one commit) per change; Iceberg's
+    UpdateSchema applies them all or none.
+    """
+    if not plan.changes_table:
+        return
+    iceberg_table = load_iceberg_table(spark, catalog, database, table)
+    iceberg_table.refresh()
+    update = iceberg_table.updateSchema().caseSensitive(False)
     for path, dtype in plan.add:
-        column = ".".join(quote(p) for p in path.split("."))
-        spark.sql(f"ALTER TABLE {table_name} ADD COLUMN {column} {dtype.simpleString()}")
+        parent, name = path[:-1], path[-1]
+        if parent:
+            update = update.addColumn(dotted(parent), name, _iceberg_type(spark, dtype))
+        else:
+            update = update.addColumn(name, _iceberg_type(spark, dtype))
     for path, _, new in plan.widen:
-        column = ".".join(quote(p) for p in path.split("."))
-        spark.sql(f"ALTER TABLE {table_name} ALTER COLUMN {column} TYPE {new.simpleString()}")
+        update = update.updateColumn(dotted(path), _iceberg_type(spark, new))
+    update.commit()
+    spark.sql(f"REFRESH TABLE {qualified(catalog, database, table)}")
 
 
 def _aligned(value: Column, source: T.DataType, target: T.DataType) -> Column:
     """Cast `value` to `target`, matching struct fields by name (Spark's struct cast is positional)."""
+    if source == target:
+        return value
     if isinstance(source, T.StructType) and isinstance(target, T.StructType):
         by_lower = {f.name.lower(): f for f in source.fields}
         parts = []
@@ -150,6 +306,11 @@ def _aligned(value: Column, source: T.DataType, target: T.DataType) -> Column:
             part = _aligned(value.getField(src.name), src.dataType, fld.dataType) if src else F.lit(None)
             parts.append(part.cast(fld.dataType).alias(fld.name))
         return F.when(value.isNull(), F.lit(None).cast(target)).otherwise(F.struct(*parts))
+    if isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType):
+        return F.transform(value, lambda x: _aligned(x, source.elementType, target.elementType))
+    if isinstance(source, T.MapType) and isinstance(target, T.MapType):
+        keys_cast = value.cast(T.MapType(target.keyType, source.valueType, source.valueContainsNull))
+        return F.transform_values(keys_cast, lambda _, v: _aligned(v, source.valueType, target.valueType))
     return value.cast(target)
 
 

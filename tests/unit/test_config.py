@@ -60,7 +60,7 @@ def test_defaults_and_derived_values():
         ({"keys": []}, "table 'crm.customers' -> (table): mode 'merge' needs keys"),
         (
             {"mode": "upsert"},
-            "table 'crm.customers' -> mode: Input should be 'merge', 'append' or 'overwrite'",
+            "table 'crm.customers' -> mode: Input should be 'merge', 'append', 'overwrite' or 'scd2'",
         ),
         ({"schema_evolution": "loose"}, "table 'crm.customers' -> schema_evolution: Input should be"),
         (

@@ -1,0 +1,376 @@
+"""GDPR erasure: `lakeloader erase --table ID --key VALUE ... | --where SQL`.
+
+Deleting a row is not enough: Iceberg keeps it in older snapshots (time travel)
+and, for merge-on-read tables, in the data file a position delete merely masks.
+:func:`erase` therefore
+
+1. ``DELETE``s the subject's rows (retried on commit conflicts);
+2. rewrites the data files that still physically hold them (``rewrite_data_files``
+   with ``delete-file-threshold`` 1: every data file with a delete file attached)
+   and the manifests (so no manifest of the current snapshot keeps a removed
+   file's column bounds);
+3. expires every snapshot older than now, keeping only the current one
+   (``retain_last => 1``): the files only old snapshots referenced are deleted;
+4. removes orphan files older than the erasure's *start* (see :func:`_remove_orphans`
+   for why the 24-hour safety interval is disabled here);
+5. verifies: every snapshot still in the table's metadata (``VERSION AS OF``
+   each, branches and tags included) returns no matching row, and no data file
+   any snapshot references holds one when read directly (deletes ignored).
+   A failed verification raises (after the audit record is written, marked
+   ``verified = false``);
+6. appends an audit record to ``<catalog>.lakeloader_audit.erasures``: who (OS user
+   and, when available, the AWS caller ARN), when, the table, the row count and a
+   SHA-256 of the predicate -- never the erased values. Set
+   ``LAKELOADER_ERASURE_SALT`` to make it an HMAC (a bare hash of a low-entropy key
+   such as a customer number can be reversed by trying every value).
+
+Key syntax: ``--key 42`` (or ``--key id=42``) for a one-column key;
+``--key order_id=1,line_no=2`` for a composite key (every key column, once).
+Values are cast to the column's type; a value holding ',' or '=' needs ``--where``.
+Run it when no writer is loading the table (see :func:`_remove_orphans`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import hmac
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+from pyspark.sql.utils import AnalysisException
+
+from lakeloader import cdc
+from lakeloader.config import TableConfig
+from lakeloader.errors import LakeloaderError
+from lakeloader.maintenance import procedure_table, timestamp_literal
+from lakeloader.merge import consumed_file_ids
+from lakeloader.retry import RetryPolicy, retry_on_conflict
+from lakeloader.sql import literal, qualified, quote
+
+Progress = Callable[[str], None]
+AUDIT_DATABASE = "lakeloader_audit"
+AUDIT_TABLE = "erasures"
+AUDIT_COLUMNS = (
+    "erased_at TIMESTAMP, who STRING, table_id STRING, target STRING, rows_erased BIGINT, "
+    "predicate_kind STRING, subjects INT, predicate_sha256 STRING, snapshots_expired INT, "
+    "files_deleted BIGINT, orphan_files_removed BIGINT, snapshots_verified INT, verified BOOLEAN"
+)
+
+
+class ErasureError(LakeloaderError):
+    """The erasure could not be done or could not be verified."""
+
+
+class ErasureNotVerifiedError(ErasureError):
+    """The rows were deleted, but some snapshot or file still holds them."""
+
+
+@dataclass
+class ErasureResult:
+    table_id: str
+    target: str
+    rows_erased: int = 0
+    predicate_kind: str = "key"
+    subjects: int = 0
+    predicate_sha256: str = ""
+    data_files_rewritten: int = 0
+    snapshots_expired: int = 0
+    files_deleted: int = 0
+    orphan_files_removed: int = 0
+    snapshots_verified: int = 0
+    data_files_verified: int = 0
+    verified: bool = False
+    who: str = ""
+    erased_at: str = ""
+    audit_table: str = ""
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = [
+            f"erased {self.rows_erased:,} current row(s) from {self.target} "
+            f"({self.predicate_kind}, {self.subjects} subject(s), "
+            f"predicate sha256 {self.predicate_sha256[:16]}...)",
+            f"rewrote {self.data_files_rewritten:,} data file(s) that still held deleted rows",
+            f"expired {self.snapshots_expired:,} snapshot(s), deleting {self.files_deleted:,} file(s)",
+            f"removed {self.orphan_files_removed:,} orphan file(s)",
+            f"verified: no matching row in {self.snapshots_verified} snapshot(s) reachable by time travel "
+            f"nor in {self.data_files_verified} data file(s)"
+            if self.verified
+            else "NOT verified",
+            f"audit record: {self.audit_table} (who={self.who}, at={self.erased_at})",
+        ]
+        return "\n".join(lines + self.notes)
+
+
+# ------------------------------------------------------------------------------------------ predicate
+
+
+def parse_keys(table: TableConfig, values: list[str]) -> list[dict[str, str]]:
+    """`--key` values -> one {key column: value} per subject (see the module doc for the syntax)."""
+    if not table.keys:
+        raise ErasureError(f"table {table.id!r} has no keys: use --where")
+    subjects = []
+    for value in values:
+        if "=" not in value:
+            if len(table.keys) != 1:
+                raise ErasureError(
+                    f"table {table.id!r} has the composite key {table.keys}: write --key "
+                    + ",".join(f"{k}=VALUE" for k in table.keys)
+                )
+            subjects.append({table.keys[0]: value})
+            continue
+        subject: dict[str, str] = {}
+        for part in value.split(","):
+            column, sep, raw = part.partition("=")
+            key = next((k for k in table.keys if k.lower() == column.strip().lower()), None)
+            if not sep or key is None:
+                raise ErasureError(f"--key {value!r}: {column.strip()!r} is not a key column of {table.id!r}")
+            if key in subject:
+                raise ErasureError(f"--key {value!r}: {key!r} given twice")
+            subject[key] = raw.strip()
+        missing = [k for k in table.keys if k not in subject]
+        if missing:
+            raise ErasureError(f"--key {value!r}: missing key column(s) {missing}")
+        subjects.append(subject)
+    if not subjects:
+        raise ErasureError("give at least one --key or a --where")
+    return subjects
+
+
+def key_predicate(subjects: list[dict[str, str]], schema) -> str:
+    """SQL: any subject's key, each value cast to its column's type (identifiers quoted)."""
+    terms = []
+    for subject in subjects:
+        parts = []
+        for key, value in subject.items():
+            column = cdc.find_column(schema.fieldNames(), key)
+            if column is None:
+                raise ErasureError(f"the table has no key column {key!r}")
+            type_name = schema[column].dataType.simpleString()
+            parts.append(f"{quote(column)} = CAST({literal(value)} AS {type_name})")
+        terms.append("(" + " AND ".join(parts) + ")")
+    return " OR ".join(terms)
+
+
+def predicate_hash(table_id: str, canonical: str) -> str:
+    """SHA-256 of the predicate (HMAC-SHA-256 with LAKELOADER_ERASURE_SALT when set)."""
+    message = f"{table_id}\n{canonical}".encode()
+    salt = os.environ.get("LAKELOADER_ERASURE_SALT")
+    if salt:
+        return hmac.new(salt.encode(), message, hashlib.sha256).hexdigest()
+    return hashlib.sha256(message).hexdigest()
+
+
+def identity() -> str:
+    """Who is erasing: the OS user, plus the AWS caller ARN when credentials are at hand."""
+    who = os.environ.get("LAKELOADER_ACTOR") or getpass.getuser()
+    try:
+        import boto3
+        from botocore.config import Config
+
+        session = boto3.Session()
+        if session.get_credentials() is not None:
+            sts = session.client(
+                "sts", config=Config(connect_timeout=2, read_timeout=2, retries={"max_attempts": 1})
+            )
+            who += f" ({sts.get_caller_identity()['Arn']})"
+    except Exception:  # noqa: BLE001 - no AWS identity here: the OS user stands alone
+        pass
+    return who
+
+
+# ------------------------------------------------------------------------------------------ steps
+
+
+def _remove_orphans(spark: SparkSession, name: str, older_than: datetime) -> int:
+    """Delete files under the table location that no snapshot references, older than `older_than`.
+
+    The `remove_orphan_files` procedure refuses an interval under 24 hours: a file
+    younger than that may belong to a commit still in flight, and deleting it would
+    corrupt that commit. An erasure cannot wait a day -- a crashed write's
+    uncommitted files may hold the subject's rows -- so we call the Action API,
+    which is Iceberg's documented way to choose the interval, and bound the risk:
+    only files older than the erasure's *start* are removed (nothing a write begun
+    after it could have produced), and erasure is documented to run while no
+    writer loads the table.
+    """
+    jvm = spark.sparkContext._jvm
+    jspark = spark._jsparkSession
+    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(jspark, name)
+    action = jvm.org.apache.iceberg.spark.actions.SparkActions.get(jspark).deleteOrphanFiles(iceberg_table)
+    result = action.olderThan(int(older_than.timestamp() * 1000)).execute()
+    return sum(1 for _ in result.orphanFileLocations())
+
+
+def _call(spark: SparkSession, catalog: str, procedure: str, args: list[str]) -> dict[str, int]:
+    rows = spark.sql(f"CALL {qualified(catalog)}.system.{procedure}({', '.join(args)})").collect()
+    counts: dict[str, int] = {}
+    for row in rows:
+        for key, value in row.asDict().items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                counts[key] = counts.get(key, 0) + value
+    return counts
+
+
+def verify(spark: SparkSession, name: str, predicate: str) -> tuple[int, int, list[str]]:
+    """(snapshots checked, data files checked, problems): time travel to every snapshot, and a
+    direct read of every data file any snapshot references."""
+    problems = []
+    snapshots = [r.snapshot_id for r in spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").collect()]
+    refs = {}
+    for r in spark.sql(f"SELECT name, snapshot_id FROM {name}.refs").collect():
+        refs.setdefault(r.snapshot_id, []).append(r.name)
+    for snapshot in snapshots:
+        found = spark.sql(f"SELECT count(*) FROM {name} VERSION AS OF {snapshot} WHERE {predicate}").first()[
+            0
+        ]
+        if found:
+            held_by = ", ".join(refs.get(snapshot, [])) or "no branch or tag"
+            problems.append(f"snapshot {snapshot} ({held_by}) still returns {found} row(s)")
+    files = [
+        r.file_path
+        for r in spark.sql(f"SELECT DISTINCT file_path, file_format FROM {name}.all_data_files").collect()
+        if str(r.file_format).upper() == "PARQUET"
+    ]
+    if files:
+        try:
+            found = spark.read.option("mergeSchema", "true").parquet(*files).where(predicate).count()
+        except AnalysisException as exc:  # an old file lacks a column of the predicate
+            problems.append(
+                f"could not read the data files directly to check them: {str(exc).splitlines()[0]}"
+            )
+        else:
+            if found:
+                problems.append(f"{found} row(s) still physically present in the table's data files")
+    return len(snapshots), len(files), problems
+
+
+def _audit(spark: SparkSession, catalog: str, result: ErasureResult, erased_at: datetime) -> str:
+    target = qualified(catalog, AUDIT_DATABASE, AUDIT_TABLE)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, AUDIT_DATABASE)}")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {target} ({AUDIT_COLUMNS}) USING iceberg")
+    row = (
+        erased_at.replace(tzinfo=None),
+        result.who,
+        result.table_id,
+        result.target,
+        result.rows_erased,
+        result.predicate_kind,
+        result.subjects,
+        result.predicate_sha256,
+        result.snapshots_expired,
+        result.files_deleted,
+        result.orphan_files_removed,
+        result.snapshots_verified,
+        result.verified,
+    )
+    spark.createDataFrame([row], AUDIT_COLUMNS).writeTo(target).append()
+    return f"{AUDIT_DATABASE}.{AUDIT_TABLE}"
+
+
+def erase(
+    spark: SparkSession,
+    table: TableConfig,
+    *,
+    catalog: str,
+    keys: list[str] | None = None,
+    where: str | None = None,
+    who: str | None = None,
+    progress: Progress = lambda message: None,
+) -> ErasureResult:
+    """Erase a data subject from `table` and from its history; see the module doc."""
+    if bool(keys) == bool(where):
+        raise ErasureError("give either --key VALUE (repeatable) or --where SQL, not both")
+    started_clock = time.monotonic()
+    started = datetime.now(UTC)
+    name = qualified(catalog, table.target.database, table.target.table)
+    try:
+        schema = spark.table(name).schema
+    except AnalysisException:
+        raise ErasureError(f"table {table.id!r}: {table.qualified_target} does not exist") from None
+    result = ErasureResult(table.id, table.qualified_target, who=who or identity())
+    if keys:
+        subjects = parse_keys(table, keys)
+        predicate = key_predicate(subjects, schema)
+        canonical = json.dumps(sorted(json.dumps(s, sort_keys=True) for s in subjects))
+        result.subjects, result.predicate_kind = len(subjects), "key"
+    else:
+        assert where is not None
+        predicate, canonical = f"({where})", where.strip()
+        result.predicate_kind = "where"
+    result.predicate_sha256 = predicate_hash(table.id, canonical)
+    policy = RetryPolicy.from_settings(table.maintenance.retry)
+    target = procedure_table(table)
+
+    def retried(what: str, operation: Callable):
+        return retry_on_conflict(
+            operation, what=f"erase {table.id!r}: {what}", policy=policy, progress=progress
+        )
+
+    result.rows_erased = spark.sql(f"SELECT count(*) FROM {name} WHERE {predicate}").first()[0]
+    progress(f"{result.rows_erased:,} current row(s) match")
+    if result.rows_erased:
+        retried("delete", lambda: spark.sql(f"DELETE FROM {name} WHERE {predicate}").collect())
+    before = spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0]
+    consumed_before = consumed_file_ids(spark, name)
+    rewrite = retried(
+        "rewrite_data_files",
+        lambda: _call(
+            spark,
+            catalog,
+            "rewrite_data_files",
+            [
+                f"table => {target}",
+                "options => map('delete-file-threshold', '1', 'remove-dangling-deletes', 'true')",
+            ],
+        ),
+    )
+    result.data_files_rewritten = rewrite.get("rewritten_data_files_count", 0)
+    retried("rewrite_manifests", lambda: _call(spark, catalog, "rewrite_manifests", [f"table => {target}"]))
+    progress(f"rewrote {result.data_files_rewritten} data file(s); expiring every older snapshot")
+    expired = retried(
+        "expire_snapshots",
+        lambda: _call(
+            spark,
+            catalog,
+            "expire_snapshots",
+            [
+                f"table => {target}",
+                f"older_than => {timestamp_literal(datetime.now(UTC))}",
+                "retain_last => 1",
+            ],
+        ),
+    )
+    result.files_deleted = sum(v for k, v in expired.items() if k.startswith("deleted_"))
+    result.snapshots_expired = max(0, before - spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0])
+    result.orphan_files_removed = _remove_orphans(spark, name, started)
+    forgotten = consumed_before - consumed_file_ids(spark, name)
+    if forgotten:
+        result.notes.append(
+            f"note: the expired snapshots recorded {len(forgotten)} raw input file(s) as loaded; a local "
+            "`lakeloader run` over the same raw_root would load them again (the ledger keeps them done on "
+            "AWS). Remove the subject from the raw zone too."
+        )
+    progress("verifying every remaining snapshot and data file")
+    result.snapshots_verified, result.data_files_verified, problems = verify(spark, name, predicate)
+    result.verified = not problems
+    result.notes.extend(f"! {p}" for p in problems)
+    erased_at = datetime.now(UTC)
+    result.erased_at = erased_at.isoformat(timespec="seconds")
+    result.audit_table = _audit(spark, catalog, result, erased_at)
+    result.seconds = time.monotonic() - started_clock
+    if problems:
+        raise ErasureNotVerifiedError(
+            f"table {table.id!r}: erasure NOT verified (audit record written with verified=false):\n  - "
+            + "\n  - ".join(problems)
+            + "\nsnapshots kept by a branch or tag must be removed (ALTER TABLE ... DROP BRANCH/TAG) and "
+            "the erasure re-run"
+        )
+    return result

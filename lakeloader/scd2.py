@@ -1,0 +1,287 @@
+"""Slowly changing dimension, type 2 (``mode: scd2``): keep every version of every key.
+
+The table holds the source's columns plus five managed ones (names configurable
+under ``scd2:``)::
+
+    valid_from   the sequence value of the change that opened the version
+    valid_to     the valid_from of the change that ended it; NULL while current
+    is_current   true on the one current version of a key (none after a delete)
+    version_key  surrogate key: sha256 hex of the key columns and valid_from
+                 (deterministic: re-running a batch produces the same keys)
+    row_hash     sha256 hex of the tracked columns (default: every column but the
+                 keys, the sequence column and ``scd2.ignore``)
+
+Per batch, every change (not only the latest per key) is applied in sequence
+order (sequence value, then file, then row):
+
+* a change whose tracked columns differ from the key's previous state closes
+  that version (valid_to = the change's sequence value) and opens a new one;
+* a change that leaves the tracked columns as they were opens nothing, so
+  consecutive no-op changes collapse;
+* a delete closes the current version; no version is current afterwards, and
+  a later insert opens a new one;
+* several changes to one key in one batch become a chain of versions: those
+  superseded within the batch are written already closed;
+* changes to one key with the same sequence value: the last (file, then row)
+  wins -- a version valid for zero time would be invisible to every query;
+* late changes -- not newer than the key's latest known point in time
+  (the current version's valid_from, or the last valid_to of a deleted key) --
+  are ignored and counted in the run summary: history is never rewritten;
+* a change without a sequence value fails the batch (valid_from needs one).
+
+Everything the batch does is ONE MERGE, so one atomic commit: its source is
+the union of "close" rows (matched on the key and is_current) and "open" rows
+(NULL merge key, so they never match and are inserted).
+
+Counts in the run summary: inserted = versions opened, updated = versions
+closed because a newer version replaced them, deleted = versions closed by a
+delete.
+
+Point in time: the row of key K as it was at time D is::
+
+    SELECT * FROM db.t WHERE K = ... AND valid_from <= D AND (valid_to > D OR valid_to IS NULL)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeloader import cdc, schema
+from lakeloader.config import TableConfig
+from lakeloader.errors import BadInputError, LakeloaderError
+from lakeloader.sql import quote
+
+KIND, CLOSE_AT = "_ll_kind", "_ll_close_at"
+HASH, STATE, PREV, LATE, EFFECTIVE, NEXT, FIRST = (
+    "_ll_hash",
+    "_ll_state",
+    "_ll_prev",
+    "_ll_late",
+    "_ll_effective",
+    "_ll_next",
+    "_ll_first",
+)
+T_LAST, T_HASH, T_CURRENT = "_ll_t_last", "_ll_t_hash", "_ll_t_current"
+# Stable JSON for hashing: UTC timestamps, NULL fields left out (so a column added
+# later, NULL in old rows, does not change their hash).
+JSON_OPTIONS = {"timeZone": "UTC", "ignoreNullFields": "true"}
+
+
+def merge_key(i: int) -> str:
+    return f"_ll_mk_{i}"
+
+
+def managed_columns(table: TableConfig) -> list[str]:
+    """Target columns lakeloader maintains itself (none unless the table is SCD2)."""
+    return table.scd2_options.columns if table.mode == "scd2" else []
+
+
+def with_scd2_columns(table: TableConfig, data: DataFrame) -> DataFrame:
+    """`data` plus the managed columns, typed as the table should be created."""
+    options = table.scd2_options
+    seq = cdc.find_column(data.columns, table.sequence_column or "")
+    if seq is None:
+        raise BadInputError(
+            table.id,
+            "the sequence column is missing from the input (valid_from comes from it)",
+            column=table.sequence_column,
+        )
+    seq_type = data.schema[seq].dataType
+    return data.select(
+        *[F.col(c) for c in data.columns],
+        F.lit(None).cast(seq_type).alias(options.valid_from),
+        F.lit(None).cast(seq_type).alias(options.valid_to),
+        F.lit(None).cast("boolean").alias(options.is_current),
+        F.lit(None).cast("string").alias(options.surrogate_key),
+        F.lit(None).cast("string").alias(options.hash),
+    )
+
+
+def _hash(columns: list[str]) -> Column:
+    ordered = sorted(columns, key=str.lower)
+    return F.sha2(F.to_json(F.struct(*[F.col(c).alias(c.lower()) for c in ordered]), JSON_OPTIONS), 256)
+
+
+def tracked_columns(table: TableConfig, data_columns: list[str]) -> list[str]:
+    """The columns whose change opens a new version, spelled as in the table."""
+    options = table.scd2_options
+    if options.track is not None:
+        tracked = []
+        for name in options.track:
+            actual = cdc.find_column(data_columns, name)
+            if actual is None:
+                raise LakeloaderError(
+                    f"table {table.id!r}: scd2.track names column {name!r}, which the table does not have"
+                )
+            tracked.append(actual)
+        return tracked
+    skip = {k.lower() for k in table.keys} | {c.lower() for c in options.ignore}
+    skip.add((table.sequence_column or "").lower())
+    return [c for c in data_columns if c.lower() not in skip]
+
+
+@dataclass
+class Scd2Batch:
+    """The MERGE source of one batch (materialised) and what it will do."""
+
+    source: DataFrame
+    checkpoint: DataFrame  # the materialised per-change frame `source` reads; unpersist when done
+    opened: int
+    superseded: int
+    deleted: int
+    late: int
+    unchanged: int
+
+    @property
+    def empty(self) -> bool:
+        return not (self.opened or self.deleted)
+
+
+def prepare(
+    spark: SparkSession, name: str, table: TableConfig, changes: DataFrame, target_schema: T.StructType
+) -> Scd2Batch:
+    """Turn a batch of changes into close/open rows against the table's current versions."""
+    options = table.scd2_options
+    names = target_schema.fieldNames()
+    vf, vt, cur, sk, hs = (cdc.find_column(names, c) or c for c in options.columns)
+    managed = {c.lower() for c in options.columns}
+    data_schema = T.StructType([f for f in target_schema.fields if f.name.lower() not in managed])
+    data_names = data_schema.fieldNames()
+    keys = [cdc.find_column(data_names, k) or k for k in table.keys]
+    seq_type = target_schema[vf].dataType
+
+    missing_seq = changes.filter(F.col(cdc.SEQ).isNull()).select(cdc.FILE).first()
+    if missing_seq is not None:
+        raise BadInputError(
+            table.id,
+            "mode scd2 needs a sequence value on every change (valid_from comes from it)",
+            file=missing_seq[0],
+            column=table.sequence_column,
+        )
+
+    events = schema.align(changes, data_schema, extra=[cdc.OP, cdc.SEQ, cdc.FILE_POS, cdc.ROW_POS])
+    events = events.withColumn(cdc.SEQ, F.col(cdc.SEQ).cast(seq_type)).withColumn(
+        HASH, _hash(tracked_columns(table, data_names))
+    )
+
+    # The key's latest known point in time and its current version, for the batch's keys only.
+    versions = spark.table(name).join(events.select(*keys), on=keys, how="left_semi")
+    state = versions.groupBy(*[F.col(k) for k in keys]).agg(
+        F.max(F.coalesce(F.col(vt), F.col(vf))).alias(T_LAST),
+        F.max(F.when(F.col(cur), F.col(hs))).alias(T_HASH),
+        F.coalesce(F.max(F.col(cur)), F.lit(False)).alias(T_CURRENT),
+    )
+    events = events.join(state, on=keys, how="left")
+    events = events.withColumn(
+        LATE, F.coalesce(F.col(T_LAST).isNotNull() & (F.col(cdc.SEQ) <= F.col(T_LAST)), F.lit(False))
+    )
+
+    # Same key and sequence value: the last change (file, then row) wins.
+    tie = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE), F.col(cdc.SEQ)).orderBy(
+        F.col(cdc.FILE_POS).desc(), F.col(cdc.ROW_POS).desc()
+    )
+    events = events.withColumn("_ll_tie", F.row_number().over(tie)).filter(F.col("_ll_tie") == 1)
+
+    # A change is effective when it moves the key to a different state (a live hash, or NULL = none).
+    in_order = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE)).orderBy(F.col(cdc.SEQ))
+    events = events.withColumn(
+        STATE, F.when(F.col(cdc.OP) == "D", F.lit(None).cast("string")).otherwise(F.col(HASH))
+    )
+    events = events.withColumn(
+        PREV,
+        F.when(F.row_number().over(in_order) == 1, F.when(F.col(T_CURRENT), F.col(T_HASH))).otherwise(
+            F.lag(F.col(STATE)).over(in_order)
+        ),
+    )
+    events = events.withColumn(EFFECTIVE, ~F.col(LATE) & ~F.col(STATE).eqNullSafe(F.col(PREV)))
+
+    # Among effective changes: the next one ends a version; the first one closes the table's current.
+    chain = Window.partitionBy(*[F.col(k) for k in keys], F.col(EFFECTIVE)).orderBy(F.col(cdc.SEQ))
+    events = events.withColumn(NEXT, F.lead(F.col(cdc.SEQ)).over(chain)).withColumn(
+        FIRST, F.row_number().over(chain) == 1
+    )
+    events = events.localCheckpoint(eager=True)
+
+    is_open = F.col(EFFECTIVE) & (F.col(cdc.OP) != "D")
+    counts = events.agg(
+        F.sum(F.col(LATE).cast("int")).alias("late"),
+        F.sum((~F.col(LATE) & ~F.col(EFFECTIVE)).cast("int")).alias("unchanged"),
+        F.sum(is_open.cast("int")).alias("opened"),
+        F.sum((is_open & F.col(PREV).isNotNull()).cast("int")).alias("superseded"),
+        F.sum((F.col(EFFECTIVE) & (F.col(cdc.OP) == "D")).cast("int")).alias("deleted"),
+    ).first()
+
+    key_types = {k: data_schema[k].dataType for k in keys}
+    surrogate = F.sha2(
+        F.to_json(
+            F.struct(*[F.col(k).alias(k.lower()) for k in keys], F.col(cdc.SEQ).alias("valid_from")),
+            JSON_OPTIONS,
+        ),
+        256,
+    )
+    managed_values = {
+        vf: F.col(cdc.SEQ),
+        vt: F.col(NEXT),
+        cur: F.col(NEXT).isNull(),
+        sk: surrogate,
+        hs: F.col(HASH),
+    }
+    opens = events.filter(is_open).select(
+        *[
+            (managed_values.get(f.name, F.col(f.name))).cast(f.dataType).alias(f.name)
+            for f in target_schema.fields
+        ],
+        F.lit("open").alias(KIND),
+        *[F.lit(None).cast(key_types[k]).alias(merge_key(i)) for i, k in enumerate(keys)],
+        F.lit(None).cast(seq_type).alias(CLOSE_AT),
+    )
+    closes = events.filter(F.col(EFFECTIVE) & F.col(FIRST) & F.col(T_CURRENT)).select(
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in target_schema.fields],
+        F.lit("close").alias(KIND),
+        *[F.col(k).alias(merge_key(i)) for i, k in enumerate(keys)],
+        F.col(cdc.SEQ).alias(CLOSE_AT),
+    )
+    return Scd2Batch(
+        source=opens.unionByName(closes),
+        checkpoint=events,
+        opened=counts["opened"] or 0,
+        superseded=counts["superseded"] or 0,
+        deleted=counts["deleted"] or 0,
+        late=counts["late"] or 0,
+        unchanged=counts["unchanged"] or 0,
+    )
+
+
+def merge_sql(name: str, view: str, table: TableConfig, target_schema: T.StructType) -> str:
+    """One MERGE: close rows end the current version, open rows (NULL merge key) are inserted."""
+    names = target_schema.fieldNames()
+    options = table.scd2_options
+    vt, cur = (cdc.find_column(names, c) or c for c in (options.valid_to, options.is_current))
+    keys = [cdc.find_column(names, k) or k for k in table.keys]
+    on = " AND ".join(f"t.{quote(k)} = s.{quote(merge_key(i))}" for i, k in enumerate(keys))
+    cols = ", ".join(quote(c) for c in names)
+    values = ", ".join(f"s.{quote(c)}" for c in names)
+    return (
+        f"MERGE INTO {name} t USING {quote(view)} s ON {on} AND t.{quote(cur)} = TRUE "
+        f"WHEN MATCHED AND s.{quote(KIND)} = 'close' "
+        f"THEN UPDATE SET t.{quote(vt)} = s.{quote(CLOSE_AT)}, t.{quote(cur)} = FALSE "
+        f"WHEN NOT MATCHED AND s.{quote(KIND)} = 'open' THEN INSERT ({cols}) VALUES ({values})"
+    )
+
+
+def notes(batch: Scd2Batch) -> list[str]:
+    lines = []
+    if batch.late:
+        lines.append(
+            f"scd2: {batch.late:,} late change(s) not newer than their key's latest version ignored "
+            "(history is never rewritten)"
+        )
+    if batch.unchanged:
+        lines.append(
+            f"scd2: {batch.unchanged:,} change(s) left the tracked columns unchanged; no new version"
+        )
+    return lines

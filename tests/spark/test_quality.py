@@ -1,0 +1,212 @@
+"""Write-audit-publish quality gates on real Iceberg tables: audit branch, rules, quarantine, fail."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pyarrow as pa
+import pytest
+
+from lakeloader.inputs import list_inputs
+from lakeloader.merge import load_table
+from lakeloader.quality import QualityError
+from lakeloader.runner import run_tables, summary_table
+from lakeloader.spark import CATALOG
+
+pytestmark = pytest.mark.spark
+
+T0 = datetime(2026, 11, 1, 8, 0, 0)
+DMS = pa.schema(
+    [
+        ("Op", pa.string()),
+        ("id", pa.int64()),
+        ("email", pa.string()),
+        ("age", pa.int64()),
+        ("status", pa.string()),
+        ("last_update_time", pa.timestamp("us")),
+    ]
+)
+RULES = [
+    {"not_null": ["email"]},
+    {"regex": {"column": "email", "pattern": "^[^@]+@[^@]+$"}},
+    {"between": {"column": "age", "min": 0, "max": 150}},
+    {"in_set": {"column": "status", "values": ["active", "closed"]}},
+    {"name": "adult_or_unknown", "expression": "age IS NULL OR age >= 18"},
+    {"unique": True},
+    {"min_row_count": 1},
+]
+
+
+def row(op: str, id_: int, email: str | None, age: int | None, status: str = "active", minute: int = 0):
+    return {
+        "Op": op,
+        "id": id_,
+        "email": email,
+        "age": age,
+        "status": status,
+        "last_update_time": T0.replace(minute=minute),
+    }
+
+
+def name_of(table) -> str:
+    return f"{CATALOG}.{table.target.database}.{table.target.table}"
+
+
+def load(spark, table, raw, run_id: str):
+    files = list_inputs(str(raw.root), table.source.prefix)
+    return load_table(spark, table, files, catalog=CATALOG, run_id=run_id)
+
+
+def rows(spark, table) -> list[tuple]:
+    return [tuple(r) for r in spark.sql(f"SELECT id, email, age FROM {name_of(table)} ORDER BY id").collect()]
+
+
+def refs(spark, table) -> dict[str, int]:
+    return {r.name: r.snapshot_id for r in spark.sql(f"SELECT * FROM {name_of(table)}.refs").collect()}
+
+
+def test_passing_batch_is_published_from_the_audit_branch(spark, raw, make_table):
+    table = make_table(quality={"rules": RULES})
+    raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30), row("I", 2, "b@x", 40)], DMS)
+    result = load(spark, table, raw, "r1")
+    assert result.status == "ok" and result.inserted == 2
+    assert result.quality.action == "passed"
+    assert [o.passed for o in result.quality.outcomes] == [True] * len(RULES)
+    assert rows(spark, table) == [(1, "a@x", 30), (2, "b@x", 40)]
+    # published by fast-forward: main is the audited snapshot, and the branch is gone
+    assert list(refs(spark, table)) == ["main"]
+    summary = (
+        spark.sql(
+            f"SELECT summary FROM {name_of(table)}.snapshots WHERE snapshot_id = {refs(spark, table)['main']}"
+        )
+        .first()
+        .summary
+    )
+    assert summary["lakeloader.run-id"] == "r1"
+
+
+def test_quarantine_sets_failing_rows_aside_and_publishes_the_rest(spark, raw, make_table):
+    table = make_table(quality={"rules": RULES, "on_failure": "quarantine"})
+    raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30), row("I", 2, "b@x", 40)], DMS)
+    load(spark, table, raw, "r1")
+    raw.write_parquet(
+        "src/20261101-0901.parquet",
+        [
+            row("U", 1, None, 31, minute=1),  # not_null(email): the old row 1 stays
+            row(
+                "I", 3, "c@x", 200, minute=1
+            ),  # between(age) and the expression pass? 200 >= 18: only between
+            row("I", 4, "no-at-sign", 20, minute=1),  # regex
+            row("I", 5, "e@x", 10, "weird", minute=1),  # in_set and adult_or_unknown
+            row("I", 6, "f@x", 50, minute=1),  # good
+            row("U", 2, "b2@x", 41, minute=1),  # good update
+        ],
+        DMS,
+    )
+    result = load(spark, table, raw, "r2")
+    assert result.status == "ok"
+    q = result.quality
+    assert q.action == "quarantined"
+    failed = {o.rule: o.failed_rows for o in q.outcomes if not o.passed}
+    assert failed == {
+        "not_null(email)": 1,
+        "between(age)": 1,
+        "regex(email)": 1,
+        "in_set(status)": 1,
+        "adult_or_unknown": 1,
+    }
+    assert rows(spark, table) == [(1, "a@x", 30), (2, "b2@x", 41), (6, "f@x", 50)]
+    quarantine = spark.sql(
+        f"SELECT * FROM {CATALOG}.{table.target.database}.t__quarantine ORDER BY rule"
+    ).collect()
+    assert q.quarantined_rows == len(quarantine) == 5
+    assert {r.run_id for r in quarantine} == {"r2"} and {r.table_id for r in quarantine} == {table.id}
+    by_rule = {r.rule: r for r in quarantine}
+    assert json.loads(by_rule["between(age)"].record)["id"] == 3
+    assert by_rule["between(age)"].reason == "age = 200 not in [0, 150]"
+    assert by_rule["not_null(email)"].reason == "email is NULL"
+    assert json.loads(by_rule["regex(email)"].record)["email"] == "no-at-sign"
+    assert list(refs(spark, table)) == ["main"]
+    # the run summary shows the outcome
+    text = summary_table([result])
+    assert "quality quarantined" in text and "adult_or_unknown: FAILED" in text
+
+
+def test_fail_leaves_main_untouched_and_fails_the_table(spark, raw, make_table):
+    table = make_table(quality={"rules": RULES, "on_failure": "fail"})
+    raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30)], DMS)
+    load(spark, table, raw, "r1")
+    main_before = refs(spark, table)["main"]
+    snapshots_before = spark.sql(f"SELECT snapshot_id FROM {name_of(table)}.snapshots").count()
+    raw.write_parquet(
+        "src/20261101-0901.parquet", [row("I", 2, "b@x", 40, minute=1), row("I", 3, None, 50, minute=1)], DMS
+    )
+    with pytest.raises(QualityError, match=r"not_null\(email\): FAILED, 1 row"):
+        load(spark, table, raw, "r2")
+    assert refs(spark, table) == {"main": main_before}
+    assert rows(spark, table) == [(1, "a@x", 30)]
+    # the rejected audit snapshot was expired, so its input file is not taken as consumed
+    assert spark.sql(f"SELECT snapshot_id FROM {name_of(table)}.snapshots").count() == snapshots_before
+    # through the runner: recorded as a failed table with the rule outcomes
+    files = list_inputs(str(raw.root), table.source.prefix)
+    (result,) = run_tables(
+        spark, [table], {table.id: files}, catalog=CATALOG, run_id="r3", progress=lambda m: None
+    )
+    assert result.status == "failed" and "not_null(email): FAILED" in result.error
+    assert refs(spark, table) == {"main": main_before}
+
+
+def test_table_level_rule_fails_even_under_quarantine(spark, raw, make_table):
+    table = make_table(quality={"rules": [{"min_row_count": 5}], "on_failure": "quarantine"})
+    raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30)], DMS)
+    with pytest.raises(QualityError, match="table-level"):
+        load(spark, table, raw, "r1")
+    assert "main" not in refs(spark, table)  # the new table never got a published snapshot
+
+
+def test_unique_over_a_non_key_column_blames_the_new_duplicates(spark, raw, make_table):
+    table = make_table(quality={"rules": [{"unique": ["email"]}]})
+    raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30), row("I", 2, "b@x", 40)], DMS)
+    load(spark, table, raw, "r1")
+    raw.write_parquet(
+        "src/20261101-0901.parquet", [row("I", 3, "a@x", 30, minute=1), row("I", 4, "d@x", 30, minute=1)], DMS
+    )
+    result = load(spark, table, raw, "r2")
+    assert [(o.rule, o.failed_rows) for o in result.quality.outcomes] == [("unique(email)", 1)]
+    assert [r[0] for r in rows(spark, table)] == [1, 2, 4]
+
+
+def test_quarantine_on_a_keyless_append_table(spark, raw, make_table):
+    table = make_table(
+        keys=[],
+        mode="append",
+        source={"cdc": "none"},
+        quality={"rules": [{"between": {"column": "age", "min": 0}}], "on_failure": "quarantine"},
+    )
+    raw.write_parquet(
+        "src/20261101-0900.parquet",
+        [row("I", 1, "a@x", 30), row("I", 2, "b@x", -1), row("I", 3, "c@x", 5)],
+        DMS,
+    )
+    result = load(spark, table, raw, "r1")
+    assert result.quality.action == "quarantined" and result.quality.quarantined_rows == 1
+    assert [r[0] for r in rows(spark, table)] == [1, 3]
+    reason = spark.sql(f"SELECT reason FROM {CATALOG}.{table.target.database}.t__quarantine").first().reason
+    assert reason == "age = -1 not in [0, inf]"
+
+
+def test_reports_of_several_batches_combine_into_run_counts():
+    from lakeloader.quality import QualityReport, RuleOutcome, combine, run_counts
+
+    first = QualityReport("passed", [RuleOutcome("not_null(email)", "not_null", True)])
+    second = QualityReport("quarantined", [RuleOutcome("not_null(email)", "not_null", False, 3)], 3, "q")
+    total = combine(combine(None, first), second)
+    assert total.action == "quarantined"
+    assert run_counts(total) == {
+        "quality_rules_checked": 1,
+        "quality_rules_failed": 1,
+        "quality_quarantined_rows": 3,
+        "quality_failed_rows:not_null(email)": 3,
+    }
+    assert run_counts(None) == {}
