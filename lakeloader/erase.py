@@ -319,7 +319,7 @@ def erase(
     if result.rows_erased:
         retried("delete", lambda: spark.sql(f"DELETE FROM {name} WHERE {predicate}").collect())
     before = spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0]
-    consumed_before = consumed_file_ids(spark, name)
+    consumed_before = consumed_file_ids(spark, name, catalog=catalog, table_id=table.id)
     rewrite = retried(
         "rewrite_data_files",
         lambda: _call(
@@ -351,7 +351,7 @@ def erase(
     result.files_deleted = sum(v for k, v in expired.items() if k.startswith("deleted_"))
     result.snapshots_expired = max(0, before - spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0])
     result.orphan_files_removed = _remove_orphans(spark, name, started)
-    forgotten = consumed_before - consumed_file_ids(spark, name)
+    forgotten = consumed_before - consumed_file_ids(spark, name, catalog=catalog, table_id=table.id)
     if forgotten:
         result.notes.append(
             f"note: the expired snapshots recorded {len(forgotten)} raw input file(s) as loaded; a local "

@@ -35,6 +35,7 @@ SUMMARY_FILE_NAMES = "lakeloader.input-files"
 SUMMARY_RUN_ID = "lakeloader.run-id"
 SUMMARY_TABLE_ID = "lakeloader.table-id"
 NAMES_IN_SUMMARY = 50
+INPUT_LOG = ("lakeloader_meta", "input_files")
 
 Progress = Callable[[str], None]
 
@@ -94,10 +95,34 @@ def table_exists(spark: SparkSession, name: str) -> bool:
         return False
 
 
-def consumed_file_ids(spark: SparkSession, name: str) -> set[str]:
-    """Input files recorded by the table's snapshots (those not yet expired)."""
+def consumed_file_ids(
+    spark: SparkSession, name: str, *, catalog: str | None = None, table_id: str = ""
+) -> set[str]:
+    """Input files recorded by the table's snapshots, plus (given `catalog`) the input log's."""
     rows = spark.sql(f"SELECT summary[{literal(SUMMARY_FILE_IDS)}] AS ids FROM {name}.snapshots").collect()
-    return {fid for row in rows if row.ids for fid in row.ids.split(",")}
+    ids = {fid for row in rows if row.ids for fid in row.ids.split(",")}
+    log = qualified(catalog, *INPUT_LOG) if catalog else None
+    if log and table_exists(spark, log):
+        logged = spark.sql(f"SELECT file_id FROM {log} WHERE table_id = {literal(table_id)}").collect()
+        ids.update(row.file_id for row in logged)
+    return ids
+
+
+def log_inputs(spark: SparkSession, catalog: str, table_id: str, files: list[InputFile], run_id: str) -> None:
+    """Append consumed files to the input log, which outlives snapshot expiry and erasure.
+
+    Runs without a ledger (the local CLI) need it: snapshot summaries vanish with
+    expired snapshots, and a raw file loaded again would undo an erasure.
+    """
+    log = qualified(catalog, *INPUT_LOG)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, INPUT_LOG[0])}")
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {log} (table_id string, file_id string, name string, run_id string, "
+        "logged_at timestamp) USING iceberg TBLPROPERTIES ('format-version'='2')"
+    )
+    rows = [(table_id, file_id(f), f.name, run_id) for f in files]
+    frame = spark.createDataFrame(rows, "table_id string, file_id string, name string, run_id string")
+    frame.withColumn("logged_at", F.current_timestamp()).writeTo(log).append()
 
 
 def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
@@ -149,8 +174,14 @@ def classify(
     if seq:
         target_cols.append(F.col(seq).alias("_ll_tseq"))
     target = spark.table(name).select(*target_cols)
+    # Probe the target with the batch's keys first: an inner join lets Spark broadcast the (small)
+    # key set and stream the target scan, instead of shuffling and sorting every target key for a
+    # left join (benchmarks/RESULTS.md); only the few matches are then joined back onto the batch.
+    probe = batch.select(*[F.col(k).alias(f"_ll_k_{i}") for i, k in enumerate(keys)])
+    probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
+    matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
     condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
-    joined = batch.join(target, on=condition, how="left")
+    joined = batch.join(matched, on=condition, how="left")
     newer = F.expr(_newer("_ll_tseq", quote(seq))) if seq else F.lit(True)
     exists = F.col("_ll_exists").isNotNull()
     is_delete = F.col(cdc.OP) == "D"
@@ -189,14 +220,20 @@ def load_table(
     catalog: str,
     run_id: str,
     progress: Progress = lambda message: None,
+    log_consumed: bool = False,
 ) -> TableResult:
-    """Merge `files` into the table's target. Raises on bad input; commits nothing then."""
+    """Merge `files` into the table's target. Raises on bad input; commits nothing then.
+
+    `log_consumed` keeps the consumed files in the input log too (for runs without a ledger).
+    """
     started = time.monotonic()
     result = TableResult(table.id)
     name = qualified(catalog, table.target.database, table.target.table)
     exists = table_exists(spark, name)
     if exists:
-        consumed = consumed_file_ids(spark, name)
+        consumed = consumed_file_ids(
+            spark, name, catalog=catalog if log_consumed else None, table_id=table.id
+        )
         skipped = [f for f in files if file_id(f) in consumed]
         if skipped:
             progress(f"{len(skipped)} file(s) already committed, skipped")
@@ -265,6 +302,8 @@ def load_table(
             result.notes.append(result.quality.describe())
     finally:
         changes.unpersist()
+    if log_consumed:
+        log_inputs(spark, catalog, table.id, files, run_id)
     result.status = "ok"
     result.snapshot_id = current_snapshot_id(spark, name)
     result.seconds = time.monotonic() - started

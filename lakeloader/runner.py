@@ -66,8 +66,12 @@ def run_tables(
     catalog: str,
     run_id: str,
     progress: Progress = stderr_progress,
+    log_consumed: bool = False,
 ) -> list[TableResult]:
-    """Load each table; one table's failure is recorded and never stops the others."""
+    """Load each table; one table's failure is recorded and never stops the others.
+
+    `log_consumed`: remember consumed files in the input log (runs that have no ledger).
+    """
     results = []
     for position, table in enumerate(tables, start=1):
 
@@ -83,9 +87,12 @@ def run_tables(
                 catalog=catalog,
                 run_id=run_id,
                 progress=table_progress,
+                log_consumed=log_consumed,
             )
         except LakeloaderError as exc:
-            result = TableResult(table.id, status="failed", error=str(exc))
+            # A failed quality gate carries its rule outcomes into the run record.
+            report = getattr(exc, "report", None)
+            result = TableResult(table.id, status="failed", error=str(exc), quality=report)
         except Exception as exc:  # Spark/JVM errors: keep the first line, the rest is in the log
             result = TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {_first_line(exc)}")
         result.seconds = result.seconds or time.monotonic() - started

@@ -302,3 +302,20 @@ def test_append_and_overwrite_modes(spark, raw, make_table):
     raw.write_parquet("src/20261101-1000.parquet", [change("I", 2, "z", 3)], DMS)
     load(spark, replaced, raw)
     assert rows(spark, replaced) == [(2, "z")]
+
+
+def test_input_log_outlives_snapshot_expiry_so_an_erasure_is_not_undone(spark, raw, make_table):
+    table = make_table()
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
+    files = list_inputs(str(raw.root), table.source.prefix)
+    load_table(spark, table, files, catalog=CATALOG, run_id="r1", log_consumed=True)
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    spark.sql(f"DELETE FROM {name} WHERE id = 1")
+    spark.sql(
+        f"CALL {CATALOG}.system.expire_snapshots(table => '{table.target.database}.{table.target.table}', "
+        "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+    )
+    assert snapshots(spark, table) == 1  # the summary that listed the file is gone
+
+    again = load_table(spark, table, files, catalog=CATALOG, run_id="r2", log_consumed=True)
+    assert again.status == "skipped" and rows(spark, table) == []
