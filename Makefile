@@ -38,10 +38,12 @@ infra: $(STAMP)
 e2e: $(STAMP)
 	$(PY) -m pytest tests/e2e
 
-demo: demo-local
+# the real loop on the embedded AWS emulator: deploy, land examples/raw, Lambda-triggered Glue runs
+demo: $(STAMP)
+	$(PY) -m lakeloader.demo
 
 demo-local: $(STAMP)
-	$(PY) -m lakeloader.demo
+	$(PY) -m lakeloader.demo --local
 
 synth: $(STAMP)
 	./node_modules/.bin/cdk synth -c stage=$(STAGE) --quiet

@@ -1,4 +1,4 @@
-"""The `lakeloader` command line: run, sql, tables (erase and maintain join them later).
+"""The `lakeloader` command line: run, sql, tables, erase, maintain.
 
 Exit codes: 0 success, 1 a table failed, 2 a usage or configuration error.
 """
@@ -26,6 +26,8 @@ examples:
   lakeloader run    --config config/tables.yaml
   lakeloader run    --config config/tables.yaml --table crm.customers --input examples/raw/crm
   lakeloader sql    --config config/tables.yaml "SELECT * FROM crm.customers ORDER BY customer_id"
+  lakeloader erase  --config config/tables.yaml --table crm.customers --key 42
+  lakeloader maintain --config config/tables.yaml --table crm.customers
 """
 
 
@@ -68,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(sql)
     sql.add_argument("query", help="the SQL statement")
 
+    commands.add_parser(
+        "local",
+        help="the embedded AWS emulator: up|deploy|env|status|down (see lakeloader local --help)",
+        add_help=False,
+    )
     tables = commands.add_parser(
         "tables",
         help="validate the config and list its tables",
@@ -75,6 +82,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tables.add_argument("--config", required=True, metavar="FILE", help="table configuration (YAML)")
     tables.add_argument("--json", action="store_true", help="print the validated config as JSON")
+
+    erase = commands.add_parser(
+        "erase",
+        help="GDPR erasure: delete a data subject's rows and purge them from history",
+        description="Delete the rows of one table matching the given keys (or --where), rewrite the files "
+        "still holding them, expire every older snapshot, remove orphan files, and verify that no snapshot "
+        "reachable by time travel returns them. Prints what was removed and appends an audit record (who, "
+        "when, table, row count, a SHA-256 of the predicate -- not the values) to "
+        "lakeloader_audit.erasures. Run it while no writer loads the table.",
+    )
+    _add_config(erase)
+    erase.add_argument("--table", required=True, metavar="ID", help="the table id")
+    subject = erase.add_mutually_exclusive_group(required=True)
+    subject.add_argument(
+        "--key",
+        action="append",
+        metavar="VALUE",
+        help="a subject's key (repeatable): 42 or id=42; composite keys as order_id=1,line_no=2 "
+        "(a negative number: --key=-5)",
+    )
+    subject.add_argument("--where", metavar="SQL", help="a Spark SQL predicate selecting the rows to erase")
+
+    maintain = commands.add_parser(
+        "maintain",
+        help="compact, rewrite delete files and manifests, expire snapshots, remove orphan files",
+        description="Run each selected table's maintenance (default: all enabled tables) as its "
+        "maintenance: config says. Commit conflicts with concurrent writers are retried with backoff. "
+        "Ends with a summary table; exits 1 when any table's maintenance failed.",
+    )
+    _add_config(maintain)
+    maintain.add_argument("--table", action="append", metavar="ID", help="only this table (repeatable)")
     return parser
 
 
@@ -123,7 +161,7 @@ def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
     total = sum(len(files) for files in inputs.values())
     stderr_progress(f"run {run_id}: {len(tables)} table(s), {total} raw file(s) found; starting Spark")
     spark, catalog = _session(config, f"lakeloader-run-{run_id}")
-    results = run_tables(spark, tables, inputs, catalog=catalog, run_id=run_id)
+    results = run_tables(spark, tables, inputs, catalog=catalog, run_id=run_id, log_consumed=True)
     print(summary_table(results))
     return 1 if any(r.status == "failed" for r in results) else 0
 
@@ -141,7 +179,42 @@ def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
+    from lakeloader.erase import ErasureNotVerifiedError, erase, identity
+    from lakeloader.runner import stderr_progress
+
+    table = config.table(args.table)
+    who = identity()
+    spark, catalog = _session(config, f"lakeloader-erase-{table.id}")
+    try:
+        result = erase(
+            spark, table, catalog=catalog, keys=args.key, where=args.where, who=who, progress=stderr_progress
+        )
+    except ErasureNotVerifiedError as exc:  # deleted, but history still holds rows: exit 1, not 2
+        print(f"lakeloader: error: {exc}", file=sys.stderr)
+        return 1
+    print(result.describe())
+    return 0
+
+
+def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
+    from lakeloader.maintenance import maintain_tables, summary_table
+    from lakeloader.runner import stderr_progress
+
+    tables = config.select(args.table)
+    stderr_progress(f"maintaining {len(tables)} table(s); starting Spark")
+    spark, catalog = _session(config, "lakeloader-maintain")
+    results = maintain_tables(spark, tables, catalog=catalog, progress=stderr_progress)
+    print(summary_table(results))
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["local"]:  # the embedded AWS emulator (up|deploy|env|status|down): no table config
+        from lakeloader.local import cli as local_cli
+
+        return local_cli(argv)
     args = build_parser().parse_args(argv)
     try:
         config = load_config(args.config)
@@ -155,7 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         }
         if overrides:
             config = config.model_copy(update=overrides)
-        handler = {"tables": _cmd_tables, "run": _cmd_run, "sql": _cmd_sql}[args.command]
+        handler = {
+            "tables": _cmd_tables,
+            "run": _cmd_run,
+            "sql": _cmd_sql,
+            "erase": _cmd_erase,
+            "maintain": _cmd_maintain,
+        }[args.command]
         return handler(config, args)
     except (ConfigError, LakeloaderError, FileNotFoundError) as exc:
         print(f"lakeloader: error: {exc}", file=sys.stderr)

@@ -1,7 +1,13 @@
-"""`make demo` on local Spark: the sample full loads land and merge, then the CDC batches.
+"""`make demo`: the real loop on the embedded AWS emulator; `make demo-local`: local Spark only.
 
-Files are copied from examples/raw into a fresh raw zone in two waves, as an
-exporter would deliver them, and each wave is one `lakeloader run`.
+Emulator demo (default): start the emulator, deploy the CDK app to it, land
+examples/raw in the raw bucket in two waves (full loads, then the CDC batches), let
+S3 notifications invoke the arrival Lambda, which starts Glue runs of the deployed
+script on local Spark; then print each Iceberg table (read through the Glue catalog)
+and the run history, and tear everything down.
+
+`--local`: the sample files are copied into a local raw zone in the same two waves,
+each wave one `lakeloader run` (no AWS APIs at all).
 """
 
 from __future__ import annotations
@@ -25,10 +31,17 @@ def _show(spark, catalog: str, config) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", default="config/tables.yaml")
     parser.add_argument("--workdir", default=".lakeloader/demo")
+    parser.add_argument("--local", action="store_true", help="local Spark only, no emulator")
     args = parser.parse_args(argv)
+    if not args.local:
+        from lakeloader.emulator.demo import run_demo
+
+        return run_demo(args.config)
 
     config = load_config(args.config)
     workdir = Path(args.workdir)

@@ -51,9 +51,20 @@ def _s3_endpoint() -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
 
 
+def emulated() -> bool:
+    """LAKELOADER_EMULATED=1: the emulator runs a Glue/EMR script (local Spark, catalog glue_catalog)."""
+    return os.environ.get("LAKELOADER_EMULATED") == "1"
+
+
 def local_conf(settings: SparkSettings) -> dict[str, str]:
-    """Spark settings for the local runtime (pure function: tested without a JVM)."""
+    """Spark settings for the local runtime (pure function: tested without a JVM).
+
+    The catalog is ``settings.catalog``: ``lakeloader`` locally, ``glue_catalog`` when the
+    emulator runs a Glue/EMR script (the name the deployed job's --conf uses).
+    """
     from lakeloader import jars
+
+    catalog = settings.catalog
 
     conf: dict[str, str] = {
         "spark.driver.host": "127.0.0.1",
@@ -66,8 +77,8 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.extensions": ICEBERG_EXTENSIONS,
         "spark.sql.iceberg.check-ordering": "false",
-        "spark.sql.defaultCatalog": CATALOG,
-        f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.defaultCatalog": catalog,
+        f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkCatalog",
     }
     if os.environ.get("LAKELOADER_JARS") == "maven":
         conf["spark.jars.packages"] = jars.MAVEN_PACKAGES
@@ -77,7 +88,7 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
     warehouse = settings.warehouse
     if warehouse.startswith("s3://") or warehouse.startswith("s3a://"):
         endpoint = _s3_endpoint()
-        prefix = f"spark.sql.catalog.{CATALOG}"
+        prefix = f"spark.sql.catalog.{catalog}"
         conf.update(
             {
                 f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
@@ -98,8 +109,8 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
     else:
         conf.update(
             {
-                f"spark.sql.catalog.{CATALOG}.type": "hadoop",
-                f"spark.sql.catalog.{CATALOG}.warehouse": str(Path(warehouse).resolve()),
+                f"spark.sql.catalog.{catalog}.type": "hadoop",
+                f"spark.sql.catalog.{catalog}.warehouse": str(Path(warehouse).resolve()),
             }
         )
     conf.update(_s3a_conf())
@@ -135,7 +146,7 @@ def build_session(settings: SparkSettings) -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(settings.app_name)
-    if settings.runtime == "local":
+    if settings.runtime == "local" or emulated():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(settings.master)
         for key, value in local_conf(settings).items():

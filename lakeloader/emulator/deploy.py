@@ -1,0 +1,247 @@
+"""Deploy the real CDK app to an AWS endpoint (the embedded emulator, or LocalStack), like `cdk deploy`.
+
+1. synthesize ``app.py`` into a temporary cdk.out (context: cdk.json's, plus ``stage``);
+2. bootstrap what the synthesized template expects of `cdk bootstrap` (the file-assets
+   bucket ``cdk-hnb659fds-assets-<account>-<region>`` and the SSM parameter
+   ``/cdk-bootstrap/hnb659fds/version``), if absent;
+3. publish the file assets named by the asset manifest (folders zipped, files as-is) to
+   their destinations;
+4. create the stack from the unchanged template through CloudFormation and wait for it
+   (custom resources — the config sync, bucket notifications — answer asynchronously).
+
+Only boto3 against ``AWS_ENDPOINT_URL``: nothing here is specific to moto.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+QUALIFIER = "hnb659fds"
+BOOTSTRAP_VERSION = "30"
+CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
+
+
+class DeployError(RuntimeError):
+    """Synth, publishing or the stack failed; the message says which step and why."""
+
+
+@dataclass
+class Deployment:
+    """What a deployed stack offers: its outputs and physical resource ids by logical id."""
+
+    stack_name: str
+    stack_id: str
+    outputs: dict[str, str]
+    resources: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def output(self, name: str) -> str:
+        try:
+            return self.outputs[name]
+        except KeyError:
+            raise DeployError(f"stack {self.stack_name} has no output {name!r}") from None
+
+
+def _say(progress: Callable[[str], None] | None, message: str) -> None:
+    if progress:
+        progress(message)
+
+
+def synth(outdir: Path, *, stage: str = "dev", context: dict[str, Any] | None = None) -> Path:
+    """Run app.py with cdk.json's context (+ stage) into ``outdir``; returns outdir."""
+    ctx = dict(json.loads((REPO_ROOT / "cdk.json").read_text())["context"])
+    ctx["stage"] = stage
+    ctx.update(context or {})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CDK_")}
+    env.update(
+        {
+            "CDK_OUTDIR": str(outdir),
+            "CDK_CONTEXT_JSON": json.dumps(ctx),
+            "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+        }
+    )
+    outdir.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "app.py"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        raise DeployError(f"cdk synth (app.py) failed with exit code {result.returncode}:\n{tail}")
+    return outdir
+
+
+def stack_artifacts(outdir: Path) -> list[dict[str, Any]]:
+    """The stack artifacts of a cloud assembly: [{id, stackName, templateFile, assets}]."""
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    stacks = []
+    for artifact_id, artifact in manifest.get("artifacts", {}).items():
+        if artifact.get("type") != "aws:cloudformation:stack":
+            continue
+        props = artifact.get("properties", {})
+        assets = [
+            manifest["artifacts"][dep]["properties"]["file"]
+            for dep in artifact.get("dependencies", [])
+            if manifest["artifacts"].get(dep, {}).get("type") == "cdk:asset-manifest"
+        ]
+        stacks.append(
+            {
+                "id": artifact_id,
+                "stackName": props.get("stackName", artifact_id),
+                "templateFile": props["templateFile"],
+                "assets": assets,
+            }
+        )
+    return stacks
+
+
+def _zip_dir(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                info = zipfile.ZipInfo(path.relative_to(folder).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+                info.external_attr = 0o100644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+def _substitute(text: str, account: str, region: str) -> str:
+    return (
+        text.replace("${AWS::AccountId}", account)
+        .replace("${AWS::Region}", region)
+        .replace("${AWS::Partition}", "aws")
+    )
+
+
+def bootstrap(session: boto3.Session, account: str, region: str) -> str:
+    """The `cdk bootstrap` pieces the template needs; returns the assets bucket name."""
+    s3, ssm = session.client("s3"), session.client("ssm")
+    bucket = f"cdk-{QUALIFIER}-assets-{account}-{region}"
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except s3.exceptions.ClientError:
+        kwargs: dict[str, Any] = {"Bucket": bucket}
+        if region != "us-east-1":
+            kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+        s3.create_bucket(**kwargs)
+    ssm.put_parameter(
+        Name=f"/cdk-bootstrap/{QUALIFIER}/version", Value=BOOTSTRAP_VERSION, Type="String", Overwrite=True
+    )
+    return bucket
+
+
+def publish_assets(
+    session: boto3.Session, outdir: Path, asset_manifest: str, account: str, region: str
+) -> int:
+    """Upload every file asset of one asset manifest; returns how many."""
+    s3 = session.client("s3")
+    manifest = json.loads((outdir / asset_manifest).read_text())
+    count = 0
+    for asset in manifest.get("files", {}).values():
+        source = outdir / asset["source"]["path"]
+        body = (
+            _zip_dir(source)
+            if asset["source"].get("packaging") == "zip" and source.is_dir()
+            else source.read_bytes()
+        )
+        for destination in asset["destinations"].values():
+            s3.put_object(
+                Bucket=_substitute(destination["bucketName"], account, region),
+                Key=_substitute(destination["objectKey"], account, region),
+                Body=body,
+            )
+            count += 1
+    if manifest.get("dockerImages"):
+        raise DeployError("the app has Docker image assets; the emulator cannot publish them")
+    return count
+
+
+def wait_for_stack(
+    cfn: Any, stack_name: str, timeout: float, failures: Callable[[str], str | None] | None
+) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        stack = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
+        status = stack["StackStatus"]
+        if status.endswith("_COMPLETE") and "ROLLBACK" not in status and "DELETE" not in status:
+            return stack
+        if status.endswith("FAILED") or "ROLLBACK" in status:
+            reason = (
+                (failures(stack["StackId"]) if failures else None) or stack.get("StackStatusReason") or ""
+            )
+            if not reason:
+                events = cfn.describe_stack_events(StackName=stack_name).get("StackEvents", [])
+                reasons = [
+                    e.get("ResourceStatusReason") for e in events if "FAILED" in e.get("ResourceStatus", "")
+                ]
+                reason = "; ".join(r for r in reasons if r)
+            raise DeployError(f"stack {stack_name}: {status} {reason}".strip())
+        if time.monotonic() > deadline:
+            raise DeployError(
+                f"stack {stack_name} still {status} after {timeout:.0f} s (a custom resource never answered?)"
+            )
+        time.sleep(0.5)
+
+
+def deploy(
+    *,
+    endpoint: str | None = None,
+    stage: str = "dev",
+    context: dict[str, Any] | None = None,
+    region: str = "us-east-1",
+    progress: Callable[[str], None] | None = None,
+    timeout: float = 300.0,
+    failures: Callable[[str], str | None] | None = None,
+) -> Deployment:
+    """Synthesize and deploy the app's stack for ``stage`` to ``endpoint`` (default AWS_ENDPOINT_URL)."""
+    started = time.monotonic()
+    endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL")
+    if not endpoint:
+        raise DeployError("no endpoint: start the emulator (`lakeloader local up`) or set AWS_ENDPOINT_URL")
+    session = boto3.Session(region_name=region)
+    sts = session.client("sts", endpoint_url=endpoint)
+    account = sts.get_caller_identity()["Account"]
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+
+    with tempfile.TemporaryDirectory(prefix="lakeloader-cdk-out-") as tmp:
+        outdir = Path(tmp)
+        _say(progress, f"synthesizing the CDK app (stage {stage})")
+        synth(outdir, stage=stage, context=context)
+        stacks = stack_artifacts(outdir)
+        if len(stacks) != 1:
+            raise DeployError(f"expected one stack in the app, found {[s['id'] for s in stacks]}")
+        (stack,) = stacks
+        _say(progress, f"bootstrapping account {account} in {region} (assets bucket, bootstrap version)")
+        bootstrap(session, account, region)
+        published = sum(publish_assets(session, outdir, m, account, region) for m in stack["assets"])
+        _say(progress, f"published {published} file asset(s)")
+        template = (outdir / stack["templateFile"]).read_text()
+
+    cfn = session.client("cloudformation")
+    name = stack["stackName"]
+    _say(progress, f"creating stack {name} through CloudFormation")
+    response = cfn.create_stack(StackName=name, TemplateBody=template, Capabilities=CAPABILITIES)
+    described = wait_for_stack(cfn, name, timeout, failures)
+    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in described.get("Outputs", [])}
+    resources = {
+        r["LogicalResourceId"]: r.get("PhysicalResourceId", "")
+        for r in cfn.describe_stack_resources(StackName=name)["StackResources"]
+    }
+    deployment = Deployment(name, response["StackId"], outputs, resources, time.monotonic() - started)
+    _say(progress, f"stack {name} is {described['StackStatus']} ({deployment.seconds:.0f} s)")
+    return deployment

@@ -1,0 +1,162 @@
+"""Driving a deployed stack through its public APIs: land files, wait for their runs, read the results.
+
+Used by ``make demo`` and ``tests/e2e``. Only boto3 calls against AWS_ENDPOINT_URL (no
+emulator internals), so the same code drives LocalStack or an account.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from lakeloader.ledger import DONE, FAILED, Ledger, LedgerObject, RunRecord
+
+TERMINAL_GLUE_STATES = {"SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"}
+SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    """The outputs a driver needs (from ``describe_stacks`` or ``Deployment.outputs``)."""
+
+    raw_bucket: str
+    warehouse: str
+    config_table: str
+    ledger_table: str
+    runs_table: str
+    ingest_job: str
+    arrival_function: str
+
+    @classmethod
+    def from_outputs(cls, outputs: dict[str, str]) -> StackInfo:
+        return cls(
+            raw_bucket=outputs["RawBucketName"],
+            warehouse=outputs["Warehouse"],
+            config_table=outputs["ConfigTableName"],
+            ledger_table=outputs["LedgerTableName"],
+            runs_table=outputs["RunsTableName"],
+            ingest_job=outputs["IngestJobName"],
+            arrival_function=outputs["ArrivalFunctionName"],
+        )
+
+    @classmethod
+    def from_stack(cls, stack_name: str) -> StackInfo:
+        stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
+        return cls.from_outputs({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])})
+
+    def ledger(self) -> Ledger:
+        return Ledger(boto3.client("dynamodb"), self.ledger_table, self.runs_table)
+
+
+def upload(stack: StackInfo, files: Iterable[tuple[Path | bytes, str]]) -> list[str]:
+    """Put each (local file or bytes, key) into the raw bucket; returns the keys."""
+    s3 = boto3.client("s3")
+    keys = []
+    for source, key in files:
+        body = source if isinstance(source, bytes) else Path(source).read_bytes()
+        s3.put_object(Bucket=stack.raw_bucket, Key=key, Body=body)
+        keys.append(key)
+    return keys
+
+
+def find_object(ledger: Ledger, table_id: str, key: str) -> LedgerObject | None:
+    matches = [obj for obj in ledger.objects(table_id) if obj.key == key]
+    return matches[-1] if matches else None
+
+
+def active_glue_runs(stack: StackInfo) -> list[dict[str, Any]]:
+    runs = boto3.client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]
+    return [r for r in runs if r["JobRunState"] not in TERMINAL_GLUE_STATES]
+
+
+def sweep(stack: StackInfo) -> dict[str, Any]:
+    """What the EventBridge sweep schedule does: invoke the arrival Lambda with the sweep event."""
+    response = boto3.client("lambda").invoke(
+        FunctionName=stack.arrival_function, Payload=json.dumps(SWEEP_EVENT).encode()
+    )
+    return json.loads(response["Payload"].read() or b"{}")
+
+
+def wait_for_objects(
+    stack: StackInfo,
+    expected: dict[str, list[str]],
+    *,
+    timeout: float = 600.0,
+    progress: Callable[[str], None] | None = None,
+    sweep_after: float = 20.0,
+) -> dict[str, dict[str, str]]:
+    """Wait until every expected (table id -> raw keys) object is done or failed in the ledger
+    and no ingest run is active any more.
+
+    While nothing runs and objects stay pending for ``sweep_after`` seconds, fire the
+    sweep (the schedule's job on AWS). Returns {table_id: {key: status}}.
+    """
+    ledger = stack.ledger()
+    deadline = time.monotonic() + timeout
+    idle_since: float | None = None
+    last_line = ""
+    while True:
+        statuses: dict[str, dict[str, str]] = {}
+        for table_id, keys in expected.items():
+            by_key = {obj.key: obj.status for obj in ledger.objects(table_id)}
+            statuses[table_id] = {key: by_key.get(key, "not recorded") for key in keys}
+        open_count = sum(s not in (DONE, FAILED) for t in statuses.values() for s in t.values())
+        running = active_glue_runs(stack)
+        line = f"{open_count} object(s) open, {len(running)} Glue run(s) active"
+        if progress and line != last_line:
+            progress(line)
+            last_line = line
+        if open_count == 0 and not running:  # a run ends after its ledger updates: wait for it
+            return statuses
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"objects still open after {timeout:.0f} s: {statuses}")
+        if running:
+            idle_since = None
+        else:
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > sweep_after:
+                if progress:
+                    progress(
+                        "nothing running but objects pending: "
+                        "firing the sweep (the EventBridge schedule's job)"
+                    )
+                sweep(stack)
+                idle_since = None
+        time.sleep(1.0)
+
+
+def latest_runs(stack: StackInfo, table_ids: Iterable[str], limit: int = 10) -> dict[str, list[RunRecord]]:
+    ledger = stack.ledger()
+    return {table_id: ledger.list_runs(table_id, limit=limit) for table_id in table_ids}
+
+
+def run_summary(runs: dict[str, list[RunRecord]]) -> str:
+    """The run history as a table: one line per run, oldest first."""
+    header = ("table", "run", "status", "objects", "inserted", "updated", "deleted", "seconds", "error")
+    rows = [header]
+    for table_id, records in runs.items():
+        for run in sorted(records, key=lambda r: r.run_id):
+            counts = run.counts or {}
+            rows.append(
+                (
+                    table_id,
+                    run.run_id,
+                    run.status,
+                    str(run.objects if run.objects is not None else ""),
+                    str(int(counts.get("inserted", 0))),
+                    str(int(counts.get("updated", 0))),
+                    str(int(counts.get("deleted", 0))),
+                    f"{(run.duration_ms or 0) / 1000:.1f}",
+                    (run.error or "")[:80],
+                )
+            )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

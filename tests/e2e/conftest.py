@@ -1,0 +1,78 @@
+"""The e2e fixtures: a deployed lakeloader stack on an AWS endpoint.
+
+* AWS_ENDPOINT_URL set (LocalStack or any compatible endpoint): the suite deploys the
+  app there (synth + assets + CloudFormation, like ``lakeloader local deploy``), unless
+  LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml``.
+* otherwise: the embedded emulator (``lakeloader.emulator``) starts in this process.
+
+Module-scoped (the suite is one module), so the AWS environment it exports ends with it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+E2E_CONFIG = "tests/e2e/tables.yaml"
+TEST_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+
+
+@dataclass
+class E2E:
+    stack: Any  # lakeloader.emulator.loop.StackInfo
+    endpoint: str
+    emulator: Any | None  # the embedded Emulator, or None against an external endpoint
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def e2e() -> Iterator[E2E]:
+    from lakeloader.emulator.loop import StackInfo
+
+    external = os.environ.get("AWS_ENDPOINT_URL")
+    with pytest.MonkeyPatch.context() as patch:
+        emulator = None
+        if external:
+            for name, value in TEST_CREDENTIALS.items():
+                if name not in os.environ:
+                    patch.setenv(name, value)
+            patch.setenv("AWS_REGION", os.environ.get("AWS_REGION", "us-east-1"))
+            patch.setenv("AWS_DEFAULT_REGION", os.environ.get("AWS_REGION", "us-east-1"))
+            endpoint = external
+        else:
+            from lakeloader.emulator import Emulator, aws_env
+
+            emulator = Emulator().start()
+            endpoint = emulator.endpoint
+            for name, value in aws_env(endpoint).items():
+                patch.setenv(name, value)
+        patch.delenv("AWS_PROFILE", raising=False)
+        try:
+            existing = os.environ.get("LAKELOADER_E2E_STACK")
+            if existing:
+                stack = StackInfo.from_stack(existing)
+            else:
+                from lakeloader.emulator import patches
+                from lakeloader.emulator.deploy import deploy
+
+                deployment = deploy(
+                    endpoint=endpoint,
+                    context={"config": E2E_CONFIG},
+                    failures=patches.CFN_FAILURES.get if emulator else None,
+                    timeout=300,
+                )
+                stack = StackInfo.from_outputs(deployment.outputs)
+            yield E2E(stack=stack, endpoint=endpoint, emulator=emulator, env=dict(os.environ))
+        finally:
+            if emulator is not None:
+                emulator.stop()

@@ -1,0 +1,217 @@
+"""The embedded emulator's extensions of moto, each over real HTTP, without Spark (seconds, not minutes).
+
+Lambda functions run in a subprocess (and reach the emulator back through
+AWS_ENDPOINT_URL), S3 notifications invoke them asynchronously with quote_plus-encoded
+keys, Glue runs execute the job's script from S3 with merged arguments and end
+SUCCEEDED or FAILED with an ErrorMessage.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from lakeloader.emulator import Emulator, aws_env
+
+pytestmark = pytest.mark.e2e
+
+ROLE = "arn:aws:iam::123456789012:role/test"
+
+HANDLER = """
+import json, os, boto3
+
+def handler(event, context):
+    s3 = boto3.client("s3")
+    keys = [r["s3"]["object"]["key"] for r in event.get("Records", [])]
+    key = "seen/" + context.aws_request_id
+    s3.put_object(Bucket=os.environ["OUT_BUCKET"], Key=key, Body=json.dumps(keys))
+    if event.get("fail"):
+        raise ValueError("asked to fail")
+    if event.get("ResourceProperties", {}).get("fail") == "true":  # CloudFormation: strings only
+        raise ValueError(f"custom resource asked to fail: {event['ResourceProperties']}")
+    return {"keys": keys, "function": context.function_name, "env": os.environ.get("GREETING")}
+"""
+
+GLUE_SCRIPT = """
+import sys
+import boto3
+from awsglue.utils import getResolvedOptions
+
+args = getResolvedOptions(sys.argv, ["out_bucket", "message", "JOB_RUN_ID"])
+if args["message"] == "fail":
+    print("lakeloader: demo.table: the input file is malformed", file=sys.stderr)
+    sys.exit(1)
+out = boto3.client("s3")
+out.put_object(Bucket=args["out_bucket"], Key="glue/" + args["JOB_RUN_ID"], Body=args["message"])
+"""
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Emulator]:
+    with pytest.MonkeyPatch.context() as patch, Emulator() as emu:
+        for name, value in aws_env(emu.endpoint).items():
+            patch.setenv(name, value)
+        yield emu
+
+
+@pytest.fixture(scope="module")
+def function(emulator: Emulator) -> str:
+    boto3.client("s3").create_bucket(Bucket="out")
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    boto3.client("iam").create_role(RoleName="test", AssumeRolePolicyDocument=json.dumps(trust))
+    boto3.client("lambda").create_function(
+        FunctionName="echo",
+        Runtime="python3.12",
+        Role=ROLE,
+        Handler="index.handler",
+        Code={"ZipFile": _zip({"index.py": HANDLER})},
+        Environment={"Variables": {"OUT_BUCKET": "out", "GREETING": "hello"}},
+        Timeout=30,
+    )
+    return "echo"
+
+
+def test_lambda_runs_the_deployed_code_in_a_subprocess(function: str) -> None:
+    response = boto3.client("lambda").invoke(FunctionName=function, Payload=json.dumps({"Records": []}))
+    payload = json.loads(response["Payload"].read())
+    assert payload == {"keys": [], "function": "echo", "env": "hello"}
+
+
+def test_lambda_function_error_is_reported(function: str) -> None:
+    response = boto3.client("lambda").invoke(FunctionName=function, Payload=json.dumps({"fail": True}))
+    assert response.get("FunctionError")
+    payload = json.loads(response["Payload"].read())
+    assert payload["errorType"] == "ValueError" and payload["errorMessage"] == "asked to fail"
+
+
+def test_s3_notification_invokes_lambda_with_encoded_keys(emulator: Emulator, function: str) -> None:
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="landing")
+    arn = boto3.client("lambda").get_function(FunctionName=function)["Configuration"]["FunctionArn"]
+    s3.put_bucket_notification_configuration(
+        Bucket="landing",
+        NotificationConfiguration={
+            "LambdaFunctionConfigurations": [{"LambdaFunctionArn": arn, "Events": ["s3:ObjectCreated:*"]}]
+        },
+    )
+    before = len(emulator.journal.invocations)
+    s3.put_object(Bucket="landing", Key="a dir/file+1.csv", Body=b"x")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(emulator.journal.invocations) == before:
+        time.sleep(0.2)
+    (record,) = emulator.journal.invocations[before:]
+    assert record.trigger == "s3" and record.ok
+    assert record.result["keys"] == ["a+dir%2Ffile%2B1.csv"]  # as AWS sends them: quote_plus
+    assert record.keys == ["a dir/file+1.csv"]
+
+
+@pytest.fixture(scope="module")
+def glue_job(emulator: Emulator) -> str:
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="scripts")
+    s3.create_bucket(Bucket="out")
+    s3.put_object(Bucket="scripts", Key="job.py", Body=GLUE_SCRIPT.encode())
+    boto3.client("glue").create_job(
+        Name="demo",
+        Role=ROLE,
+        Command={"Name": "glueetl", "ScriptLocation": "s3://scripts/job.py"},
+        DefaultArguments={"--out_bucket": "out", "--message": "default"},
+        ExecutionProperty={"MaxConcurrentRuns": 2},
+        GlueVersion="5.0",
+    )
+    return "demo"
+
+
+def _wait_run(job: str, run_id: str, timeout: float = 60) -> dict:
+    glue = boto3.client("glue")
+    deadline = time.monotonic() + timeout
+    while True:
+        run = glue.get_job_run(JobName=job, RunId=run_id)["JobRun"]
+        if run["JobRunState"] in ("SUCCEEDED", "FAILED") or time.monotonic() > deadline:
+            return run
+        assert run["JobRunState"] in ("STARTING", "RUNNING")
+        time.sleep(0.3)
+
+
+def test_glue_run_executes_the_script_with_merged_arguments(glue_job: str) -> None:
+    run_id = boto3.client("glue").start_job_run(JobName=glue_job, Arguments={"--message": "from the run"})[
+        "JobRunId"
+    ]
+    run = _wait_run(glue_job, run_id)
+    assert run["JobRunState"] == "SUCCEEDED", run.get("ErrorMessage")
+    assert run["Arguments"] == {"--out_bucket": "out", "--message": "from the run"}
+    body = boto3.client("s3").get_object(Bucket="out", Key=f"glue/{run_id}")["Body"].read()
+    assert body == b"from the run"
+
+
+def test_glue_run_failure_carries_the_error_message(glue_job: str) -> None:
+    run_id = boto3.client("glue").start_job_run(JobName=glue_job, Arguments={"--message": "fail"})["JobRunId"]
+    run = _wait_run(glue_job, run_id)
+    assert run["JobRunState"] == "FAILED"
+    assert run["ErrorMessage"] == "lakeloader: demo.table: the input file is malformed"
+
+
+def test_step_functions_execution_runs_a_glue_job_to_completion(glue_job: str) -> None:
+    definition = {
+        "StartAt": "Run",
+        "States": {
+            "Run": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::glue:startJobRun.sync",
+                "Parameters": {"JobName": glue_job, "Arguments": {"--message": "from step functions"}},
+                "End": True,
+            }
+        },
+    }
+    sfn = boto3.client("stepfunctions")
+    machine = sfn.create_state_machine(name="maintain", definition=json.dumps(definition), roleArn=ROLE)
+    execution = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input="{}")["executionArn"]
+    deadline = time.monotonic() + 90
+    while True:
+        described = sfn.describe_execution(executionArn=execution)
+        if described["status"] != "RUNNING" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert described["status"] == "SUCCEEDED", described
+    output = json.loads(described["output"])
+    assert output["JobRunState"] == "SUCCEEDED"
+
+
+def test_custom_resource_gets_string_properties_and_a_crash_fails_the_stack(function: str) -> None:
+    from lakeloader.emulator.deploy import DeployError, wait_for_stack
+
+    arn = boto3.client("lambda").get_function(FunctionName=function)["Configuration"]["FunctionArn"]
+    template = {
+        "Resources": {
+            "Broken": {
+                "Type": "Custom::Thing",
+                # the echo handler raises on "fail" (CloudFormation sends it as the string "true")
+                # and never answers the ResponseURL: the stack must fail, not hang
+                "Properties": {"ServiceToken": arn, "fail": True, "Count": 3},
+            }
+        }
+    }
+    cfn = boto3.client("cloudformation")
+    cfn.create_stack(StackName="broken", TemplateBody=json.dumps(template))
+    with pytest.raises(DeployError, match="Broken: custom resource handler echo failed") as failure:
+        wait_for_stack(cfn, "broken", timeout=60, failures=None)
+    assert "'Count': '3'" in str(failure.value)  # the handler saw CloudFormation's string properties

@@ -1,0 +1,239 @@
+"""The deployed loop end to end: S3 -> arrival Lambda -> Glue run -> Iceberg tables in the Glue catalog.
+
+Scenarios share two upload waves to keep Spark JVM starts (one per Glue run) few:
+
+* wave 1 (together): three tables' full loads, a malformed Parquet file of table
+  ``audit.events``, and a file under a prefix no table claims;
+* wave 2: the CDC batches (updates, deletes, and a new column ``tier`` for customers);
+* then the same S3 event is delivered twice more, straight to the Lambda.
+
+Assertions read the Glue catalog (boto3), the ledger and run history (DynamoDB) and the
+Iceberg data (Spark through the Glue catalog, in a subprocess).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from lakeloader.emulator.loop import find_object, latest_runs, upload, wait_for_objects
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "raw"
+CUSTOMERS_LOAD = "crm/public/customers/LOAD00000001.parquet"
+CUSTOMERS_CDC = [
+    "crm/public/customers/2026/11/01/20261101-100000000.parquet",
+    "crm/public/customers/2026/11/01/20261101-110000000.parquet",
+]
+ORDERS_LOAD = "sales/public/order_lines/LOAD00000001.csv"
+ORDERS_CDC = "sales/public/order_lines/20261101-100500000.csv"
+PRODUCTS = ["inventory/products/products-0001.json", "inventory/products/products-0002.json"]
+BAD_KEY = "crm/audit/events/LOAD00000001.parquet"
+UNKNOWN_KEY = "crm/public/no_such_table/export 2026+11.csv"  # a space and a '+': quote_plus in the event
+
+
+def s3_event(bucket: str, key: str, etag: str, size: int) -> dict[str, Any]:
+    """The S3 notification record AWS sends (the key quote_plus-encoded)."""
+    from urllib.parse import quote_plus
+
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": "us-east-1",
+                "eventTime": "2026-11-01T12:00:00.000Z",
+                "eventName": "ObjectCreated:Put",
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "bucket": {"name": bucket, "arn": f"arn:aws:s3:::{bucket}"},
+                    "object": {"key": quote_plus(key), "size": size, "eTag": etag},
+                },
+            }
+        ]
+    }
+
+
+def invoke_arrival(e2e, event: dict[str, Any]) -> dict[str, Any]:
+    response = boto3.client("lambda").invoke(
+        FunctionName=e2e.stack.arrival_function, Payload=json.dumps(event)
+    )
+    payload = json.loads(response["Payload"].read())
+    assert "FunctionError" not in response, payload
+    return payload
+
+
+def ingest_runs(e2e) -> list[dict[str, Any]]:
+    return boto3.client("glue").get_job_runs(JobName=e2e.stack.ingest_job, MaxResults=200)["JobRuns"]
+
+
+def runs_of(e2e, table_id: str) -> list[dict[str, Any]]:
+    """The table's ingest runs, oldest first."""
+    runs = [r for r in ingest_runs(e2e) if r.get("Arguments", {}).get("--lakeloader_table_id") == table_id]
+    return sorted(runs, key=lambda r: r["StartedOn"])
+
+
+@pytest.fixture(scope="module")
+def wave1(e2e) -> dict[str, dict[str, str]]:
+    files = [
+        (EXAMPLES / CUSTOMERS_LOAD, CUSTOMERS_LOAD),
+        (EXAMPLES / ORDERS_LOAD, ORDERS_LOAD),
+        (EXAMPLES / PRODUCTS[0], PRODUCTS[0]),
+        (b"this is not a parquet file\n", BAD_KEY),
+        (b"id,name\n1,x\n", UNKNOWN_KEY),
+    ]
+    upload(e2e.stack, files)
+    return wait_for_objects(
+        e2e.stack,
+        {
+            "crm.customers": [CUSTOMERS_LOAD],
+            "sales.order_lines": [ORDERS_LOAD],
+            "inventory.products": [PRODUCTS[0]],
+            "audit.events": [BAD_KEY],
+        },
+        timeout=480,
+        progress=print,
+    )
+
+
+@pytest.fixture(scope="module")
+def wave2(e2e, wave1) -> dict[str, dict[str, str]]:
+    upload(e2e.stack, [(EXAMPLES / key, key) for key in [*CUSTOMERS_CDC, ORDERS_CDC, PRODUCTS[1]]])
+    return wait_for_objects(
+        e2e.stack,
+        {
+            "crm.customers": CUSTOMERS_CDC,
+            "sales.order_lines": [ORDERS_CDC],
+            "inventory.products": [PRODUCTS[1]],
+        },
+        timeout=480,
+        progress=print,
+    )
+
+
+@pytest.fixture(scope="module")
+def tables(e2e, wave2) -> dict[str, list[dict[str, Any]]]:
+    from lakeloader.emulator.read_tables import read_tables
+
+    return read_tables(
+        e2e.stack.warehouse, ["crm.customers", "sales.order_lines", "inventory.products"], env=e2e.env
+    )
+
+
+# --- wave 1: tables arriving together, the malformed file, the unknown prefix -----------------
+
+
+def test_tables_arriving_together_each_get_their_own_successful_run(e2e, wave1):
+    for table_id, keys in wave1.items():
+        if table_id != "audit.events":
+            assert set(keys.values()) == {"done"}, (table_id, keys)
+    for table_id in ("crm.customers", "sales.order_lines", "inventory.products"):
+        runs = runs_of(e2e, table_id)
+        assert runs, f"no Glue run was started for {table_id}"
+        assert runs[-1]["JobRunState"] == "SUCCEEDED", runs[-1]
+        assert runs[-1]["Arguments"]["--lakeloader_correlation_id"], "the trigger passes its correlation id"
+
+
+def test_full_loads_are_iceberg_tables_in_the_glue_catalog(e2e, wave1):
+    glue = boto3.client("glue")
+    for database, name in (("crm", "customers"), ("sales", "order_lines"), ("inventory", "products")):
+        table = glue.get_table(DatabaseName=database, Name=name)["Table"]
+        assert table["Parameters"]["table_type"].upper() == "ICEBERG"
+        assert table["Parameters"]["metadata_location"].startswith(
+            f"{e2e.stack.warehouse}{database}.db/{name}/"
+        )
+
+
+def test_malformed_file_fails_its_table_only_with_a_clear_error_and_stays_in_s3(e2e, wave1):
+    assert wave1["audit.events"][BAD_KEY] == "failed"
+    ledger = e2e.stack.ledger()
+    obj = find_object(ledger, "audit.events", BAD_KEY)
+    assert obj is not None and obj.status == "failed" and obj.error, obj
+    (run,) = latest_runs(e2e.stack, ["audit.events"])["audit.events"][:1]
+    assert run.status == "failed" and run.error, run
+    glue_runs = runs_of(e2e, "audit.events")
+    assert glue_runs and glue_runs[-1]["JobRunState"] == "FAILED"
+    assert "audit.events" in glue_runs[-1].get("ErrorMessage", ""), glue_runs[-1]
+    # the raw file is kept for a fix-and-retry; the other tables were not blocked (test above)
+    boto3.client("s3").head_object(Bucket=e2e.stack.raw_bucket, Key=BAD_KEY)
+    with pytest.raises(glue_not_found()):
+        boto3.client("glue").get_table(DatabaseName="audit", Name="events")
+
+
+def test_malformed_file_error_names_the_file_and_the_cause(e2e, wave1):
+    obj = find_object(e2e.stack.ledger(), "audit.events", BAD_KEY)
+    assert obj is not None and "LOAD00000001.parquet" in (obj.error or ""), obj
+    assert "parquet" in (obj.error or "").lower().replace("o82.parquet", ""), obj
+
+
+def glue_not_found():
+    return boto3.client("glue").exceptions.EntityNotFoundException
+
+
+def test_unknown_prefix_is_counted_and_never_recorded(e2e, wave1):
+    head = boto3.client("s3").head_object(Bucket=e2e.stack.raw_bucket, Key=UNKNOWN_KEY)
+    before = len(ingest_runs(e2e))
+    summary = invoke_arrival(
+        e2e, s3_event(e2e.stack.raw_bucket, UNKNOWN_KEY, head["ETag"].strip('"'), head["ContentLength"])
+    )
+    assert summary["unknown"] == 1 and summary["recorded"] == 0 and summary["started"] == {}, summary
+    ledger = e2e.stack.ledger()
+    for table_id in ("crm.customers", "sales.order_lines", "inventory.products", "audit.events"):
+        assert find_object(ledger, table_id, UNKNOWN_KEY) is None
+    assert len(ingest_runs(e2e)) == before
+
+
+# --- wave 2: CDC with updates and deletes, schema drift -----------------------------------------
+
+
+def test_cdc_batches_are_merged(e2e, wave2, tables):
+    assert all(status == "done" for keys in wave2.values() for status in keys.values()), wave2
+    customers = {row["customer_id"]: row for row in tables["crm.customers"]}
+    assert sorted(customers) == [1, 2, 4, 5, 6, 7]  # 3 deleted, 6 and 7 inserted
+    assert customers[1]["name"] == "Ada Lovelace" and customers[2]["email"] == "grace.hopper@example.com"
+    orders = {(row["order_id"], row["line_no"]): row for row in tables["sales.order_lines"]}
+    assert sorted(orders) == [(100, 1), (100, 2), (102, 1), (103, 1)]  # (101, 1) deleted
+    assert orders[(100, 2)]["quantity"] == 3
+    products = {row["product_id"]: row for row in tables["inventory.products"]}
+    assert sorted(products) == ["P-1", "P-3", "P-4"]  # P-2 deleted by Debezium
+    assert products["P-1"]["price"] == 35.0
+
+
+def test_schema_drift_arriving_through_s3_reaches_catalog_and_data(e2e, wave2, tables):
+    table = boto3.client("glue").get_table(DatabaseName="crm", Name="customers")["Table"]
+    columns = [c["Name"] for c in table["StorageDescriptor"]["Columns"]]
+    assert "tier" in columns, columns
+    tiers = {row["customer_id"]: row["tier"] for row in tables["crm.customers"]}
+    assert tiers[6] == "gold" and tiers[7] == "silver" and tiers[1] is None
+
+
+def test_run_history_records_counts_and_snapshots(e2e, wave2):
+    runs = latest_runs(e2e.stack, ["crm.customers"])["crm.customers"]
+    succeeded = [r for r in runs if r.status == "succeeded"]
+    assert len(succeeded) >= 2
+    assert sum(int(r.counts.get("deleted", 0)) for r in succeeded) >= 1
+    assert all(r.snapshot_id for r in succeeded)
+    assert all(r.correlation_id for r in succeeded)
+
+
+# --- duplicate delivery ------------------------------------------------------------------------
+
+
+def test_same_s3_event_delivered_twice_is_harmless(e2e, wave2):
+    head = boto3.client("s3").head_object(Bucket=e2e.stack.raw_bucket, Key=CUSTOMERS_LOAD)
+    event = s3_event(e2e.stack.raw_bucket, CUSTOMERS_LOAD, head["ETag"].strip('"'), head["ContentLength"])
+    before = len(ingest_runs(e2e))
+    first, second = invoke_arrival(e2e, event), invoke_arrival(e2e, event)
+    for summary in (first, second):
+        assert summary["duplicates"] == 1 and summary["recorded"] == 0 and summary["started"] == {}, summary
+    ledger = e2e.stack.ledger()
+    items = [obj for obj in ledger.objects("crm.customers") if obj.key == CUSTOMERS_LOAD]
+    assert len(items) == 1 and items[0].status == "done"
+    time.sleep(1)
+    assert len(ingest_runs(e2e)) == before, "a duplicate event must not start a run"
