@@ -1,0 +1,1 @@
+"""Reproducible performance harness for lakeloader's merge (see benchmarks/RESULTS.md)."""

@@ -1,0 +1,252 @@
+"""The three ways of applying a CDC batch that the benchmark compares.
+
+* ``lakeloader``  -- :func:`lakeloader.merge.load_table`, exactly as a job runs it.
+* ``aws-sample``  -- the pattern of the usual AWS samples, on the same SparkSession:
+  window dedup (row_number by key, latest ``last_update_time``), ``count()`` before
+  writing, one MERGE for upserts, then a MERGE ... DELETE for the deletes (two commits,
+  no newer-than guard).
+* ``pyiceberg``   -- pure Python as in a Lambda: pyarrow dedup, then ``Table.upsert`` and
+  ``delete`` in one PyIceberg transaction against a SqlCatalog (sqlite on local disk).
+
+Each engine owns its tables: ``create`` loads the base table from the base parquet files
+and remembers the snapshot, ``reset`` rolls back to it (untimed), ``apply`` is what is
+timed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from benchmarks.data import Batch
+
+MOR = {
+    "write.merge.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.delete.mode": "merge-on-read",
+}
+DB = "bench"
+
+
+@dataclass
+class Applied:
+    seconds: float
+    phases: dict[str, float] = field(default_factory=dict)
+    counts: tuple[int, int, int] | None = None  # inserted, updated, deleted where the engine says
+    cpu: float = 0.0  # filled in by the harness: CPU seconds of the JVM + this process
+    jobs: int = 0  # filled in by the harness: Spark jobs the run started
+
+
+class SparkTables:
+    """Shared by the two Spark engines: create, reset, checksum and file counts of `lakeloader.bench.*`."""
+
+    def __init__(self, spark: Any):
+        self.spark = spark
+        self.base_snapshot: dict[str, int] = {}
+
+    def qualified(self, label: str) -> str:
+        from lakeloader.spark import CATALOG
+
+        return f"{CATALOG}.{DB}.{label}"
+
+    def create(self, label: str, base_files: list[Path], properties: dict[str, str], config: Any) -> None:
+        from lakeloader.merge import create_table, current_snapshot_id
+
+        name = self.qualified(label)
+        self.spark.sql(f"DROP TABLE IF EXISTS {name}")
+        data = self.spark.read.parquet(*[str(p) for p in base_files])
+        create_table(self.spark, name, config, data)
+        data.writeTo(name).append()
+        self.base_snapshot[label] = current_snapshot_id(self.spark, name)
+
+    def reset(self, label: str) -> None:
+        from lakeloader.spark import CATALOG
+
+        snap = self.base_snapshot[label]
+        current = self.spark.sql(
+            f"SELECT snapshot_id FROM {self.qualified(label)}.history WHERE is_current_ancestor "
+            "ORDER BY made_current_at DESC LIMIT 1"
+        ).first()[0]
+        if current != snap:
+            self.spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{DB}.{label}', {snap})")
+
+    def checksum(self, label: str) -> tuple[int, int, float]:
+        row = self.spark.sql(
+            f"SELECT count(*), sum(id), round(sum(amount), 2) FROM {self.qualified(label)}"
+        ).first()
+        return int(row[0]), int(row[1]), float(row[2])
+
+    def files(self, label: str) -> dict[str, int]:
+        rows = self.spark.sql(
+            f"SELECT content, count(*) AS n FROM {self.qualified(label)}.files GROUP BY content"
+        ).collect()
+        kinds = {0: "data", 1: "position-deletes", 2: "equality-deletes"}
+        return {kinds[r.content]: r.n for r in rows}
+
+
+def table_config(label: str, properties: dict[str, str]) -> Any:
+    from lakeloader.config import TableConfig
+
+    return TableConfig.model_validate(
+        {
+            "id": f"{DB}.{label}",
+            "source": {"prefix": "cdc/", "format": "parquet", "cdc": "dms"},
+            "target": {"database": DB, "table": label, "properties": properties},
+            "keys": ["id"],
+        }
+    )
+
+
+class SparkEngine:
+    spark_based = True
+
+    def __init__(self, tables: SparkTables):
+        self.tables = tables
+        self.configs: dict[str, Any] = {}
+
+    def create(self, label: str, base_files: list[Path], properties: dict[str, str]) -> None:
+        self.configs[label] = table_config(label, properties)
+        self.tables.create(label, base_files, properties, self.configs[label])
+
+    def reset(self, label: str) -> None:
+        self.tables.reset(label)
+
+    def checksum(self, label: str) -> tuple[int, int, float]:
+        return self.tables.checksum(label)
+
+    def files(self, label: str) -> dict[str, int]:
+        return self.tables.files(label)
+
+
+class LakeloaderEngine(SparkEngine):
+    name = "lakeloader"
+
+    def apply(self, label: str, batch: Batch, attempt: str) -> Applied:
+        from lakeloader.inputs import InputFile
+        from lakeloader.merge import load_table
+        from lakeloader.spark import CATALOG
+
+        # a new version per attempt: the same bytes are not "already committed" after a rollback
+        files = [
+            InputFile(f"cdc/{p.parent.name}/{p.name}", str(p), p.stat().st_size, attempt) for p in batch.files
+        ]
+        marks: dict[str, float] = {}
+
+        def progress(message: str) -> None:
+            if "change(s):" in message:
+                marks["classified"] = time.perf_counter()
+
+        started = time.perf_counter()
+        result = load_table(
+            self.tables.spark, self.configs[label], files, catalog=CATALOG, run_id=attempt, progress=progress
+        )
+        seconds = time.perf_counter() - started
+        if result.status != "ok":
+            raise RuntimeError(f"lakeloader run failed: {result}")
+        phases = {}
+        if "classified" in marks:
+            phases = {
+                "prepare": marks["classified"] - started,
+                "merge": started + seconds - marks["classified"],
+            }
+        return Applied(seconds, phases, (result.inserted, result.updated, result.deleted))
+
+
+class AwsSampleEngine(SparkEngine):
+    name = "aws-sample"
+
+    def apply(self, label: str, batch: Batch, attempt: str) -> Applied:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        spark = self.tables.spark
+        name = self.tables.qualified(label)
+        started = time.perf_counter()
+        df = spark.read.parquet(*[str(p) for p in batch.files])
+        window = Window.partitionBy("id").orderBy(F.col("last_update_time").desc())
+        latest = df.withColumn("rn", F.row_number().over(window)).filter("rn = 1").drop("rn")
+        upserts = latest.filter(F.col("Op") != "D").drop("Op")
+        deletes = latest.filter(F.col("Op") == "D").drop("Op")
+        n_upserts = upserts.count()
+        if n_upserts > 0:
+            upserts.createOrReplaceTempView("aws_upserts")
+            spark.sql(
+                f"MERGE INTO {name} t USING aws_upserts s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+            )
+        n_deletes = deletes.count()
+        if n_deletes > 0:
+            deletes.createOrReplaceTempView("aws_deletes")
+            spark.sql(f"MERGE INTO {name} t USING aws_deletes s ON t.id = s.id WHEN MATCHED THEN DELETE")
+        return Applied(time.perf_counter() - started)
+
+
+class PyIcebergEngine:
+    name = "pyiceberg"
+    spark_based = False
+
+    def __init__(self, folder: Path):
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "warehouse").mkdir(exist_ok=True)
+        self.catalog = SqlCatalog(
+            "bench", uri=f"sqlite:///{folder / 'catalog.db'}", warehouse=f"file://{folder / 'warehouse'}"
+        )
+        self.catalog.create_namespace_if_not_exists(DB)
+        self.base_snapshot: dict[str, int] = {}
+
+    def create(self, label: str, base_files: list[Path], properties: dict[str, str]) -> None:
+        from benchmarks.data import BASE_SCHEMA
+
+        ident = f"{DB}.{label}"
+        if self.catalog.table_exists(ident):
+            self.catalog.purge_table(ident)
+        table = self.catalog.create_table(ident, schema=BASE_SCHEMA)
+        for path in base_files:
+            table.append(pq.read_table(path))
+        self.base_snapshot[label] = table.current_snapshot().snapshot_id
+
+    def reset(self, label: str) -> None:
+        table = self.catalog.load_table(f"{DB}.{label}")
+        if table.current_snapshot().snapshot_id != self.base_snapshot[label]:
+            table.manage_snapshots().rollback_to_snapshot(self.base_snapshot[label]).commit()
+
+    def apply(self, label: str, batch: Batch, attempt: str) -> Applied:
+        from pyiceberg.expressions import In
+
+        started = time.perf_counter()
+        changes = pa.concat_tables(pq.read_table(p) for p in sorted(batch.files))
+        changes = changes.append_column("_pos", pa.array(range(changes.num_rows), pa.int64()))
+        changes = changes.sort_by(
+            [("id", "ascending"), ("last_update_time", "ascending"), ("_pos", "ascending")]
+        )
+        ids = changes["id"].combine_chunks()
+        last_of_key = pa.concat_arrays(
+            [pc.not_equal(ids.slice(0, len(ids) - 1), ids.slice(1)), pa.array([True])]
+        )
+        latest = changes.filter(last_of_key)
+        is_delete = pc.equal(latest["Op"], "D")
+        upserts = latest.filter(pc.invert(is_delete)).drop_columns(["Op", "_pos"])
+        delete_ids = latest.filter(is_delete)["id"].to_pylist()
+        table = self.catalog.load_table(f"{DB}.{label}")
+        with table.transaction() as tx:
+            if upserts.num_rows:
+                tx.upsert(upserts, join_cols=["id"])
+            if delete_ids:
+                tx.delete(In("id", delete_ids))
+        return Applied(time.perf_counter() - started)
+
+    def checksum(self, label: str) -> tuple[int, int, float]:
+        data = self.catalog.load_table(f"{DB}.{label}").scan(selected_fields=("id", "amount")).to_arrow()
+        return data.num_rows, pc.sum(data["id"]).as_py(), round(pc.sum(data["amount"]).as_py(), 2)
+
+    def files(self, label: str) -> dict[str, int]:
+        table = self.catalog.load_table(f"{DB}.{label}")
+        return {"data": len(list(table.scan().plan_files()))}
