@@ -93,17 +93,29 @@ def run_tables(
             # A failed quality gate carries its rule outcomes into the run record.
             report = getattr(exc, "report", None)
             result = TableResult(table.id, status="failed", error=str(exc), quality=report)
-        except Exception as exc:  # Spark/JVM errors: keep the first line, the rest is in the log
-            result = TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {_first_line(exc)}")
+        except Exception as exc:  # Spark/JVM errors: the root cause and the batch's files
+            names = [f.name for f in inputs.get(table.id, [])]
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            where = f"table {table.id!r}, file(s) {shown}" if names else f"table {table.id!r}"
+            result = TableResult(table.id, status="failed", error=f"{where}: {_root_cause(exc)}")
         result.seconds = result.seconds or time.monotonic() - started
         table_progress(f"{result.status}" + (f": {result.error}" if result.error else ""))
         results.append(result)
     return results
 
 
-def _first_line(exc: BaseException) -> str:
+def _root_cause(exc: BaseException) -> str:
+    """One line: the innermost Java exception of a Py4J error (the useful part), else the first line."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            while java.getCause() is not None:
+                java = java.getCause()
+            return str(java.toString()).splitlines()[0]
+        except Exception:  # the JVM is gone: fall back to the Python text
+            pass
     text = str(exc).strip()
-    return text.splitlines()[0] if text else repr(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else repr(exc)}"
 
 
 def summary_table(results: list[TableResult]) -> str:
