@@ -48,7 +48,7 @@ from pyspark.sql.utils import AnalysisException
 from lakeloader import cdc
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
-from lakeloader.maintenance import procedure_table, timestamp_literal
+from lakeloader.maintenance import call_procedure, procedure_table, timestamp_literal
 from lakeloader.merge import consumed_file_ids
 from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.sql import literal, qualified, quote
@@ -209,16 +209,6 @@ def _remove_orphans(spark: SparkSession, name: str, older_than: datetime) -> int
     return sum(1 for _ in result.orphanFileLocations())
 
 
-def _call(spark: SparkSession, catalog: str, procedure: str, args: list[str]) -> dict[str, int]:
-    rows = spark.sql(f"CALL {qualified(catalog)}.system.{procedure}({', '.join(args)})").collect()
-    counts: dict[str, int] = {}
-    for row in rows:
-        for key, value in row.asDict().items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                counts[key] = counts.get(key, 0) + value
-    return counts
-
-
 def verify(spark: SparkSession, name: str, predicate: str) -> tuple[int, int, list[str]]:
     """(snapshots checked, data files checked, problems): time travel to every snapshot, and a
     direct read of every data file any snapshot references."""
@@ -322,7 +312,7 @@ def erase(
     consumed_before = consumed_file_ids(spark, name, catalog=catalog, table_id=table.id)
     rewrite = retried(
         "rewrite_data_files",
-        lambda: _call(
+        lambda: call_procedure(
             spark,
             catalog,
             "rewrite_data_files",
@@ -333,11 +323,14 @@ def erase(
         ),
     )
     result.data_files_rewritten = rewrite.get("rewritten_data_files_count", 0)
-    retried("rewrite_manifests", lambda: _call(spark, catalog, "rewrite_manifests", [f"table => {target}"]))
+    retried(
+        "rewrite_manifests",
+        lambda: call_procedure(spark, catalog, "rewrite_manifests", [f"table => {target}"]),
+    )
     progress(f"rewrote {result.data_files_rewritten} data file(s); expiring every older snapshot")
     expired = retried(
         "expire_snapshots",
-        lambda: _call(
+        lambda: call_procedure(
             spark,
             catalog,
             "expire_snapshots",

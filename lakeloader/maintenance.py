@@ -125,7 +125,8 @@ def _options(options: dict[str, str]) -> str:
     return "map(" + ", ".join(f"{literal(k)}, {literal(v)}" for k, v in options.items()) + ")"
 
 
-def _call(spark: SparkSession, catalog: str, procedure: str, args: list[str]) -> dict[str, int]:
+def call_procedure(spark: SparkSession, catalog: str, procedure: str, args: list[str]) -> dict[str, int]:
+    """CALL an Iceberg procedure; its numeric outputs summed by name (orphan locations counted)."""
     rows = spark.sql(f"CALL {qualified(catalog)}.system.{procedure}({', '.join(args)})").collect()
     counts: dict[str, int] = {}
     for row in rows:
@@ -172,19 +173,24 @@ def _plan(
                 "delete-file-threshold": str(compaction.delete_file_threshold),
             }
             args.append(f"options => {_options(options)}")
-            return _call(spark, catalog, "rewrite_data_files", args)
+            return call_procedure(spark, catalog, "rewrite_data_files", args)
 
         steps.append(("rewrite_data_files", rewrite_data))
     if settings.rewrite_delete_files:
         steps.append(
             (
                 "rewrite_position_delete_files",
-                lambda: _call(spark, catalog, "rewrite_position_delete_files", [f"table => {target}"]),
+                lambda: call_procedure(
+                    spark, catalog, "rewrite_position_delete_files", [f"table => {target}"]
+                ),
             )
         )
     if settings.rewrite_manifests:
         steps.append(
-            ("rewrite_manifests", lambda: _call(spark, catalog, "rewrite_manifests", [f"table => {target}"]))
+            (
+                "rewrite_manifests",
+                lambda: call_procedure(spark, catalog, "rewrite_manifests", [f"table => {target}"]),
+            )
         )
     if settings.snapshots.enabled:
 
@@ -195,7 +201,7 @@ def _plan(
                 f"older_than => {timestamp_literal(older)}",
                 f"retain_last => {settings.snapshots.retain_last}",
             ]
-            return _call(spark, catalog, "expire_snapshots", args)
+            return call_procedure(spark, catalog, "expire_snapshots", args)
 
         steps.append(("expire_snapshots", expire))
     if settings.orphan_files.enabled:
@@ -203,7 +209,7 @@ def _plan(
         def remove_orphans() -> dict[str, int]:
             older = (now or datetime.now(UTC)) - timedelta(hours=settings.orphan_files.older_than_hours)
             args = [f"table => {target}", f"older_than => {timestamp_literal(older)}"]
-            return _call(spark, catalog, "remove_orphan_files", args)
+            return call_procedure(spark, catalog, "remove_orphan_files", args)
 
         steps.append(("remove_orphan_files", remove_orphans))
     return steps
