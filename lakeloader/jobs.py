@@ -19,6 +19,7 @@ from lakeloader.inputs import InputFile
 from lakeloader.ledger import Ledger, LedgerObject, new_run_id
 from lakeloader.merge import TableResult
 
+METRICS_NAMESPACE = "lakeloader"  # infra.settings.METRICS_NAMESPACE: the dashboard reads it
 ARG_KEYS = (
     "lakeloader_config_table",
     "lakeloader_ledger_table",
@@ -86,7 +87,39 @@ def drain_table(
         )
         ledger.release_lock(table.id, run_id)
     _log("table_done", correlation_id=cid, **asdict(total))
+    publish_metrics(total)
     return total
+
+
+def publish_metrics(result: TableResult) -> None:
+    """RunsSucceeded / RunsFailed / RowsMerged per table, for the stack's dashboard and alarms.
+
+    Best effort: the data is committed already; a metrics outage is logged, not raised.
+    """
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if result.status == "skipped":
+        return
+    dimensions = [{"Name": "TableId", "Value": result.table_id}]
+    data = [
+        {
+            "MetricName": "RunsSucceeded" if result.status == "ok" else "RunsFailed",
+            "Value": 1,
+            "Unit": "Count",
+        },
+        {
+            "MetricName": "RowsMerged",
+            "Value": result.inserted + result.updated + result.deleted,
+            "Unit": "Count",
+        },
+    ]
+    try:
+        boto3.client("cloudwatch").put_metric_data(
+            Namespace=METRICS_NAMESPACE, MetricData=[{**d, "Dimensions": dimensions} for d in data]
+        )
+    except (BotoCoreError, ClientError) as exc:
+        _log("metrics_not_published", table_id=result.table_id, error=str(exc))
 
 
 def _accumulate(total: TableResult, result: TableResult) -> None:

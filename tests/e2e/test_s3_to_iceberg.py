@@ -222,6 +222,13 @@ def test_run_history_records_counts_and_snapshots(e2e, wave2):
     assert all(r.correlation_id for r in succeeded)
 
 
+def test_runs_publish_the_metrics_the_dashboard_reads(e2e, wave2):
+    metrics = boto3.client("cloudwatch").list_metrics(Namespace="lakeloader")["Metrics"]
+    names = {(m["MetricName"], d["Value"]) for m in metrics for d in m["Dimensions"]}
+    assert {("RunsSucceeded", "crm.customers"), ("RowsMerged", "crm.customers")} <= names, names
+    assert ("RunsFailed", "audit.events") in names, names
+
+
 # --- duplicate delivery ------------------------------------------------------------------------
 
 
