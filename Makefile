@@ -20,7 +20,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml package.json pack
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
-	$(PY) -m lakeloader.jars > /dev/null
+	$(PY) -m lakeloader_dev.jars > /dev/null
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -40,10 +40,10 @@ e2e: $(STAMP)
 
 # the real loop on the embedded AWS emulator: deploy, land examples/raw, Lambda-triggered Glue runs
 demo: $(STAMP)
-	$(PY) -m lakeloader.demo
+	$(PY) -m lakeloader_dev.demo
 
 demo-local: $(STAMP)
-	$(PY) -m lakeloader.demo --local
+	$(PY) -m lakeloader_dev.demo --local
 
 synth: $(STAMP)
 	./node_modules/.bin/cdk synth -c stage=$(STAGE) --quiet

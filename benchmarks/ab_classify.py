@@ -65,10 +65,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from lakeloader import merge
     from lakeloader.spark import SparkSettings, build_session
+    from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-"))
     data_dir = Path(args.data_dir) if args.data_dir else work / "data"
-    spark = build_session(SparkSettings(warehouse=str(work / "wh"), app_name="ab", driver_memory="4g"))
+    spark = build_session(SparkSettings(
+        warehouse=str(work / "wh"), app_name="ab", driver_memory="4g", extra_conf=spark_conf()
+    ))
     rss = PeakRss({"jvm": spark.sparkContext._gateway.proc.pid, "py": os.getpid()})
     engine = LakeloaderEngine(SparkTables(spark))
     base = data.write_base(data_dir / f"base-{args.rows}", args.rows)

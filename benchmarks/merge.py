@@ -147,6 +147,7 @@ class Bench:
         self.started = time.perf_counter()
 
         from lakeloader.spark import SparkSettings, build_session
+        from lakeloader_dev.jars import spark_conf
 
         self.spark = build_session(
             SparkSettings(
@@ -154,6 +155,7 @@ class Bench:
                 app_name="lakeloader-bench",
                 driver_memory=args.driver_memory,
                 shuffle_partitions=args.shuffle_partitions,
+                extra_conf=spark_conf(),
             )
         )
         jvm_pid = self.spark.sparkContext._gateway.proc.pid
@@ -444,7 +446,7 @@ def machine() -> dict[str, str]:
     if java:
         out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr.splitlines()
         info["java"] = out[0] if out else "?"
-    from lakeloader import jars
+    from lakeloader_dev import jars
 
     try:
         info["iceberg_jar"] = next(

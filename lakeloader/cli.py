@@ -132,8 +132,9 @@ def _row_to_json(row: Any) -> str:
 
 def _session(config: LakeConfig, app_name: str):
     from lakeloader.spark import SparkSettings, build_session
+    from lakeloader_dev.jars import spark_conf  # the CLI runs on a developer's machine, never on Glue/EMR
 
-    settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
+    settings = SparkSettings(warehouse=config.warehouse, app_name=app_name, extra_conf=spark_conf())
     return build_session(settings), settings.catalog
 
 
@@ -212,7 +213,7 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["local"]:  # the embedded AWS emulator (up|deploy|env|status|down): no table config
-        from lakeloader.local import cli as local_cli
+        from lakeloader_dev.local import cli as local_cli
 
         return local_cli(argv)
     args = build_parser().parse_args(argv)

@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from lakeloader.errors import LakeloaderError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 Runtime = Literal["local", "glue", "emr"]
 CATALOG = "lakeloader"
 GLUE_CATALOG = "glue_catalog"
+JARS_ENV = "LAKELOADER_SPARK_JARS"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
@@ -62,8 +65,6 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
     The catalog is ``settings.catalog``: ``lakeloader`` locally, ``glue_catalog`` when the
     emulator runs a Glue/EMR script (the name the deployed job's --conf uses).
     """
-    from lakeloader import jars
-
     catalog = settings.catalog
 
     conf: dict[str, str] = {
@@ -80,10 +81,8 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.defaultCatalog": catalog,
         f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkCatalog",
     }
-    if os.environ.get("LAKELOADER_JARS") == "maven":
-        conf["spark.jars.packages"] = jars.MAVEN_PACKAGES
-    else:
-        conf["spark.jars"] = ",".join(str(p) for p in jars.local_jars("all"))
+    if os.environ.get(JARS_ENV):
+        conf["spark.jars"] = os.environ[JARS_ENV]
 
     warehouse = settings.warehouse
     if warehouse.startswith("s3://") or warehouse.startswith("s3a://"):
@@ -115,6 +114,11 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
         )
     conf.update(_s3a_conf())
     conf.update(settings.extra_conf)
+    if not (conf.get("spark.jars") or conf.get("spark.jars.packages")):
+        raise LakeloaderError(
+            "local Spark needs the Iceberg jars: pass SparkSettings(extra_conf="
+            f"lakeloader_dev.jars.spark_conf()) or set {JARS_ENV} to a comma-separated jar list (python -m lakeloader_dev.jars prints it)"
+        )
     return conf
 
 

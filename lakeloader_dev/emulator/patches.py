@@ -260,7 +260,7 @@ def _threading_module(_thread_class: Any) -> Any:
 def _patch_cfn_models() -> None:
     from moto.cloudformation import parsing
 
-    from lakeloader.emulator.cfn_models import MODELS
+    from lakeloader_dev.emulator.cfn_models import MODELS
 
     original = parsing.get_model_map
 

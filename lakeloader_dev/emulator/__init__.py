@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from lakeloader.emulator.runtime import TEST_CREDENTIALS, Journal, Runtime
+from lakeloader_dev.emulator.runtime import TEST_CREDENTIALS, Journal, Runtime
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
@@ -63,7 +63,7 @@ class Emulator:
     def start(self) -> Emulator:
         from moto.server import ThreadedMotoServer
 
-        from lakeloader.emulator import patches
+        from lakeloader_dev.emulator import patches
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         for name, value in aws_env("", REGION).items():

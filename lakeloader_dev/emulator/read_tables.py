@@ -1,6 +1,6 @@
 """Print Iceberg tables of a Glue-catalog warehouse as JSON, read by a fresh local Spark.
 
-    python -m lakeloader.emulator.read_tables --warehouse s3://<curated>/warehouse/ crm.customers ...
+    python -m lakeloader_dev.emulator.read_tables --warehouse s3://<curated>/warehouse/ crm.customers ...
 
 One JSON object on stdout: {"<db>.<table>": [row, ...]}. A subprocess on purpose: a test
 process may already hold a SparkSession configured for another catalog, and the JVM
@@ -23,8 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lakeloader.spark import SparkSettings, build_session
+    from lakeloader_dev.jars import spark_conf
 
-    settings = SparkSettings(warehouse=args.warehouse, app_name="lakeloader-read-tables")
+    settings = SparkSettings(
+        warehouse=args.warehouse, app_name="lakeloader-read-tables", extra_conf=spark_conf()
+    )
     spark = build_session(settings)
     result: dict[str, Any] = {}
     for name in args.tables:
@@ -41,7 +44,7 @@ def read_tables(
 ) -> dict[str, list[dict]]:
     """Run this module in a subprocess; returns {table: rows} (values as JSON gives them back)."""
     result = subprocess.run(
-        [sys.executable, "-m", "lakeloader.emulator.read_tables", "--warehouse", warehouse, *tables],
+        [sys.executable, "-m", "lakeloader_dev.emulator.read_tables", "--warehouse", warehouse, *tables],
         capture_output=True,
         text=True,
         env=env,
