@@ -117,7 +117,8 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
     if not (conf.get("spark.jars") or conf.get("spark.jars.packages")):
         raise LakeloaderError(
             "local Spark needs the Iceberg jars: pass SparkSettings(extra_conf="
-            f"lakeloader_dev.jars.spark_conf()) or set {JARS_ENV} to a comma-separated jar list (python -m lakeloader_dev.jars prints it)"
+            f"lakeloader_dev.jars.spark_conf()) or set {JARS_ENV} to a comma-separated jar list "
+            "(python -m lakeloader_dev.jars prints it)"
         )
     return conf
 
