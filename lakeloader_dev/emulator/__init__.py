@@ -2,7 +2,7 @@
 
     with Emulator() as emu:            # moto server on a free port, patches applied
         emu.endpoint                    # http://127.0.0.1:<port>, for AWS_ENDPOINT_URL
-        emu.journal                     # Lambda invocations and Glue runs it executed
+        emu.journal                     # Lambda invocations and Glue/EMR runs it executed
 
 What moto lacks and the emulator adds is listed in ``patches`` (one module, pinned to
 moto 5.2.5) and ``cfn_models``; ``deploy`` puts the synthesized CDK app on it.
@@ -43,14 +43,14 @@ class Emulator:
     """moto's ThreadedMotoServer in this process, with lakeloader's extensions."""
 
     def __init__(
-        self, port: int = 0, workdir: str | Path | None = None, glue_slots: int | None = None
+        self, port: int = 0, workdir: str | Path | None = None, spark_slots: int | None = None
     ) -> None:
         self.port = port
         self._own_workdir = workdir is None
         self.workdir = (
             Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="lakeloader-emulator-"))
         )
-        self.glue_slots = glue_slots or int(os.environ.get("LAKELOADER_EMULATOR_GLUE_SLOTS", "2"))
+        self.spark_slots = spark_slots or int(os.environ.get("LAKELOADER_EMULATOR_SPARK_SLOTS", "2"))
         self.server: Any = None
         self.runtime: Runtime | None = None
         self.endpoint = ""
@@ -74,7 +74,7 @@ class Emulator:
         self.server.start()
         self.port = self.server.get_host_and_port()[1]
         self.endpoint = f"http://{HOST}:{self.port}"
-        self.runtime = Runtime(self.endpoint, self.workdir, REGION, glue_slots=self.glue_slots)
+        self.runtime = Runtime(self.endpoint, self.workdir, REGION, spark_slots=self.spark_slots)
         patches.apply(self.runtime, self.port)
         self.moto_api("config", {"stepfunctions": {"execute_state_machine": True}})
         return self

@@ -271,6 +271,7 @@ class EmrServerlessApplication(_Model):
             auto_stop_configuration=props.get("AutoStopConfiguration"),
             network_configuration=props.get("NetworkConfiguration"),
         )
+        app.runtime_configuration = props.get("RuntimeConfiguration") or []  # spark-defaults of its runs
         return cls(app.id, props, app.arn)
 
 

@@ -27,6 +27,10 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    have one) -> the Glue task's sync path without that ``finally``.
 7. ``AWS::KMS::Key`` from CloudFormation passes ``Tags`` as Key/Value while moto's KMS
    tagger wants TagKey/TagValue (KeyError) -> converted.
+8. EMR Serverless ``start_job_run`` runs nothing and reports SUCCESS at once (moto keeps
+   neither the application's ``runtimeConfiguration`` nor a real state) -> the application
+   keeps its ``spark-defaults``, the run's entry point really runs (``Runtime.run_emr_job``)
+   and the run is SUBMITTED, RUNNING, then SUCCESS or FAILED with ``stateDetails``.
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ def apply(runtime: Any, port: int) -> None:
     _patch_stepfunctions()
     _patch_glue()
     _patch_kms()
+    _patch_emr_serverless()
     _APPLIED = True
 
 
@@ -442,3 +447,50 @@ def _patch_kms() -> None:
         )
 
     Key.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]
+
+
+# 8. EMR Serverless job runs ---------------------------------------------------------------
+
+
+def _patch_emr_serverless() -> None:
+    from moto.core.utils import utcnow
+    from moto.emrserverless import models
+    from moto.emrserverless.responses import EMRServerlessResponse
+
+    def set_state(self: Any, state: str, details: str | None = None) -> None:
+        self.state = state
+        self.updated_at = utcnow()
+        if details:
+            self.state_details = details[:2000]
+        if state in ("SUCCESS", "FAILED", "CANCELLED"):
+            self.total_execution_duration_seconds = int((self.updated_at - self.created_at).total_seconds())
+
+    models.JobRun.set_state = set_state  # type: ignore[attr-defined]
+
+    original_start = models.EMRServerlessBackend.start_job_run
+
+    def start_job_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        job_run = original_start(self, *args, **kwargs)
+        job_run.created_at = job_run.updated_at = utcnow()  # moto truncates both to midnight
+        job_run.set_state("SUBMITTED")
+        application = self.get_application(job_run.application_id)
+        thread = threading.Thread(
+            target=_RUNTIME.run_emr_job,
+            args=(application, job_run, s3_get),
+            name=f"emr-{job_run.id[:12]}",
+            daemon=True,
+        )
+        thread.start()
+        return job_run
+
+    models.EMRServerlessBackend.start_job_run = start_job_run  # type: ignore[method-assign]
+
+    original_create = EMRServerlessResponse.create_application
+
+    def create_application(self: Any) -> Any:
+        result = original_create(self)
+        application = self.emrserverless_backend.get_application(result.result["applicationId"])
+        application.runtime_configuration = self._get_param("runtimeConfiguration") or []
+        return result
+
+    EMRServerlessResponse.create_application = create_application  # type: ignore[method-assign]

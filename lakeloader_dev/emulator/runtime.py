@@ -10,6 +10,10 @@
   ``python script.py --JOB_NAME .. --JOB_RUN_ID .. <DefaultArguments + run Arguments>``
   with LAKELOADER_EMULATED=1, so ``lakeloader.spark`` builds a local Spark whose
   ``glue_catalog`` is Iceberg's GlueCatalog + S3FileIO against the emulator.
+* EMR Serverless (``sparkSubmit``): the entry point, ``spark.submit.pyFiles``/``--py-files``
+  and ``spark.archives``/``--archives`` (unpacked, as YARN/EMR unpack them) are fetched
+  from the emulator's S3, and the entry point runs with its ``entryPointArguments`` the
+  same way (:meth:`Runtime.run_spark_script` is shared by both).
 
 The emulator keeps a journal (``Journal``) of invocations and runs: the demo prints it.
 """
@@ -20,6 +24,8 @@ import contextlib
 import io
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +42,8 @@ from lakeloader.spark import JARS_ENV
 from lakeloader_dev.jars import spark_conf
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
+DEV_STUB = SHIM_DIR / "dev"  # a `lakeloader_dev` that raises ImportError, first on every run's PYTHONPATH
+AWSGLUE_SHIM = SHIM_DIR / "glue"  # `awsglue.utils.getResolvedOptions`, for Glue runs only
 BOOTSTRAP = Path(__file__).resolve().parent / "lambda_bootstrap.py"
 TEST_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -68,10 +76,13 @@ class Invocation:
 
 
 @dataclass
-class GlueRun:
-    job: str
+class SparkRun:
+    """One Glue or EMR Serverless job run the emulator executed."""
+
+    engine: str  # "glue" | "emr"
+    job: str  # the Glue job's name, or the EMR run's name
     run_id: str
-    arguments: dict[str, str]
+    arguments: dict[str, str] | list[str]  # Glue Arguments, or EMR entryPointArguments
     started: float
     state: str = "STARTING"
     seconds: float = 0.0
@@ -84,9 +95,17 @@ class Journal:
     """Everything the emulator ran, in order (thread-safe appends)."""
 
     invocations: list[Invocation] = field(default_factory=list)
-    glue_runs: list[GlueRun] = field(default_factory=list)
+    runs: list[SparkRun] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     listeners: list[Any] = field(default_factory=list)
+
+    @property
+    def glue_runs(self) -> list[SparkRun]:
+        return [run for run in self.runs if run.engine == "glue"]
+
+    @property
+    def emr_runs(self) -> list[SparkRun]:
+        return [run for run in self.runs if run.engine == "emr"]
 
     def emit(self, kind: str, record: Any) -> None:
         for listener in list(self.listeners):
@@ -95,16 +114,17 @@ class Journal:
 
 
 class Runtime:
-    """Runs Lambda handlers and Glue scripts for one emulator (its endpoint and work folder)."""
+    """Runs Lambda handlers and Glue/EMR Spark scripts for one emulator (its endpoint and work folder)."""
 
-    def __init__(self, endpoint: str, workdir: Path, region: str = "us-east-1", glue_slots: int = 1) -> None:
+    def __init__(self, endpoint: str, workdir: Path, region: str = "us-east-1", spark_slots: int = 1) -> None:
         self.endpoint = endpoint
         self.workdir = workdir
         self.region = region
         self.journal = Journal()
         self.python = sys.executable
         self._extract_lock = threading.Lock()
-        self.glue_slots = threading.BoundedSemaphore(max(1, glue_slots))
+        # Spark runs (Glue and EMR together) at a time: each is a JVM on this machine
+        self.spark_slots = threading.BoundedSemaphore(max(1, spark_slots))
         self.processes: set[subprocess.Popen] = set()
         self.async_threads: list[threading.Thread] = []
 
@@ -232,30 +252,80 @@ class Runtime:
             self.journal.invocations.append(record)
         self.journal.emit("lambda", record)
 
-    # ----------------------------------------------------------------- Glue
+    # ------------------------------------------------------- Spark scripts (Glue and EMR)
 
-    def run_glue_job(self, job: Any, job_run: Any, s3_get) -> None:
-        """Run one Glue job run to completion (called on its own thread); sets the run's state."""
-        record = GlueRun(job.name, job_run.job_run_id, dict(job_run.arguments or {}), time.time())
+    def track_run(
+        self, record: SparkRun, set_state: Any, running: str, done: tuple[str, str], body: Any
+    ) -> None:
+        """Journal ``record``, wait for a Spark slot, run ``body(run_dir, log_path)`` -> error or None,
+        and move the run's API state: ``running``, then ``done[0]`` (ok) or ``done[1]`` with the error."""
         with self.journal.lock:
-            self.journal.glue_runs.append(record)
-        run_dir = self.workdir / "glue" / job_run.job_run_id
+            self.journal.runs.append(record)
+        run_dir = self.workdir / record.engine / record.run_id
         run_dir.mkdir(parents=True, exist_ok=True)
         log_path = run_dir / "driver.log"
         record.log_path = str(log_path)
-        with self.glue_slots:
-            job_run.set_state("RUNNING")
-            record.state = "RUNNING"
-            self.journal.emit("glue", record)
+        with self.spark_slots:
+            set_state(running, None)
+            record.state = running
+            self.journal.emit(record.engine, record)
             try:
-                error = self._glue_subprocess(job, job_run, s3_get, run_dir, log_path)
+                error = body(run_dir, log_path)
             except Exception as exc:  # noqa: BLE001 - any emulator failure fails the run, visibly
                 error = f"emulator could not run the job: {type(exc).__name__}: {exc}"
         record.seconds = time.time() - record.started
         record.error = error
-        record.state = "FAILED" if error else "SUCCEEDED"
-        job_run.set_state(record.state, error)
-        self.journal.emit("glue", record)
+        record.state = done[1] if error else done[0]
+        set_state(record.state, error)
+        self.journal.emit(record.engine, record)
+
+    def run_spark_script(
+        self,
+        script: Path,
+        argv: list[str],
+        *,
+        python_path: list[str],
+        env: dict[str, str],
+        run_dir: Path,
+        log_path: Path,
+        timeout: float,
+    ) -> str | None:
+        """Run a PySpark script as Glue/EMR would, on local Spark; returns its error line or None.
+
+        The ``lakeloader_dev`` stub comes first on PYTHONPATH (a shipped import of the dev package
+        fails as on AWS), then ``python_path``; LAKELOADER_EMULATED=1 makes ``lakeloader.spark``
+        build a local session whose ``glue_catalog`` points at the emulator.
+        """
+        full_env = self.base_env()
+        full_env.update(env)
+        full_env.update(
+            {
+                "PYTHONPATH": os.pathsep.join([str(DEV_STUB), *python_path]),
+                "LAKELOADER_EMULATED": "1",
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "PYSPARK_PYTHON": self.python,
+                "LAKELOADER_DRIVER_MEMORY": os.environ.get("LAKELOADER_DRIVER_MEMORY", "1g"),
+                # the jars Glue/EMR provide, built here: the deployed zip holds no jar assembly
+                JARS_ENV: spark_conf().get("spark.jars", ""),
+            }
+        )
+        rc = self._run([self.python, str(script), *argv], full_env, run_dir, log_path, timeout=timeout)
+        if rc == 0:
+            return None
+        return _error_from_log(log_path, rc)
+
+    # ----------------------------------------------------------------- Glue
+
+    def run_glue_job(self, job: Any, job_run: Any, s3_get) -> None:
+        """Run one Glue job run to completion (called on its own thread); sets the run's state."""
+        record = SparkRun("glue", job.name, job_run.job_run_id, dict(job_run.arguments or {}), time.time())
+        self.track_run(
+            record,
+            lambda state, error: job_run.set_state(state, error),
+            "RUNNING",
+            ("SUCCEEDED", "FAILED"),
+            lambda run_dir, log_path: self._glue_subprocess(job, job_run, s3_get, run_dir, log_path),
+        )
 
     def _glue_subprocess(self, job: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path) -> str | None:
         command = job.command or {}
@@ -265,36 +335,141 @@ class Runtime:
         script = run_dir / (Path(script_uri).name or "script.py")
         script.write_bytes(s3_get(script_uri))
         arguments = dict(job_run.arguments or {})
-        python_path = [str(SHIM_DIR)]
-        for uri in filter(None, (u.strip() for u in arguments.get("--extra-py-files", "").split(","))):
-            target = run_dir / "py-files" / Path(uri).name
-            target.parent.mkdir(exist_ok=True)
-            target.write_bytes(s3_get(uri))
-            python_path.append(str(target))
+        python_path = [str(AWSGLUE_SHIM)]
+        for uri in _uris(arguments.get("--extra-py-files", "")):
+            python_path.append(str(_fetch(s3_get, uri, run_dir / "py-files")))
         argv = ["--JOB_NAME", job.name, "--JOB_RUN_ID", job_run.job_run_id]
         for key, value in arguments.items():
             argv += [key if key.startswith("--") else f"--{key}", str(value)]
-        env = self.base_env()
-        env.update(
-            {
-                "PYTHONPATH": os.pathsep.join(python_path),
-                "LAKELOADER_EMULATED": "1",
-                "SPARK_LOCAL_IP": "127.0.0.1",
-                "PYSPARK_PYTHON": self.python,
-                "LAKELOADER_DRIVER_MEMORY": os.environ.get("LAKELOADER_DRIVER_MEMORY", "1g"),
-                "GLUE_JOB_NAME": job.name,
-                "GLUE_JOB_RUN_ID": job_run.job_run_id,
-                # the jars Glue provides, built here: the deployed zip holds no jar assembly
-                JARS_ENV: spark_conf().get("spark.jars", ""),
-            }
-        )
         timeout_minutes = float(getattr(job, "timeout", None) or 60)
-        rc = self._run(
-            [self.python, str(script), *argv], env, run_dir, log_path, timeout=timeout_minutes * 60
+        return self.run_spark_script(
+            script,
+            argv,
+            python_path=python_path,
+            env={"GLUE_JOB_NAME": job.name, "GLUE_JOB_RUN_ID": job_run.job_run_id},
+            run_dir=run_dir,
+            log_path=log_path,
+            timeout=timeout_minutes * 60,
         )
-        if rc == 0:
-            return None
-        return _error_from_log(log_path, rc)
+
+    # ------------------------------------------------------- EMR Serverless
+
+    def run_emr_job(self, application: Any, job_run: Any, s3_get) -> None:
+        """Run one EMR Serverless job run to completion (on its own thread); sets the run's state."""
+        driver = (job_run.job_driver or {}).get("sparkSubmit") or {}
+        record = SparkRun(
+            "emr",
+            job_run.name or job_run.id,
+            job_run.id,
+            list(driver.get("entryPointArguments") or []),
+            time.time(),
+        )
+        self.track_run(
+            record,
+            job_run.set_state,
+            "RUNNING",
+            ("SUCCESS", "FAILED"),
+            lambda run_dir, log_path: self._emr_subprocess(application, job_run, s3_get, run_dir, log_path),
+        )
+
+    def _emr_subprocess(
+        self, application: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path
+    ) -> str | None:
+        driver = (job_run.job_driver or {}).get("sparkSubmit")
+        if not driver:
+            return f"unsupported job driver {sorted(job_run.job_driver or {})}: the emulator runs sparkSubmit"
+        conf = emr_spark_conf(application, job_run)
+        script = _fetch(s3_get, driver["entryPoint"], run_dir)
+        py_files = _uris(conf.get("spark.submit.pyFiles", ""))
+        python_path = [str(_fetch(s3_get, uri, run_dir / "py-files")) for uri in py_files]
+        for uri in _uris(conf.get("spark.archives", "")):
+            _unpack_archive(s3_get, uri, run_dir)
+        env = {k.removeprefix(DRIVER_ENV): v for k, v in conf.items() if k.startswith(DRIVER_ENV)}
+        python_path += _archive_python_path(env, run_dir)
+        env["EMR_SERVERLESS_JOB_RUN_ID"] = job_run.id
+        return self.run_spark_script(
+            script,
+            [str(a) for a in driver.get("entryPointArguments") or []],
+            python_path=python_path,
+            env=env,
+            run_dir=run_dir,
+            log_path=log_path,
+            timeout=float(job_run.execution_timeout_minutes or 720) * 60,
+        )
+
+
+DRIVER_ENV = "spark.emr-serverless.driverEnv."
+SUBMIT_FLAGS = {
+    "--py-files": "spark.submit.pyFiles",
+    "--archives": "spark.archives",
+    "--jars": "spark.jars",
+    "--files": "spark.files",
+}
+
+
+def emr_spark_conf(application: Any, job_run: Any) -> dict[str, str]:
+    """The run's Spark properties as EMR Serverless merges them: the application's ``spark-defaults``,
+    then the run's ``configurationOverrides``, then ``sparkSubmitParameters`` (``--conf k=v``,
+    ``--py-files``, ``--archives``, ``--jars``, ``--files``)."""
+    conf: dict[str, str] = {}
+    for configurations in (
+        getattr(application, "runtime_configuration", None) or [],
+        ((job_run.configuration_overrides or {}).get("applicationConfiguration") or []),
+    ):
+        for item in configurations:
+            if item.get("classification", item.get("Classification")) == "spark-defaults":
+                properties = item.get("properties", item.get("Properties")) or {}
+                conf.update({key: str(value) for key, value in properties.items()})
+    driver = (job_run.job_driver or {}).get("sparkSubmit") or {}
+    tokens = shlex.split(driver.get("sparkSubmitParameters") or "")
+    for flag, value in zip(tokens, tokens[1:], strict=False):
+        if flag == "--conf" and "=" in value:
+            key, _, setting = value.partition("=")
+            conf[key] = setting
+        elif flag in SUBMIT_FLAGS:
+            conf[SUBMIT_FLAGS[flag]] = value
+    return conf
+
+
+def _archive_python_path(env: dict[str, str], run_dir: Path) -> list[str]:
+    """Where the driver imports unpacked archives from, as the run's ``driverEnv`` says, and pops the
+    settings the emulator replaces: ``PYTHONPATH`` entries (relative ones name folders of the driver's
+    working directory, where archives are unpacked), and a ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON``
+    inside an archive (a packed virtual environment: its site-packages). The image's Python
+    (``/usr/bin/python3.11``) is the venv's here."""
+    found: list[str] = []
+    for entry in (env.pop("PYTHONPATH", "") or "").split(os.pathsep):
+        if entry:
+            found.append(str(run_dir / entry) if not os.path.isabs(entry) else entry)
+    for name in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"):
+        interpreter = env.pop(name, "")
+        if interpreter and not os.path.isabs(interpreter):  # ./environment/bin/python
+            root = (run_dir / interpreter).parent.parent
+            found += [str(p) for p in sorted(root.glob("lib/python3*/site-packages")) if str(p) not in found]
+    env.pop("JAVA_HOME", None)
+    return found
+
+
+def _uris(value: str) -> list[str]:
+    return [uri.strip() for uri in value.split(",") if uri.strip()]
+
+
+def _fetch(s3_get, uri: str, folder: Path) -> Path:
+    """Download s3://bucket/key into ``folder`` (kept under its own name)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (Path(uri.split("#", 1)[0]).name or "file")
+    target.write_bytes(s3_get(uri.split("#", 1)[0]))
+    return target
+
+
+def _unpack_archive(s3_get, uri: str, run_dir: Path) -> Path:
+    """``spark.archives`` entry ``s3://.../deps.tar.gz#alias``: unpacked into the driver's working
+    directory under ``alias`` (or the file's name), as Spark does."""
+    location, _, alias = uri.partition("#")
+    archive = _fetch(s3_get, location, run_dir / "archives")
+    target = run_dir / (alias or archive.name)
+    shutil.unpack_archive(str(archive), str(target))
+    return target
 
 
 def _error_from_log(log_path: Path, rc: int) -> str:

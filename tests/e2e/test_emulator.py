@@ -3,13 +3,16 @@
 Lambda functions run in a subprocess (and reach the emulator back through
 AWS_ENDPOINT_URL), S3 notifications invoke them asynchronously with quote_plus-encoded
 keys, Glue runs execute the job's script from S3 with merged arguments and end
-SUCCEEDED or FAILED with an ErrorMessage.
+SUCCEEDED or FAILED with an ErrorMessage, EMR Serverless runs execute the entry point with
+the application's spark-defaults (py-files, archives, driver environment) and end SUCCESS
+or FAILED with stateDetails.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import tarfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -215,3 +218,125 @@ def test_custom_resource_gets_string_properties_and_a_crash_fails_the_stack(func
     with pytest.raises(DeployError, match="Broken: custom resource handler echo failed") as failure:
         wait_for_stack(cfn, "broken", timeout=60, failures=None)
     assert "'Count': '3'" in str(failure.value)  # the handler saw CloudFormation's string properties
+
+
+EMR_ENTRY_POINT = """
+import json, os, sys
+import boto3
+import helper  # from spark.submit.pyFiles
+import yaml  # the archive's, not the venv's: the shipped dependency wins
+try:
+    import lakeloader_dev  # noqa: F401
+    dev = "importable"
+except ImportError as exc:
+    dev = str(exc)
+args = sys.argv[1:]
+if args[:1] == ["fail"]:
+    print("lakeloader: demo.emr: the input file is malformed", file=sys.stderr)
+    sys.exit(1)
+body = {"args": args, "helper": helper.WHO, "yaml": yaml.__version__, "dev": dev,
+        "greeting": os.environ.get("GREETING"), "emulated": os.environ.get("LAKELOADER_EMULATED")}
+boto3.client("s3").put_object(Bucket="out", Key="emr/" + os.environ["EMR_SERVERLESS_JOB_RUN_ID"],
+                              Body=json.dumps(body))
+"""
+
+
+def _tar_gz(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def emr_application(emulator: Emulator) -> str:
+    s3 = boto3.client("s3")
+    for bucket in ("emr-code", "out"):
+        s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket="emr-code", Key="ingest.py", Body=EMR_ENTRY_POINT.encode())
+    s3.put_object(Bucket="emr-code", Key="lib.zip", Body=_zip({"helper.py": "WHO = 'py-files zip'\n"}))
+    s3.put_object(
+        Bucket="emr-code", Key="deps.tar.gz", Body=_tar_gz({"yaml/__init__.py": "__version__ = 'archive'\n"})
+    )
+    return boto3.client("emr-serverless").create_application(
+        name="spark",
+        releaseLabel="emr-7.12.0",
+        type="SPARK",
+        runtimeConfiguration=[
+            {
+                "classification": "spark-defaults",
+                "properties": {
+                    "spark.submit.pyFiles": "s3://emr-code/lib.zip",
+                    "spark.archives": "s3://emr-code/deps.tar.gz#deps",
+                    "spark.emr-serverless.driverEnv.PYTHONPATH": "./deps",
+                    "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": "/usr/bin/python3.11",
+                    "spark.emr-serverless.driverEnv.GREETING": "from the application",
+                },
+            }
+        ],
+    )["applicationId"]
+
+
+def _start_emr(application: str, arguments: list[str], **extra) -> str:
+    return boto3.client("emr-serverless").start_job_run(
+        applicationId=application,
+        executionRoleArn=ROLE,
+        name="demo",
+        jobDriver={
+            "sparkSubmit": {"entryPoint": "s3://emr-code/ingest.py", "entryPointArguments": arguments}
+        },
+        **extra,
+    )["jobRunId"]
+
+
+def _wait_emr(application: str, run_id: str, timeout: float = 60) -> dict:
+    emr = boto3.client("emr-serverless")
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        run = emr.get_job_run(applicationId=application, jobRunId=run_id)["jobRun"]
+        seen.append(run["state"])
+        if run["state"] in ("SUCCESS", "FAILED") or time.monotonic() > deadline:
+            run["seen"] = seen
+            return run
+        assert run["state"] in ("SUBMITTED", "RUNNING"), run
+        time.sleep(0.2)
+
+
+def test_emr_run_executes_the_entry_point_with_the_applications_spark_defaults(
+    emulator: Emulator, emr_application: str
+) -> None:
+    run_id = _start_emr(
+        emr_application,
+        ["--table-id", "crm.customers"],
+        configurationOverrides={
+            "applicationConfiguration": [
+                {
+                    "classification": "spark-defaults",
+                    "properties": {"spark.emr-serverless.driverEnv.GREETING": "from the run"},
+                }
+            ]
+        },
+    )
+    run = _wait_emr(emr_application, run_id)
+    assert run["state"] == "SUCCESS", run.get("stateDetails")
+    assert run["seen"][0] in ("SUBMITTED", "RUNNING")
+    body = json.loads(boto3.client("s3").get_object(Bucket="out", Key=f"emr/{run_id}")["Body"].read())
+    assert body["args"] == ["--table-id", "crm.customers"]
+    assert body["helper"] == "py-files zip" and body["yaml"] == "archive"
+    assert body["greeting"] == "from the run"  # configurationOverrides over the application's defaults
+    assert body["emulated"] == "1" and "not shipped" in body["dev"]
+    (record,) = [r for r in emulator.journal.emr_runs if r.run_id == run_id]
+    assert record.state == "SUCCESS" and record.arguments == ["--table-id", "crm.customers"]
+
+
+def test_emr_run_failure_carries_the_state_details(emr_application: str) -> None:
+    run = _wait_emr(emr_application, _start_emr(emr_application, ["fail"]))
+    assert run["state"] == "FAILED"
+    assert run["stateDetails"] == "lakeloader: demo.emr: the input file is malformed"
+    listed = boto3.client("emr-serverless").list_job_runs(applicationId=emr_application)["jobRuns"]
+    assert {r["state"] for r in listed} == {"SUCCESS", "FAILED"}
