@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import runpy
 import sys
 import types
 from pathlib import Path
 
 import pytest
+
+from tests.infra.iam_eval import Resolver
 
 REPO = Path(__file__).resolve().parents[2]
 ARG_KEYS = [
@@ -115,3 +118,53 @@ def test_emr_entry_point_passes_the_same_keys(calls, monkeypatch, name, code):
     assert run(REPO / "emr_steps" / f"{name}.py", argv, monkeypatch) == code
     expected = {**COMMON, "lakeloader_table_id": "sales.order_lines", "lakeloader_correlation_id": "req-2"}
     assert calls == [(name, expected, "emr")]
+
+
+# -- which script each job runs: the deployed asset is the entry point's own file ---------------
+
+
+def staged_asset(synth, s3_url: str) -> bytes:
+    """The bytes CDK uploads to `s3_url`, read from the cloud assembly's asset manifest."""
+    key = s3_url.rsplit("/", 1)[1]
+    manifest = json.loads((synth.template_path.parent / f"{synth.stack.stack_name}.assets.json").read_text())
+    sources = [
+        entry["source"]["path"]
+        for entry in manifest["files"].values()
+        if any(d["objectKey"] == key for d in entry["destinations"].values())
+    ]
+    assert len(sources) == 1, f"{s3_url}: {len(sources)} assets publish to this key"
+    return (synth.template_path.parent / sources[0]).read_bytes()
+
+
+@pytest.mark.parametrize("name", ["ingest", "maintain"])
+def test_each_glue_job_runs_its_own_glue_script(dev, name):
+    resolve = Resolver(dev.template_json)
+    (job,) = [
+        props
+        for props in (r["Properties"] for r in dev.resources("AWS::Glue::Job").values())
+        if props["Tags"]["lakeloader:job"] == name
+    ]
+    deployed = staged_asset(dev, resolve(job["Command"]["ScriptLocation"]))
+    own, other_engine = (REPO / d / f"{name}.py" for d in ("glue_jobs", "emr_steps"))
+    assert own.read_bytes() != other_engine.read_bytes()  # else this test could not tell them apart
+    assert deployed == own.read_bytes(), f"the {name} Glue job does not run glue_jobs/{name}.py"
+
+
+def test_emr_runs_start_the_emr_ingest_entry_point(dev):
+    (arrival,) = [
+        props
+        for props in (r["Properties"] for r in dev.resources("AWS::Lambda::Function").values())
+        if "EMR_ENTRY_POINT" in props.get("Environment", {}).get("Variables", {})
+    ]
+    url = Resolver(dev.template_json)(arrival["Environment"]["Variables"]["EMR_ENTRY_POINT"])
+    assert staged_asset(dev, url) == (REPO / "emr_steps" / "ingest.py").read_bytes()
+
+
+def test_maintenance_state_machine_starts_the_maintain_job(dev):
+    resolve = Resolver(dev.template_json)
+    (machine,) = dev.resources("AWS::StepFunctions::StateMachine").values()
+    states = json.loads(resolve(machine["Properties"]["DefinitionString"]))["States"].values()
+    started = [s["Parameters"]["JobName"] for s in states if ":glue:startJobRun" in s.get("Resource", "")]
+    assert not [s for s in states if "emr-serverless" in s.get("Resource", "")]  # EMR: see the test above
+    jobs = {resolve({"Ref": k}): r["Properties"] for k, r in dev.resources("AWS::Glue::Job").items()}
+    assert [jobs[name]["Tags"]["lakeloader:job"] for name in started] == ["maintain"]
