@@ -1,0 +1,200 @@
+"""The drain loop's outcome (lakeloader.jobs.drain_table), without the e2e suite.
+
+Real: the Ledger code against DynamoDB on moto's server over HTTP, drain_table itself, and its
+metrics going to moto's CloudWatch. Stubbed: only the Spark merge (`lakeloader.runner.run_tables`,
+monkeypatched): it is not the code under test here and is covered by tests/spark. The stub
+returns the outcome each test scripts for the files it is given and can act while a batch
+"runs" (an object arrives, the lock is taken over).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import boto3
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
+import aws_fixtures  # noqa: E402
+from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
+
+from lakeloader import jobs  # noqa: E402
+from lakeloader.config import TableConfig  # noqa: E402
+from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, LockLostError, ObjectRef  # noqa: E402
+from lakeloader.merge import TableResult  # noqa: E402
+
+moto_server = aws_fixtures.moto_server
+aws_endpoint = aws_fixtures.aws_endpoint
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def ledger(aws_endpoint, clock) -> Ledger:
+    client = boto3.client("dynamodb", endpoint_url=aws_endpoint, region_name="us-east-1")
+    objects = create_dynamodb_table(client, unique_name("ledger"), "table_id", "object_id")
+    runs = create_dynamodb_table(
+        client, unique_name("runs"), "table_id", "run_id", ttl_attribute="expires_at"
+    )
+    return Ledger(client, objects, runs, clock=clock)
+
+
+@pytest.fixture
+def table() -> TableConfig:
+    return TableConfig.model_validate(
+        {
+            "id": unique_name("crm.customers").replace("-", "_"),
+            "source": {"prefix": "crm/public/customers/", "format": "parquet", "cdc": "dms"},
+            "target": {"database": "crm", "table": "customers"},
+            "keys": ["id"],
+        }
+    )
+
+
+Merge = Callable[[list[str]], TableResult]
+
+
+@pytest.fixture
+def merges(monkeypatch) -> list[list[str]]:
+    """Install a scripted `run_tables`; returns the file names of each batch it was given."""
+    calls: list[list[str]] = []
+
+    def install(table: TableConfig, outcome: Merge) -> list[list[str]]:
+        def run_tables(spark, tables, inputs, *, catalog, run_id, progress):
+            assert [t.id for t in tables] == [table.id] and spark == "spark" and catalog == "glue_catalog"
+            names = [f.name for f in inputs[table.id]]
+            calls.append(names)
+            return [outcome(names)]
+
+        monkeypatch.setattr("lakeloader.runner.run_tables", run_tables)
+        return calls
+
+    return install
+
+
+def land(ledger: Ledger, table: TableConfig, *names: str) -> None:
+    for name in names:
+        key = f"{table.source.prefix}{name}"
+        assert ledger.record_object(table.id, ObjectRef(bucket="raw", key=key, etag=name), correlation_id="c")
+
+
+def statuses(ledger: Ledger, table: TableConfig) -> dict[str, tuple[str, str | None]]:
+    return {o.key.rsplit("/", 1)[1]: (o.status, o.error) for o in ledger.objects(table.id)}
+
+
+def drain(ledger: Ledger, table: TableConfig) -> TableResult:
+    return jobs.drain_table("spark", table, ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid-1")
+
+
+def ok(table: TableConfig, inserted: int) -> TableResult:
+    return TableResult(table.id, status="ok", files=1, changes=inserted, inserted=inserted, snapshot_id=7)
+
+
+def test_a_good_batch_is_done_and_recorded_as_succeeded(ledger, table, merges):
+    calls = merges(table, lambda names: ok(table, inserted=3))
+    land(ledger, table, "LOAD00000001.parquet", "LOAD00000002.parquet")
+
+    result = drain(ledger, table)
+
+    assert calls == [
+        ["crm/public/customers/LOAD00000001.parquet", "crm/public/customers/LOAD00000002.parquet"]
+    ]
+    assert result.status == "ok" and result.inserted == 3
+    assert statuses(ledger, table) == {
+        "LOAD00000001.parquet": ("done", None),
+        "LOAD00000002.parquet": ("done", None),
+    }
+    (run,) = ledger.list_runs(table.id)
+    assert (run.status, run.error, run.snapshot_id) == ("succeeded", None, 7)
+    assert run.counts["inserted"] == 3 and run.objects == 1
+    assert ledger.get_lock(table.id) is None
+
+
+def test_a_failed_batch_stays_failed_with_its_error_and_stops_the_run(ledger, table, merges):
+    """Batch 1 succeeds; an object arriving meanwhile makes batch 2, which fails; a third
+    object arriving during batch 2 stays pending: the run stops at the first failure."""
+
+    def outcome(names: list[str]) -> TableResult:
+        if "crm/public/customers/20240102-bad.parquet" in names:
+            land(ledger, table, "20240103-later.parquet")
+            return TableResult(
+                table.id, status="failed", files=1, error="ReadError: 20240102-bad.parquet: corrupt"
+            )
+        land(ledger, table, "20240102-bad.parquet")
+        return ok(table, inserted=2)
+
+    calls = merges(table, outcome)
+    land(ledger, table, "LOAD00000001.parquet")
+
+    result = drain(ledger, table)
+
+    assert len(calls) == 2
+    assert (result.status, result.error) == ("failed", "ReadError: 20240102-bad.parquet: corrupt")
+    assert statuses(ledger, table) == {
+        "LOAD00000001.parquet": ("done", None),
+        "20240102-bad.parquet": ("failed", "ReadError: 20240102-bad.parquet: corrupt"),
+        "20240103-later.parquet": ("pending", None),
+    }
+    (run,) = ledger.list_runs(table.id)
+    assert (run.status, run.error) == ("failed", "ReadError: 20240102-bad.parquet: corrupt")
+    assert run.counts["inserted"] == 2  # what batch 1 committed stays counted
+    assert ledger.get_lock(table.id) is None
+
+    cloudwatch = boto3.client("cloudwatch")
+    names = {
+        m["MetricName"]
+        for m in cloudwatch.list_metrics(
+            Namespace=jobs.METRICS_NAMESPACE, Dimensions=[{"Name": "TableId", "Value": table.id}]
+        )["Metrics"]
+    }
+    assert names == {"RunsFailed", "RowsMerged"}
+
+
+def test_a_lost_lock_stops_the_run(ledger, table, merges, clock):
+    """The run outlives its lock's TTL and another run takes the table: the next batch is not claimed."""
+
+    def outcome(names: list[str]) -> TableResult:
+        clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
+        assert ledger.acquire_lock(table.id, "other-run")
+        land(ledger, table, "20240102-next.parquet")
+        return ok(table, inserted=1)
+
+    calls = merges(table, outcome)
+    land(ledger, table, "LOAD00000001.parquet")
+
+    with pytest.raises(LockLostError, match="no longer holds the table lock"):
+        drain(ledger, table)
+
+    assert len(calls) == 1
+    assert statuses(ledger, table) == {
+        "LOAD00000001.parquet": ("done", None),  # finished under its own claim before the loss showed
+        "20240102-next.parquet": ("pending", None),  # left to the run that holds the lock
+    }
+    (run,) = ledger.list_runs(table.id)
+    assert run.status == "failed" and run.error.startswith("LockLostError: ")
+    assert ledger.get_lock(table.id).holder == "other-run"
+
+
+def test_a_table_locked_by_another_run_is_skipped_untouched(ledger, table, merges):
+    calls = merges(table, lambda names: pytest.fail("merged while another run holds the lock"))
+    land(ledger, table, "LOAD00000001.parquet")
+    assert ledger.acquire_lock(table.id, "other-run")
+
+    result = drain(ledger, table)
+
+    assert result.status == "skipped" and calls == []
+    assert statuses(ledger, table) == {"LOAD00000001.parquet": ("pending", None)}
+    assert ledger.list_runs(table.id) == []
