@@ -24,23 +24,24 @@ from benchmarks.engines import MOR, LakeloaderEngine, SparkTables
 from benchmarks.merge import PeakRss
 
 
-def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: str | None) -> Any:
+def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[str]) -> Any:
     """`lakeloader.merge.classify` before the probe join: batch LEFT JOIN all target keys."""
     from pyspark.sql import functions as F
 
     from lakeloader import cdc
-    from lakeloader.merge import ACTION, _newer
+    from lakeloader.merge import ACTION
+    from lakeloader.sequence import newer_sql
     from lakeloader.sql import quote
 
     keys = [cdc.find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
     target_cols.append(F.lit(True).alias("_ll_exists"))
-    if seq:
-        target_cols.append(F.col(seq).alias("_ll_tseq"))
+    held = [f"_ll_tseq_{i}" for i in range(len(seq))]
+    target_cols.extend(F.col(c).alias(h) for c, h in zip(seq, held, strict=True))
     target = spark.table(name).select(*target_cols)
     condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
     joined = batch.join(target, on=condition, how="left")
-    newer = F.expr(_newer("_ll_tseq", quote(seq))) if seq else F.lit(True)
+    newer = F.expr(newer_sql([quote(h) for h in held], [quote(c) for c in seq])) if seq else F.lit(True)
     exists = F.col("_ll_exists").isNotNull()
     is_delete = F.col(cdc.OP) == "D"
     action = (

@@ -3,10 +3,11 @@
 Whatever the flavour, the result has the source's data columns plus:
 
 * ``_ll_op``   -- ``I`` (insert/upsert), ``U`` (update) or ``D`` (delete)
-* ``_ll_seq``  -- the value of the sequence column (NULL when the file has none: oldest)
+* ``_ll_seq``, ``_ll_seq_1``, ... -- the values of the sequence columns, the change's place in
+  the order (``TableConfig.sequence_columns``; NULL where the file lacks the column: oldest)
 * ``_ll_file`` -- the raw file's name, for error messages and tie-breaking
-* ``_ll_rank`` -- (file position in the batch, row position in the file): the
-  deterministic tie-breaker when two changes to a key share a sequence value.
+* ``_ll_file_pos``, ``_ll_row_pos`` -- file position in the batch, row position in the
+  file: the last resort when two changes to a key share the whole sequence tuple.
 
 DMS writes ``Op`` (I/U/D) in CDC files and no ``Op`` in full-load files.
 Debezium sinks write ``__op`` (c/r/u/d), ``__source_ts_ms`` and ``__deleted``.
@@ -34,8 +35,22 @@ def find_column(columns: list[str], name: str) -> str | None:
     return next((c for c in columns if c.lower() == lowered), None)
 
 
+def seq_columns(n: int) -> list[str]:
+    """The meta columns holding a change's sequence tuple of `n` elements (the first is SEQ)."""
+    return [SEQ, *[f"{SEQ}_{i}" for i in range(1, n)]]
+
+
+def seq_columns_of(df: DataFrame) -> list[str]:
+    """The sequence meta columns `df` carries, in tuple order."""
+    n = 1
+    while f"{SEQ}_{n}" in df.columns:
+        n += 1
+    return seq_columns(n) if SEQ in df.columns else []
+
+
 def data_columns(df: DataFrame) -> list[str]:
-    return [c for c in df.columns if c not in META_COLUMNS]
+    meta = set(META_COLUMNS) | set(seq_columns_of(df))
+    return [c for c in df.columns if c not in meta]
 
 
 def _read_csv(spark: SparkSession, table: TableConfig, file: InputFile) -> DataFrame:
@@ -161,17 +176,23 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
             column="Op" if table.source.cdc == "dms" else "__op",
         )
 
-    seq_name = table.sequence_column
-    seq_col = find_column(df.columns, seq_name) if seq_name else None
-    df = df.withColumn(SEQ, F.col(seq_col) if seq_col else F.lit(None))
+    # The sequence tuple; a column the batch lacks is NULL, the oldest (README: How a batch is merged).
+    sequence = table.sequence_columns
+    for meta, name in zip(seq_columns(len(sequence) or 1), sequence or [""], strict=True):
+        actual = find_column(df.columns, name) if name else None
+        df = df.withColumn(meta, F.col(actual) if actual else F.lit(None))
     df = df.withColumn(FILE, F.element_at(F.array(*[F.lit(n) for n in names.values()]), F.col(FILE_POS) + 1))
     flavour_columns = {c.lower() for c in CDC_COLUMNS[table.source.cdc]}
     return df.drop(*[c for c in df.columns if c.lower() in flavour_columns])
 
 
+def newest_first(df: DataFrame) -> list[Column]:
+    """Sort terms, newest change first: the sequence tuple (NULL oldest), then file, then row."""
+    terms = [F.col(c).desc_nulls_last() for c in seq_columns_of(df)]
+    return [*terms, F.col(FILE_POS).desc(), F.col(ROW_POS).desc()]
+
+
 def latest_per_key(changes: DataFrame, keys: list[str]) -> DataFrame:
-    """The last change of each key: highest sequence, then latest file, then latest row."""
-    order = Window.partitionBy(*[F.col(k) for k in keys]).orderBy(
-        F.col(SEQ).desc_nulls_last(), F.col(FILE_POS).desc(), F.col(ROW_POS).desc()
-    )
+    """The last change of each key: highest sequence tuple, then latest file, then latest row."""
+    order = Window.partitionBy(*[F.col(k) for k in keys]).orderBy(*newest_first(changes))
     return changes.withColumn("_ll_n", F.row_number().over(order)).filter(F.col("_ll_n") == 1).drop("_ll_n")

@@ -25,6 +25,16 @@ PARTITION_TRANSFORM = re.compile(
 )
 
 CDC_DEFAULT_SEQUENCE = {"dms": "last_update_time", "debezium": "__source_ts_ms", "none": None}
+# Appended to a one-column sequence_by (or the default) as tie-breakers, monotonic at the source.
+# A column a file lacks compares as NULL (the oldest), so a source that never writes one is ordered
+# as before. DMS: the AR_H_CHANGE_SEQ header column (zero-padded text; empty in full loads).
+# Debezium: the source position as ExtractNewRecordState's add.fields=source.lsn,... flattens it:
+# Postgres lsn, MySQL binlog file, position and row.
+CDC_TIE_BREAKERS = {
+    "dms": ("AR_H_CHANGE_SEQ",),
+    "debezium": ("__source_lsn", "__source_file", "__source_pos", "__source_row"),
+    "none": (),
+}
 
 
 class ConfigError(ValueError):
@@ -401,9 +411,12 @@ class TableConfig(_Strict):
     source: Source
     target: Target
     keys: list[str] = Field(default_factory=list, description="Primary key columns (composite allowed)")
-    sequence_by: str | None = Field(
+    sequence_by: str | list[str] | None = Field(
         default=None,
-        description="Column ordering changes to one key; defaults to the CDC flavour's timestamp column",
+        description="What orders changes to one key. A column name: that column, then the CDC flavour's "
+        "tie-breakers (DMS AR_H_CHANGE_SEQ; Debezium __source_lsn, __source_file, __source_pos, "
+        "__source_row) where a file has them. A list: exactly these columns, compared as a tuple. "
+        "Default: the flavour's timestamp column (last_update_time, __source_ts_ms) and its tie-breakers",
     )
     mode: Literal["merge", "append", "overwrite", "scd2"] = "merge"
     scd2: Scd2Options | None = Field(
@@ -431,6 +444,18 @@ class TableConfig(_Strict):
             raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-'")
         return value
 
+    @field_validator("sequence_by", mode="before")
+    @classmethod
+    def _sequence_shape(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names or [""]):
+            raise ValueError("give a column name or a non-empty list of column names")
+        if len({n.lower() for n in names}) != len(names):
+            raise ValueError(f"duplicate columns in {names}")
+        return value
+
     @field_validator("keys")
     @classmethod
     def _unique_keys(cls, values: list[str]) -> list[str]:
@@ -456,10 +481,10 @@ class TableConfig(_Strict):
         if self.sequence_column is None:
             raise ValueError("mode 'scd2' needs sequence_by (the column valid_from is taken from)")
         options = self.scd2_options
-        taken = {k.lower() for k in self.keys} | {self.sequence_column.lower()}
+        taken = {k.lower() for k in self.keys} | {c.lower() for c in self.sequence_columns}
         clash = [c for c in options.columns if c.lower() in taken]
         if clash:
-            raise ValueError(f"scd2 column(s) {clash} clash with the keys or the sequence column")
+            raise ValueError(f"scd2 column(s) {clash} clash with the keys or the sequence columns")
         managed = {c.lower() for c in options.columns}
         for listed, name in ((options.track or [], "track"), (options.ignore, "ignore")):
             bad = [c for c in listed if c.lower() in managed or c.lower() in {k.lower() for k in self.keys}]
@@ -471,8 +496,20 @@ class TableConfig(_Strict):
         return self.scd2 or Scd2Options()
 
     @property
+    def sequence_columns(self) -> list[str]:
+        """The columns ordering changes to one key, compared left to right (empty: no order)."""
+        if isinstance(self.sequence_by, list):
+            return list(self.sequence_by)
+        first = self.sequence_by or CDC_DEFAULT_SEQUENCE[self.source.cdc]
+        if first is None:
+            return []
+        breakers = [c for c in CDC_TIE_BREAKERS[self.source.cdc] if c.lower() != first.lower()]
+        return [first, *breakers]
+
+    @property
     def sequence_column(self) -> str | None:
-        return self.sequence_by or CDC_DEFAULT_SEQUENCE[self.source.cdc]
+        """The first sequence column: the change's time, which SCD2's valid_from takes."""
+        return next(iter(self.sequence_columns), None)
 
     @property
     def qualified_target(self) -> str:

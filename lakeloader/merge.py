@@ -2,9 +2,10 @@
 
 The rules, for `mode: merge`:
 
-* the latest change per key wins (sequence column, then file, then row order);
-* a change is applied only when it is newer than the row the table holds
-  (a NULL sequence is the oldest): late and replayed files change nothing;
+* the latest change per key wins (the sequence tuple, then file, then row order);
+* a change is applied only when its sequence tuple is newer than the row the table
+  holds (lakeloader.sequence: NULL is the oldest, an equal tuple is the same change):
+  late and replayed files change nothing;
 * deleting a missing key is a no-op; a re-delivered full-load row updates;
 * the batch's input files are recorded in the snapshot summary, so a retried
   run skips files an earlier commit already consumed.
@@ -27,6 +28,7 @@ from pyspark.sql.utils import AnalysisException
 from lakeloader import cdc, quality, scd2, schema
 from lakeloader.config import TableConfig
 from lakeloader.inputs import InputFile
+from lakeloader.sequence import newer_sql
 from lakeloader.sql import literal, qualified, quote
 
 ACTION = "_ll_action"
@@ -38,6 +40,11 @@ NAMES_IN_SUMMARY = 50
 INPUT_LOG = ("lakeloader_meta", "input_files")
 
 Progress = Callable[[str], None]
+
+# Test seam: called with (spark, target table) after classification, right before the MERGE
+# statement runs, so a test can commit a concurrent change there. None (always, outside tests)
+# does nothing.
+before_merge: Callable[[SparkSession, str], None] | None = None
 
 
 @dataclass
@@ -156,23 +163,18 @@ def _partition_column(expr: str) -> str:
     return inner.strip()
 
 
-def _newer(target_seq: str, source_seq: str) -> str:
-    """SQL: is the incoming change newer than the row held? NULL sequence = oldest."""
-    return (
-        f"(CASE WHEN {target_seq} IS NULL THEN TRUE WHEN {source_seq} IS NULL THEN FALSE "
-        f"ELSE {source_seq} > {target_seq} END)"
-    )
-
-
 def classify(
-    spark: SparkSession, name: str, batch: DataFrame, table: TableConfig, seq: str | None
+    spark: SparkSession, name: str, batch: DataFrame, table: TableConfig, seq: list[str]
 ) -> DataFrame:
-    """Tag each latest change with the action it takes on the target: insert, update, delete or skip."""
+    """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
+
+    `seq`: the sequence columns the table holds, in tuple order (empty: every change is newer).
+    """
     keys = [cdc.find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
     target_cols.append(F.lit(True).alias("_ll_exists"))
-    if seq:
-        target_cols.append(F.col(seq).alias("_ll_tseq"))
+    held = [f"_ll_tseq_{i}" for i in range(len(seq))]
+    target_cols.extend(F.col(c).alias(h) for c, h in zip(seq, held, strict=True))
     target = spark.table(name).select(*target_cols)
     # Probe the target with the batch's keys first: an inner join lets Spark broadcast the (small)
     # key set and stream the target scan, instead of shuffling and sorting every target key for a
@@ -182,7 +184,7 @@ def classify(
     matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
     condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
     joined = batch.join(matched, on=condition, how="left")
-    newer = F.expr(_newer("_ll_tseq", quote(seq))) if seq else F.lit(True)
+    newer = F.expr(newer_sql([quote(h) for h in held], [quote(c) for c in seq])) if seq else F.lit(True)
     exists = F.col("_ll_exists").isNotNull()
     is_delete = F.col(cdc.OP) == "D"
     action = (
@@ -197,10 +199,12 @@ def classify(
     )
 
 
-def merge_sql(name: str, view: str, columns: list[str], keys: list[str], seq: str | None) -> str:
-    """The one MERGE statement. It repeats the newer-than guard, so a concurrent commit is never undone."""
+def merge_sql(name: str, view: str, columns: list[str], keys: list[str], seq: list[str]) -> str:
+    """The one MERGE statement. It repeats the newer-than guard over the whole sequence tuple, so a
+    commit landing between classification and MERGE is never undone."""
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
-    guard = f" AND {_newer(f't.{quote(seq)}', f's.{quote(seq)}')}" if seq else ""
+    newer = newer_sql([f"t.{quote(c)}" for c in seq], [f"s.{quote(c)}" for c in seq]) if seq else ""
+    guard = f" AND {newer}" if seq else ""
     sets = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)
     cols = ", ".join(quote(c) for c in columns)
     values = ", ".join(f"s.{quote(c)}" for c in columns)
@@ -270,9 +274,10 @@ def load_table(
         )
     result.notes.extend(plan.notes)
     target_schema = spark.table(name).schema
-    seq = (
-        cdc.find_column(target_schema.fieldNames(), table.sequence_column) if table.sequence_column else None
-    )
+    # Only the sequence columns the table holds order against it (one the schema policy kept out
+    # reads NULL on both sides); the batch's own order uses every one it carries.
+    held = [cdc.find_column(target_schema.fieldNames(), c) for c in table.sequence_columns]
+    seq = [c for c in held if c is not None]
 
     summary = {
         SUMMARY_RUN_ID: run_id,
@@ -313,7 +318,10 @@ def load_table(
 def _merge(spark, name, table, changes, target_schema, seq, summary, result, progress) -> None:
     latest = cdc.latest_per_key(changes, table.keys)
     aligned = schema.align(latest, target_schema, extra=[cdc.OP])
-    classified = classify(spark, name, aligned, table, seq).filter(F.col(ACTION) != "skip").persist()
+    # Checkpointed, not cached: a cache would be recomputed after a commit to the table, and the
+    # counts reported must be what this MERGE was given (its own guard handles the rest).
+    classified = classify(spark, name, aligned, table, seq).filter(F.col(ACTION) != "skip")
+    classified = classified.localCheckpoint(eager=True)
     try:
         counts = {row[ACTION]: row["count"] for row in classified.groupBy(ACTION).count().collect()}
         result.inserted, result.updated, result.deleted = (
@@ -331,6 +339,8 @@ def _merge(spark, name, table, changes, target_schema, seq, summary, result, pro
         try:
             keys = [cdc.find_column(target_schema.fieldNames(), k) for k in table.keys]
             statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq)
+            if before_merge is not None:
+                before_merge(spark, name)
             with commit_properties(spark, summary):
                 spark.sql(statement)
         finally:

@@ -81,10 +81,47 @@ def test_defaults_and_derived_values():
         ),
         ({"sources": {}}, "table 'crm.customers' -> sources: Extra inputs are not permitted"),
         ({"keys": ["id", "ID"]}, "-> keys: duplicate key columns"),
+        ({"sequence_by": []}, "-> sequence_by: give a column name or a non-empty list of column names"),
+        ({"sequence_by": ["ts", 7]}, "-> sequence_by: give a column name or a non-empty list"),
+        ({"sequence_by": ["ts", "TS"]}, "-> sequence_by: duplicate columns in ['ts', 'TS']"),
+        ({"sequence_by": {"col": "ts"}}, "-> sequence_by: give a column name"),
     ],
 )
 def test_errors_name_the_table_and_field(overrides, expected):
     assert expected in error_of({"tables": [table(**overrides)]})
+
+
+@pytest.mark.parametrize(
+    ("cdc", "sequence_by", "expected"),
+    [
+        # a name (or the default) is followed by the flavour's tie-breakers, where files carry them
+        ("dms", None, ["last_update_time", "AR_H_CHANGE_SEQ"]),
+        ("dms", "changed_at", ["changed_at", "AR_H_CHANGE_SEQ"]),
+        ("dms", "ar_h_change_seq", ["ar_h_change_seq"]),
+        (
+            "debezium",
+            None,
+            ["__source_ts_ms", "__source_lsn", "__source_file", "__source_pos", "__source_row"],
+        ),
+        ("none", None, []),
+        ("none", "version", ["version"]),
+        # a list is the whole order, as given
+        ("dms", ["last_update_time"], ["last_update_time"]),
+        ("debezium", ["__source_ts_ms", "__lsn"], ["__source_ts_ms", "__lsn"]),
+        ("none", ["updated_at", "revision"], ["updated_at", "revision"]),
+    ],
+)
+def test_sequence_columns_per_flavour(cdc, sequence_by, expected):
+    spec = table(source={"prefix": "x/", "cdc": cdc}, sequence_by=sequence_by)
+    t = parse_config({"tables": [spec]}).tables[0]
+    assert t.sequence_columns == expected
+    assert t.sequence_column == (expected[0] if expected else None)
+
+
+def test_scd2_columns_must_not_reuse_a_sequence_column():
+    spec = table(mode="scd2", sequence_by=["ts", "seq"], scd2={"valid_to": "seq"})
+    message = error_of({"tables": [spec]})
+    assert "table 'crm.customers' -> (table): scd2 column(s) ['seq'] clash with the keys" in message
 
 
 def test_table_without_id_is_named_by_position():
