@@ -1,10 +1,16 @@
 """Deterministic code packages built at synth time, without Docker.
 
 * `lakeloader_zip()`: the `lakeloader/` package as a zip whose root holds `lakeloader/`
-  (Glue `--extra-py-files`, EMR `--py-files`). Entries sorted, timestamps fixed, no
-  `__pycache__`: the same sources give the same bytes, hence the same asset hash.
+  (Glue `--extra-py-files`, EMR `--py-files`), without the developer CLI. Entries sorted,
+  timestamps fixed, no `__pycache__`: the same sources give the same bytes, hence the same
+  asset hash.
 * `lambda_bundle()`: a Lambda folder (the handler at its root) plus copies of the named
   pure-Python `lakeloader` modules under `lakeloader/`.
+* `glue_wheels_zip()` / `emr_deps_archive()`: the jobs' third-party dependencies
+  (`requirements-job.txt`) as wheels for the runtimes' CPython and platform, fetched once into
+  `.lakeloader/wheels/` (`make setup`) and checked there: Glue's "zip of wheels" (installed with
+  `pip --no-index`), and for EMR Serverless the same wheels unpacked into one directory tree that
+  `spark.archives` ships and PYTHONPATH names. Neither needs a package index at job start.
 
 Packages are written to `build/cdk-assets/<name>-<content hash>/` and never rewritten
 in place, so concurrent synths (tests, the CLI) cannot see a half-written package.
@@ -14,17 +20,28 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+
+from lakeloader import versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BUILD_DIR = REPO_ROOT / "build" / "cdk-assets"
 _EXCLUDED_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
 _EXCLUDED_SUFFIXES = {".pyc", ".pyo"}
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+JOB_REQUIREMENTS = REPO_ROOT / "requirements-job.txt"
+WHEEL_CACHE = REPO_ROOT / ".lakeloader" / "wheels"
+GLUE_PROVIDED = "glue-provided"
+GLUE_WHEELS_NAME = "lakeloader-deps.gluewheels.zip"
+EMR_DEPS_NAME = "lakeloader-deps.zip"
 
 
 class PackagingError(RuntimeError):
@@ -71,11 +88,19 @@ def _publish(name: str, digest: str, build: Callable[[Path], None]) -> Path:
     return target
 
 
+# The `lakeloader` command runs on a developer's machine (Spark jars from lakeloader_dev); no job imports it.
+LOCAL_ONLY_MODULES = {"cli.py"}
+
+
 def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:
-    """The `lakeloader` package zipped with `lakeloader/` at the zip's root."""
+    """The `lakeloader` package zipped with `lakeloader/` at the zip's root, local-only modules left out."""
     if not (source / "__init__.py").is_file():
         raise PackagingError(f"{source}: not a Python package (no __init__.py)")
-    entries = [(f"lakeloader/{p.relative_to(source).as_posix()}", p) for p in package_files(source)]
+    entries = [
+        (f"lakeloader/{p.relative_to(source).as_posix()}", p)
+        for p in package_files(source)
+        if p.relative_to(source).as_posix() not in LOCAL_ONLY_MODULES
+    ]
 
     def build(out: Path) -> None:
         with zipfile.ZipFile(out / "lakeloader.zip", "w") as archive:
@@ -87,6 +112,17 @@ def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:
                 archive.writestr(info, path.read_bytes())
 
     return _publish("lakeloader-zip", _digest(entries), build) / "lakeloader.zip"
+
+
+def _write_zip(path: Path, entries: Iterable[tuple[str, bytes, int]]) -> None:
+    """A zip of (name, data, mode) entries, sorted by name, with fixed timestamps."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data, mode in sorted(entries):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o100000 | mode) << 16
+            info.create_system = 3
+            archive.writestr(info, data)
 
 
 def lambda_bundle(
@@ -123,18 +159,233 @@ def lambda_bundle(
     return _publish(name, _digest(entries), build), missing
 
 
-GLUE_EXTRA_REQUIREMENTS = ("pydantic", "PyYAML")
 
 
-def pinned_requirements(names: Iterable[str], path: Path = REPO_ROOT / "requirements.txt") -> str:
-    """`name==version,...` for the named packages, as pinned in requirements.txt (Glue's format)."""
-    pins = {}
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, version = (part.strip() for part in line.split("==", 1))
-            pins[name.lower()] = f"{name}=={version}"
-    missing = [n for n in names if n.lower() not in pins]
+# --- third-party dependencies of the jobs ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One `name==version` line of requirements-job.txt."""
+
+    name: str
+    version: str
+    glue_provided: bool
+
+    @property
+    def key(self) -> str:
+        """The name as PEP 503 normalises it (`PyYAML` -> `pyyaml`), wheel file names included."""
+        return canonical_name(self.name)
+
+    def __str__(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+def canonical_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
+
+
+def job_pins(path: Path = JOB_REQUIREMENTS) -> list[Pin]:
+    """The pins of `path`; any line that is not an exact `name==version` pin is an error."""
+    if not path.is_file():
+        raise PackagingError(f"{path}: not found (the jobs' pinned runtime dependencies)")
+    pins: dict[str, Pin] = {}
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line, _, comment = raw.partition("#")
+        line = line.strip()
+        if not line:
+            continue
+        match = _PIN_LINE.match(line)
+        if not match:
+            raise PackagingError(f"{path}:{number}: {line!r} is not an exact pin (name==version)")
+        pin = Pin(match[1], match[2], glue_provided=comment.strip() == GLUE_PROVIDED)
+        if pin.key in pins:
+            raise PackagingError(f"{path}:{number}: {pin.name} is pinned twice")
+        pins[pin.key] = pin
+    if not pins:
+        raise PackagingError(f"{path}: no pins")
+    return sorted(pins.values(), key=lambda p: p.key)
+
+
+_WHEEL_NAME = re.compile(
+    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-(?P<python>[^-]+)-(?P<abi>[^-]+)-(?P<platform>[^-]+)\.whl$"
+)
+
+
+def _manylinux_glibc(tag: str) -> tuple[int, int] | None:
+    """The glibc a manylinux x86_64 platform tag needs, None for any other tag."""
+    legacy = {"manylinux1_x86_64": (2, 5), "manylinux2010_x86_64": (2, 12), "manylinux2014_x86_64": (2, 17)}
+    if tag in legacy:
+        return legacy[tag]
+    match = re.fullmatch(r"manylinux_(\d+)_(\d+)_x86_64", tag)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def check_wheel(filename: str, pin: Pin) -> None:
+    """Fail unless `filename` is `pin`'s wheel and runs on the runtimes' CPython and platform."""
+    match = _WHEEL_NAME.match(filename)
+    if not match:
+        raise PackagingError(f"{filename}: not a wheel file name")
+    if canonical_name(match["name"]) != pin.key or match["version"] != pin.version:
+        raise PackagingError(f"{filename}: not the wheel of {pin}")
+    python = versions.WHEEL_PYTHON_TAG  # cp311
+    minor = int(python[3:])
+    abis = match["abi"].split(".")
+    pythons = match["python"].split(".")
+    python_ok = any(
+        tag in (python, "py3", f"py{python[2:]}")
+        or ("abi3" in abis and tag.startswith("cp3") and int(tag[3:]) <= minor)
+        for tag in pythons
+    )
+    abi_ok = any(abi in (python, "abi3", "none") for abi in abis)
+    target = _manylinux_glibc(versions.WHEEL_PLATFORM)
+    platform_ok = any(
+        tag == "any" or ((glibc := _manylinux_glibc(tag)) is not None and target and glibc <= target)
+        for tag in match["platform"].split(".")
+    )
+    if not (python_ok and abi_ok and platform_ok):
+        raise PackagingError(
+            f"{filename}: {pin} has no wheel for {python} on {versions.WHEEL_PLATFORM} "
+            f"(python, abi and platform tags: {match['python']}, {match['abi']}, {match['platform']})"
+        )
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_sums(folder: Path) -> dict[str, str]:
+    sums = {}
+    for line in (folder / "SHA256SUMS").read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        sums[name] = digest
+    return sums
+
+
+def _verified_wheels(folder: Path, pins: list[Pin]) -> dict[str, Path]:
+    """Pin key -> wheel in `folder`, each matching its pin, its tags and its recorded sha256."""
+    sums = _read_sums(folder)
+    wheels: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.whl")):
+        key = canonical_name(path.name.split("-", 1)[0])
+        pin = next((p for p in pins if p.key == key), None)
+        if pin is None:
+            raise PackagingError(f"{path}: no pin in {JOB_REQUIREMENTS.name} asks for it")
+        check_wheel(path.name, pin)
+        if sums.get(path.name) != _sha256(path):
+            raise PackagingError(f"{path}: sha256 differs from {folder / 'SHA256SUMS'}; delete {folder}")
+        wheels[key] = path
+    missing = [str(p) for p in pins if p.key not in wheels]
     if missing:
-        raise PackagingError(f"{path}: no exact pin (name==version) for {', '.join(missing)}")
-    return ",".join(pins[n.lower()] for n in names)
+        raise PackagingError(f"{folder}: no wheel for {', '.join(missing)}")
+    return wheels
+
+
+def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> dict[str, Path]:
+    """The pinned wheels, downloaded once per pin set and platform, then read from the cache.
+
+    `pip download --no-deps` fetches exactly the pins (requirements-job.txt pins every transitive
+    dependency); each wheel's tags are checked and its sha256 recorded, and checked on every use.
+    """
+    pins = job_pins() if pins is None else pins
+    platform = f"{versions.WHEEL_PYTHON_TAG}-{versions.WHEEL_PLATFORM}"
+    key = hashlib.sha256("\n".join([platform, *map(str, pins)]).encode()).hexdigest()[:16]
+    target = cache / f"{platform}-{key}"
+    if (target / "SHA256SUMS").is_file():
+        return _verified_wheels(target, pins)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+    try:
+        command = [
+            sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+            "--no-deps", "--only-binary=:all:", "--implementation", "cp",
+            "--platform", versions.WHEEL_PLATFORM, "--python-version", versions.PYTHON_VERSION,
+            "--dest", str(tmp), *map(str, pins),
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            lines = done.stderr.splitlines()
+            errors = [line for line in lines if "ERROR" in line] or lines
+            raise PackagingError(
+                f"{JOB_REQUIREMENTS.name}: pip could not fetch the wheels for {platform}: "
+                + " ".join(errors[-3:])
+            )
+        sums = "".join(f"{_sha256(p)}  {p.name}\n" for p in sorted(tmp.glob("*.whl")))
+        (tmp / "SHA256SUMS").write_text(sums)
+        _verified_wheels(tmp, pins)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process cached the same pins first
+            if not (target / "SHA256SUMS").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _verified_wheels(target, pins)
+
+
+def _entries_digest(entries: Iterable[tuple[str, bytes, int]]) -> str:
+    sha = hashlib.sha256()
+    for name, data, mode in sorted(entries):
+        sha.update(f"{name}\0{mode:o}\0".encode() + hashlib.sha256(data).digest())
+    return sha.hexdigest()[:16]
+
+
+def glue_wheels_zip(pins: list[Pin] | None = None) -> Path:
+    """Glue's zip of wheels: `wheels/requirements.txt` plus `wheels/*.whl`, Glue-provided pins left out.
+
+    The layout of AWS Glue's "Creating a Zip of Wheels artifact"; Glue installs it with
+    `pip install --no-index`, so the requirements name only what the zip holds.
+    """
+    pins = job_pins() if pins is None else pins
+    wheels = fetch_wheels(pins)
+    shipped = [p for p in pins if not p.glue_provided]
+    requirements = "".join(f"{p}\n" for p in shipped).encode()
+    entries = [("wheels/requirements.txt", requirements, 0o644)]
+    entries += [(f"wheels/{wheels[p.key].name}", wheels[p.key].read_bytes(), 0o644) for p in shipped]
+    build = lambda out: _write_zip(out / GLUE_WHEELS_NAME, entries)  # noqa: E731
+    return _publish("glue-wheels", _entries_digest(entries), build) / GLUE_WHEELS_NAME
+
+
+def _installed_entries(wheel: Path) -> Iterable[tuple[str, bytes, int]]:
+    """What installing `wheel` into a site-packages directory writes there (scripts, headers left out)."""
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            name = info.filename
+            top, _, rest = name.partition("/")
+            if top.endswith(".data"):
+                scheme, _, rest = rest.partition("/")
+                if scheme not in ("purelib", "platlib"):
+                    continue  # console scripts and headers: nothing on PYTHONPATH uses them
+                name = rest
+            mode = (info.external_attr >> 16) & 0o777 or 0o644
+            yield name, archive.read(info), mode
+
+
+def emr_deps_archive(pins: list[Pin] | None = None) -> Path:
+    """Every pinned wheel unpacked into one site-packages tree, zipped: EMR's `spark.archives`.
+
+    Unpacking a wheel is what installing it into a directory does (`.data/purelib|platlib` merged
+    into the root); the result goes on PYTHONPATH of the image's Python, so no pip runs at job start.
+    """
+    pins = job_pins() if pins is None else pins
+    wheels = fetch_wheels(pins)
+    entries: dict[str, tuple[str, bytes, int]] = {}
+    owners: dict[str, str] = {}
+    for pin in pins:
+        for name, data, mode in _installed_entries(wheels[pin.key]):
+            if name in owners:
+                raise PackagingError(f"{name}: shipped by both {owners[name]} and {pin}")
+            owners[name] = str(pin)
+            entries[name] = (name, data, mode)
+    build = lambda out: _write_zip(out / EMR_DEPS_NAME, entries.values())  # noqa: E731
+    return _publish("emr-deps", _entries_digest(entries.values()), build) / EMR_DEPS_NAME
+
+
+if __name__ == "__main__":  # `make setup`: fetch the wheels and build both archives while PyPI is reachable
+    print(glue_wheels_zip())
+    print(emr_deps_archive())

@@ -1,0 +1,186 @@
+"""The shipped bundle, installed as the runtimes install it, imports every shipped module.
+
+Each check starts a fresh virtual environment that holds only what the runtime would: Spark
+(pyspark + py4j, linked from this venv, as Glue and EMR provide it), for Glue also the packages Glue
+ships (boto3 and its dependencies), then the bundle installed with no package index. The shipped
+modules are imported from the lakeloader zip with `lakeloader_dev` out of reach. No JVM.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import py4j
+import pyspark
+import pytest
+from packaging.requirements import Requirement
+
+from infra.packaging import (
+    canonical_name,
+    emr_deps_archive,
+    fetch_wheels,
+    glue_wheels_zip,
+    job_pins,
+    lakeloader_zip,
+)
+from infra.processing import EMR_DEPS_ALIAS, emr_dependency_conf
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIM = ROOT / "lakeloader_dev" / "emulator" / "shim"
+TARGET_ENV = {"extra": "", "python_version": "3.11", "sys_platform": "linux", "platform_system": "Linux"}
+
+# Imports every shipped module: the zip's lakeloader modules by name, the entry points from their
+# files (not as __main__); glue_jobs/* with the awsglue shim on sys.path for that import only.
+IMPORT_ALL = textwrap.dedent(
+    """
+    import importlib, importlib.util, json, sys, zipfile
+    lakeloader_zip, awsglue_dir, entry_points = sys.argv[1], sys.argv[2], sys.argv[3:]
+    sys.path.insert(0, lakeloader_zip)
+    assert importlib.util.find_spec("lakeloader_dev") is None, "lakeloader_dev is reachable"
+    names = sorted(n[:-3].replace("/", ".") for n in zipfile.ZipFile(lakeloader_zip).namelist())
+    origins = {}
+    for name in names:
+        origins[name] = importlib.import_module(name.removesuffix(".__init__")).__file__
+    for path in entry_points:
+        glue = "/glue_jobs/" in path
+        if glue:
+            sys.path.insert(0, awsglue_dir)
+        spec = importlib.util.spec_from_file_location("entry_" + path.replace("/", "_"), path)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        if glue:
+            sys.path.remove(awsglue_dir)
+            for module in [m for m in sys.modules if m.split(".")[0] == "awsglue"]:
+                del sys.modules[module]
+        origins[path] = path
+    for name in ("pydantic", "pydantic_core", "yaml", "boto3", "pyspark"):
+        origins[name] = importlib.import_module(name).__file__
+    print(json.dumps(origins))
+    """
+)
+
+
+def _run(command: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        command, cwd=cwd, env={**_clean_env(), **(env or {})}, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, f"{' '.join(map(str, command))}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _clean_env() -> dict[str, str]:
+    """This process's environment without what would leak the dev venv into the fresh one."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PIP_NO_INDEX"] = "1"  # nothing may come from a package index
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def _fresh_venv(root: Path, *platform_dirs: Path) -> Path:
+    """A venv whose site-packages also sees `platform_dirs` (the runtime's preinstalled packages)."""
+    venv.EnvBuilder(with_pip=True, symlinks=True).create(root)
+    python = root / "bin" / "python"
+    site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=root)
+    (Path(site.strip()) / "runtime.pth").write_text("".join(f"{d}\n" for d in platform_dirs))
+    return python
+
+
+def _spark_dir(root: Path) -> Path:
+    """pyspark and py4j only (not the rest of the dev venv), as the runtimes provide them."""
+    root.mkdir()
+    for module in (pyspark, py4j):
+        (root / module.__name__).symlink_to(Path(module.__file__).parent)
+    return root
+
+
+def _entry_points() -> list[str]:
+    return [str(p) for folder in ("glue_jobs", "emr_steps") for p in sorted((ROOT / folder).glob("*.py"))]
+
+
+def _awsglue_dir() -> Path:
+    (init,) = SHIM.glob("**/awsglue/__init__.py")
+    return init.parent.parent
+
+
+def _import_all(python: Path, cwd: Path, env: dict[str, str] | None = None, *flags: str) -> dict[str, str]:
+    script = cwd / "import_all.py"
+    script.write_text(IMPORT_ALL)
+    command = [str(python), *flags, str(script), str(lakeloader_zip()), str(_awsglue_dir()), *_entry_points()]
+    return json.loads(_run(command, cwd=cwd, env=env).splitlines()[-1])
+
+
+def _assert_shipped(origins: dict[str, str], deps: Path) -> None:
+    lakeloader = str(lakeloader_zip())
+    assert len([n for n in origins if n.startswith("lakeloader.")]) > 15
+    assert all(v.startswith(lakeloader) for n, v in origins.items() if n.startswith("lakeloader."))
+    for name in ("pydantic", "pydantic_core", "yaml"):
+        assert origins[name].startswith(str(deps)), (name, origins[name])
+
+
+@pytest.fixture(scope="module")
+def spark_dir(tmp_path_factory) -> Path:
+    return _spark_dir(tmp_path_factory.mktemp("platform") / "spark")
+
+
+def test_glue_zip_of_wheels_installs_with_no_index_and_runs_every_entry_point(tmp_path, spark_dir):
+    """As Glue 5.1: its image has Spark and boto3 & co.; pip --no-index installs the zip of wheels."""
+    wheels = fetch_wheels()
+    provided = [p for p in job_pins() if p.glue_provided]
+    glue_image = tmp_path / "glue-provided"
+    _run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--target",
+         str(glue_image), *(str(wheels[p.key]) for p in provided)],
+        cwd=tmp_path,
+    )  # fmt: skip
+    python = _fresh_venv(tmp_path / "venv", spark_dir, glue_image)
+    unzipped = tmp_path / "gluewheels"
+    with zipfile.ZipFile(glue_wheels_zip()) as archive:
+        archive.extractall(unzipped)
+    _run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
+         str(unzipped / "wheels"), "-r", str(unzipped / "wheels" / "requirements.txt")],
+        cwd=tmp_path,
+    )  # fmt: skip
+    _run([str(python), "-m", "pip", "check"], cwd=tmp_path)
+    origins = _import_all(python, tmp_path)
+    _assert_shipped(origins, tmp_path / "venv")
+    assert origins["boto3"].startswith(str(glue_image))
+
+
+def _unmet_requirements(site: Path) -> list[str]:
+    """`pip check` for a directory: each distribution's requirements, met inside `site`?"""
+    found_in_site = importlib.metadata.distributions(path=[str(site)])
+    dists = {canonical_name(d.metadata["Name"]): d for d in found_in_site}
+    unmet = []
+    for name, dist in sorted(dists.items()):
+        for requirement in map(Requirement, dist.requires or []):
+            if requirement.marker and not requirement.marker.evaluate(TARGET_ENV):
+                continue
+            found = dists.get(canonical_name(requirement.name))
+            if found is None or not requirement.specifier.contains(found.version, prereleases=True):
+                unmet.append(f"{name} needs {requirement}")
+    return unmet
+
+
+def test_emr_archive_on_pythonpath_runs_every_entry_point(tmp_path, spark_dir):
+    """As EMR Serverless: a bare Python 3.11, the archive unpacked as ./deps in the working directory,
+    PYTHONPATH = Spark's own paths, then ./deps (no pip, no site-packages)."""
+    workdir = tmp_path / "work"
+    with zipfile.ZipFile(emr_deps_archive()) as archive:
+        archive.extractall(workdir / EMR_DEPS_ALIAS)
+    assert _unmet_requirements(workdir / EMR_DEPS_ALIAS) == []
+    conf = emr_dependency_conf("s3://assets/deps.zip")
+    assert conf["spark.archives"] == f"s3://assets/deps.zip#{EMR_DEPS_ALIAS}"
+    assert conf["spark.executorEnv.PYTHONPATH"] == "./deps"
+    assert conf["spark.emr-serverless.driverEnv.PYTHONPATH"] == "./deps"
+    env = {"PYTHONPATH": os.pathsep.join([str(spark_dir), conf["spark.executorEnv.PYTHONPATH"]])}
+    origins = _import_all(Path(sys._base_executable), workdir, env, "-S")
+    _assert_shipped(origins, workdir / EMR_DEPS_ALIAS)
+    assert origins["boto3"].startswith(str(workdir / EMR_DEPS_ALIAS))
