@@ -8,8 +8,7 @@ from pathlib import Path
 from aws_cdk.assertions import Match
 
 from infra.app import config_path
-from lakeloader.config import load_config
-from lakeloader.config_store import config_items
+from lakeloader.config import TableConfig, load_config
 from tests.infra.cdk_helpers import as_list, import_in_bundle, statements
 
 
@@ -54,9 +53,17 @@ def test_tables_are_on_demand_with_pitr_and_the_stage_key(stage_synth):
 def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth):
     _, resource = stage_synth.resource("Custom::LakeloaderConfigSync")
     props = resource["Properties"]
-    expected = config_items(load_config(config_path(stage_synth.app)))
-    assert json.loads(props["Items"]) == expected
-    assert [i["table_id"] for i in expected] == ["crm.customers", "sales.order_lines", "inventory.products"]
+    lake = load_config(config_path(stage_synth.app))
+    items = json.loads(props["Items"])
+    assert [i["table_id"] for i in items] == ["crm.customers", "sales.order_lines", "inventory.products"]
+    for item, table in zip(items, lake.tables, strict=True):
+        # what the jobs load back (config_store.load_tables_from_dynamodb) and the trigger routes by
+        assert TableConfig.model_validate(json.loads(item["config"])) == table
+        assert (item["prefix"], item["enabled"], item["engine"]) == (
+            table.source.prefix,
+            table.enabled,
+            table.engine,
+        )
     assert props["TableName"] == {"Ref": stage_synth.logical_id(stage_synth.stack.config_store.config_table)}
     assert props["ServiceToken"] == {
         "Fn::GetAtt": [stage_synth.logical_id(stage_synth.stack.config_store.sync_function.function), "Arn"]
