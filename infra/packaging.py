@@ -310,8 +310,8 @@ def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> di
             lines = done.stderr.splitlines()
             errors = [line for line in lines if "ERROR" in line] or lines
             raise PackagingError(
-                f"{JOB_REQUIREMENTS.name}: pip could not fetch the wheels for {platform}: "
-                + " ".join(errors[-3:])
+                f"{JOB_REQUIREMENTS.name}: pip could not fetch the wheels for {platform} "
+                f"(`make setup` fetches them while PyPI is reachable): " + " ".join(errors[-3:])
             )
         sums = "".join(f"{_sha256(p)}  {p.name}\n" for p in sorted(tmp.glob("*.whl")))
         (tmp / "SHA256SUMS").write_text(sums)
