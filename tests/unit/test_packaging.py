@@ -83,8 +83,9 @@ def test_every_transitive_dependency_is_pinned_and_satisfied(pins):
 
 
 def test_only_what_glue_ships_is_marked_glue_provided(pins):
+    """A package marked glue-provided stays out of the Glue zip: Glue must really ship it."""
     marked = {p.key for p in pins if p.glue_provided}
-    assert marked == {"boto3", "botocore", "jmespath", "python-dateutil", "s3transfer", "six", "urllib3"}
+    assert "boto3" in marked
     assert marked <= GLUE_51_PROVIDED
 
 
