@@ -10,7 +10,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup test lint unit spark infra e2e demo demo-local synth clean
+.PHONY: setup test lint unit spark infra e2e demo demo-local synth clean mutate
 
 setup: $(STAMP)
 
@@ -47,6 +47,39 @@ demo-local: $(STAMP)
 
 synth: $(STAMP)
 	./node_modules/.bin/cdk synth -c stage=$(STAGE) --quiet
+
+# Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM and
+# runs their unit tests against each mutant, in a copy under build/mutate (the work tree is never
+# touched); it prints the score and the surviving mutants (`mutmut show <name>` in build/mutate
+# shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="trigger ledger"`.
+MUTATE_MODULES ?= trigger ledger config schema inputs
+MUTATE_TESTS   ?= tests/unit/test_trigger.py tests/unit/test_ledger.py tests/unit/test_drain.py \
+                  tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
+                  tests/unit/test_schema_plan.py
+# The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped).
+define MUTATION_SCORE_PY
+import collections, json, pathlib
+from mutmut.stats import status_by_exit_code as status
+print("module      killed timeout survived no-tests  score")
+for meta in sorted(pathlib.Path("mutants/lakeloader").glob("*.py.meta")):
+    n = collections.Counter(status[code] for code in json.loads(meta.read_text())["exit_code_by_key"].values())
+    caught, checked = n["killed"] + n["timeout"], n["killed"] + n["timeout"] + n["survived"] + n["no tests"]
+    score = f"{100 * caught / checked:5.1f}%" if checked else "    -"
+    print(f"{meta.name[:-8]:10} {n['killed']:7} {n['timeout']:7} {n['survived']:8} {n['no tests']:8}  {score}"
+          + (f"  ({n['not checked']} not checked)" if n["not checked"] else ""))
+endef
+export MUTATION_SCORE_PY
+MUTMUT := mutmut==3.8.1
+comma := ,
+mutate: $(STAMP)
+	$(PY) -m pip install --quiet $(MUTMUT)
+	rm -rf build/mutate && mkdir -p build/mutate
+	cp -r lakeloader tests config examples lambda pyproject.toml build/mutate/
+	printf '\n[tool.mutmut]\nsource_paths = ["lakeloader"]\nalso_copy = ["config", "examples", "lambda"]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\n' \
+	  '$(subst " ","$(comma) ",$(patsubst %,"lakeloader/%.py",$(MUTATE_MODULES)))' \
+	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(MUTATE_TESTS)))' >> build/mutate/pyproject.toml
+	cd build/mutate && $(abspath $(VENV))/bin/mutmut run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }
+	cd build/mutate && $(abspath $(VENV))/bin/mutmut results; $(abspath $(PY)) -c "$$MUTATION_SCORE_PY"
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out build/cdk-assets .lakeloader
