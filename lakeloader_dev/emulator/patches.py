@@ -31,6 +31,7 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    neither the application's ``runtimeConfiguration`` nor a real state) -> the application
    keeps its ``spark-defaults``, the run's entry point really runs (``Runtime.run_emr_job``)
    and the run is SUBMITTED, RUNNING, then SUCCESS or FAILED with ``stateDetails``.
+   ``list_job_runs`` of an application without runs raises ResourceNotFound -> an empty list.
 """
 
 from __future__ import annotations
@@ -484,6 +485,15 @@ def _patch_emr_serverless() -> None:
         return job_run
 
     models.EMRServerlessBackend.start_job_run = start_job_run  # type: ignore[method-assign]
+
+    original_list = models.EMRServerlessBackend.list_job_runs
+
+    def list_job_runs(self: Any, application_id: str, *args: Any, **kwargs: Any) -> Any:
+        self.get_application(application_id)  # an unknown application still raises
+        self.job_runs.setdefault(application_id, [])
+        return original_list(self, application_id, *args, **kwargs)
+
+    models.EMRServerlessBackend.list_job_runs = list_job_runs  # type: ignore[method-assign]
 
     original_create = EMRServerlessResponse.create_application
 

@@ -21,6 +21,9 @@ The emulator keeps a journal (``Journal``) of invocations and runs: the demo pri
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.metadata
+import importlib.util
 import io
 import json
 import os
@@ -123,6 +126,7 @@ class Runtime:
         self.journal = Journal()
         self.python = sys.executable
         self._extract_lock = threading.Lock()
+        self._install_lock = threading.Lock()
         # Spark runs (Glue and EMR together) at a time: each is a JVM on this machine
         self.spark_slots = threading.BoundedSemaphore(max(1, spark_slots))
         self.processes: set[subprocess.Popen] = set()
@@ -289,18 +293,24 @@ class Runtime:
         run_dir: Path,
         log_path: Path,
         timeout: float,
+        image: list[str] | None = None,
     ) -> str | None:
         """Run a PySpark script as Glue/EMR would, on local Spark; returns its error line or None.
 
         The ``lakeloader_dev`` stub comes first on PYTHONPATH (a shipped import of the dev package
         fails as on AWS), then ``python_path``; LAKELOADER_EMULATED=1 makes ``lakeloader.spark``
-        build a local session whose ``glue_catalog`` points at the emulator.
+        build a local session whose ``glue_catalog`` points at the emulator. With ``image`` (the
+        top-level modules the platform's Python provides), the script runs with ``python -S``: no
+        site-packages, only the standard library, those modules and ``python_path``, so a
+        dependency the job does not ship fails to import as it would on the platform.
         """
         full_env = self.base_env()
         full_env.update(env)
         full_env.update(
             {
-                "PYTHONPATH": os.pathsep.join([str(DEV_STUB), *python_path]),
+                "PYTHONPATH": os.pathsep.join(
+                    [str(DEV_STUB), *python_path, *([str(self._image_dir(image))] if image else [])]
+                ),
                 "LAKELOADER_EMULATED": "1",
                 "SPARK_LOCAL_IP": "127.0.0.1",
                 "PYSPARK_PYTHON": self.python,
@@ -309,10 +319,27 @@ class Runtime:
                 JARS_ENV: spark_conf().get("spark.jars", ""),
             }
         )
-        rc = self._run([self.python, str(script), *argv], full_env, run_dir, log_path, timeout=timeout)
+        python = [self.python, "-S"] if image else [self.python]
+        rc = self._run([*python, str(script), *argv], full_env, run_dir, log_path, timeout=timeout)
         if rc == 0:
             return None
         return _error_from_log(log_path, rc)
+
+    def _image_dir(self, modules: list[str]) -> Path:
+        """A folder of links to the venv's copies of ``modules``: what a platform's Python provides."""
+        target = self.workdir / "images" / "-".join(modules)
+        with self._extract_lock:
+            if not target.exists():
+                tmp = Path(tempfile.mkdtemp(prefix=".image-", dir=self.workdir))
+                for module in modules:
+                    spec = importlib.util.find_spec(module)
+                    assert spec is not None and spec.origin, module
+                    origin = Path(spec.origin)
+                    source = origin.parent if origin.name == "__init__.py" else origin
+                    (tmp / source.name).symlink_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp.rename(target)
+        return target
 
     # ----------------------------------------------------------------- Glue
 
@@ -338,6 +365,10 @@ class Runtime:
         python_path = [str(AWSGLUE_SHIM)]
         for uri in _uris(arguments.get("--extra-py-files", "")):
             python_path.append(str(_fetch(s3_get, uri, run_dir / "py-files")))
+        modules = _uris(arguments.get("--additional-python-modules", ""))
+        if modules:
+            options = shlex.split(arguments.get("--python-modules-installer-option", ""))
+            python_path.append(str(self._glue_modules(modules, options, s3_get, run_dir, log_path)))
         argv = ["--JOB_NAME", job.name, "--JOB_RUN_ID", job_run.job_run_id]
         for key, value in arguments.items():
             argv += [key if key.startswith("--") else f"--{key}", str(value)]
@@ -350,7 +381,50 @@ class Runtime:
             run_dir=run_dir,
             log_path=log_path,
             timeout=timeout_minutes * 60,
+            image=glue_image_modules(),
         )
+
+    def _glue_modules(
+        self, modules: list[str], options: list[str], s3_get, run_dir: Path, log_path: Path
+    ) -> Path:
+        """``--additional-python-modules`` as Glue 5 installs them: pip with the job's installer
+        options, from wheels on S3 (``.whl`` files, or one ``.gluewheels.zip`` holding
+        ``wheels/requirements.txt``), into a folder on the script's path. Installed once per
+        distinct set of wheels (a run reuses it); a requirement that is not an S3 wheel would need
+        a package index at job start, which the emulator refuses, as a job without network access
+        would fail."""
+        not_s3 = [m for m in modules if not m.startswith("s3://")]
+        if not_s3:
+            raise RuntimeError(
+                f"--additional-python-modules {', '.join(not_s3)}: not a wheel on S3; installing it "
+                "needs a package index at job start"
+            )
+        blobs = {uri: s3_get(uri) for uri in modules}
+        digest = hashlib.sha256(repr((sorted(blobs.items()), options)).encode()).hexdigest()[:16]
+        target = self.workdir / "glue-modules" / digest
+        with self._install_lock:
+            if target.exists():
+                return target
+            source = Path(tempfile.mkdtemp(prefix=".wheels-", dir=self.workdir))
+            requirements: list[str] = []
+            for uri, blob in blobs.items():
+                name = Path(uri).name
+                if name.endswith(".gluewheels.zip"):
+                    with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+                        archive.extractall(source)
+                    requirements += ["--find-links", str(source / "wheels")]
+                    requirements += ["-r", str(source / "wheels" / "requirements.txt")]
+                else:
+                    (source / name).write_bytes(blob)
+                    requirements.append(str(source / name))
+            staging = Path(tempfile.mkdtemp(prefix=".glue-modules-", dir=self.workdir))
+            pip = [self.python, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(staging)]
+            rc = self._run([*pip, *options, *requirements], self.base_env(), run_dir, log_path, timeout=600)
+            if rc != 0:
+                raise RuntimeError(f"pip install of --additional-python-modules failed (exit {rc})")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging.rename(target)
+        return target
 
     # ------------------------------------------------------- EMR Serverless
 
@@ -391,6 +465,7 @@ class Runtime:
             script,
             [str(a) for a in driver.get("entryPointArguments") or []],
             python_path=python_path,
+            image=EMR_IMAGE_MODULES,
             env=env,
             run_dir=run_dir,
             log_path=log_path,
@@ -398,7 +473,37 @@ class Runtime:
         )
 
 
+def glue_image_modules() -> list[str]:
+    """What Glue 5.1's Python provides a job: Spark's pyspark and py4j, and the packages
+    requirements-job.txt marks ``# glue-provided`` (boto3, ...), the venv's copies of them."""
+    from infra.packaging import job_pins
+
+    modules = ["pyspark", "py4j"]
+    for pin in job_pins():
+        if pin.glue_provided:
+            modules += _top_level_modules(pin.name)
+    return modules
+
+
+def _top_level_modules(distribution: str) -> list[str]:
+    """The importable top-level names an installed distribution provides (``python-dateutil`` ->
+    ``dateutil``)."""
+    dist = importlib.metadata.distribution(distribution)
+    listed = (dist.read_text("top_level.txt") or "").split()
+    if listed:
+        return listed
+    names = {
+        Path(str(f)).parts[0].removesuffix(".py")
+        for f in dist.files or []
+        if not str(f).startswith(("..", "/")) and ".dist-info" not in str(f) and str(f).endswith(".py")
+    }
+    return sorted(n for n in names if n.isidentifier())
+
+
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
+# What EMR Serverless's python3.11 provides a job beyond the standard library: Spark's own pyspark
+# and py4j. Everything else (pydantic, PyYAML, boto3) must come from the job's archive or py-files.
+EMR_IMAGE_MODULES = ["pyspark", "py4j"]
 SUBMIT_FLAGS = {
     "--py-files": "spark.submit.pyFiles",
     "--archives": "spark.archives",

@@ -16,6 +16,7 @@ import tarfile
 import time
 import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import boto3
 import pytest
@@ -55,7 +56,7 @@ out.put_object(Bucket=args["out_bucket"], Key="glue/" + args["JOB_RUN_ID"], Body
 """
 
 
-def _zip(files: dict[str, str]) -> bytes:
+def _zip(files: dict[str, str | bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, text in files.items():
@@ -173,6 +174,61 @@ def test_glue_run_failure_carries_the_error_message(glue_job: str) -> None:
     assert run["ErrorMessage"] == "lakeloader: demo.table: the input file is malformed"
 
 
+GLUE_MODULES_SCRIPT = """
+import importlib.util, sys
+import boto3  # Glue's image provides it
+import tinydep  # from --additional-python-modules
+from awsglue.utils import getResolvedOptions
+
+args = getResolvedOptions(sys.argv, ["JOB_RUN_ID"])
+seen = f"{tinydep.WHO} pydantic={importlib.util.find_spec('pydantic') is not None}"
+boto3.client("s3").put_object(Bucket="out", Key="modules/" + args["JOB_RUN_ID"], Body=seen)
+"""
+
+
+def _wheel(name: str, body: str) -> bytes:
+    """A minimal pure-Python wheel of one module."""
+    info = f"{name}-1.0.dist-info"
+    files = {
+        f"{name}/__init__.py": body,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
+    return _zip(files)
+
+
+def test_glue_run_installs_additional_python_modules_from_s3_wheels_without_an_index(glue_job: str) -> None:
+    s3, glue = boto3.client("s3"), boto3.client("glue")
+    wheels = _zip(
+        {
+            "wheels/requirements.txt": "tinydep==1.0\n",
+            "wheels/tinydep-1.0-py3-none-any.whl": _wheel("tinydep", "WHO = 'shipped wheel'\n"),
+        }
+    )
+    s3.put_object(Bucket="scripts", Key="modules.py", Body=GLUE_MODULES_SCRIPT.encode())
+    s3.put_object(Bucket="scripts", Key="deps.gluewheels.zip", Body=wheels)
+    glue.create_job(
+        Name="modules",
+        Role=ROLE,
+        Command={"Name": "glueetl", "ScriptLocation": "s3://scripts/modules.py"},
+        DefaultArguments={
+            "--additional-python-modules": "s3://scripts/deps.gluewheels.zip",
+            "--python-modules-installer-option": "--no-index",
+        },
+        GlueVersion="5.0",
+    )
+    run_id = glue.start_job_run(JobName="modules")["JobRunId"]
+    run = _wait_run("modules", run_id, timeout=120)
+    assert run["JobRunState"] == "SUCCEEDED", run.get("ErrorMessage")
+    seen = s3.get_object(Bucket="out", Key=f"modules/{run_id}")["Body"].read()
+    assert seen == b"shipped wheel pydantic=False"  # the venv's packages are not the job's
+    # a requirement that is not a wheel on S3 needs the package index: refused, as without network
+    failed = glue.start_job_run(JobName="modules", Arguments={"--additional-python-modules": "pydantic==2.0"})
+    run = _wait_run("modules", failed["JobRunId"], timeout=120)
+    assert run["JobRunState"] == "FAILED" and "needs a package index" in run["ErrorMessage"], run
+
+
 def test_step_functions_execution_runs_a_glue_job_to_completion(glue_job: str) -> None:
     definition = {
         "StartAt": "Run",
@@ -221,10 +277,9 @@ def test_custom_resource_gets_string_properties_and_a_crash_fails_the_stack(func
 
 
 EMR_ENTRY_POINT = """
-import json, os, sys
-import boto3
+import importlib.util, json, os, sys
 import helper  # from spark.submit.pyFiles
-import yaml  # the archive's, not the venv's: the shipped dependency wins
+import yaml  # from the archive: the venv's PyYAML is not visible
 try:
     import lakeloader_dev  # noqa: F401
     dev = "importable"
@@ -235,9 +290,10 @@ if args[:1] == ["fail"]:
     print("lakeloader: demo.emr: the input file is malformed", file=sys.stderr)
     sys.exit(1)
 body = {"args": args, "helper": helper.WHO, "yaml": yaml.__version__, "dev": dev,
+        "boto3": importlib.util.find_spec("boto3") is not None,
+        "pyspark": importlib.util.find_spec("pyspark") is not None,
         "greeting": os.environ.get("GREETING"), "emulated": os.environ.get("LAKELOADER_EMULATED")}
-boto3.client("s3").put_object(Bucket="out", Key="emr/" + os.environ["EMR_SERVERLESS_JOB_RUN_ID"],
-                              Body=json.dumps(body))
+print("RESULT " + json.dumps(body))
 """
 
 
@@ -255,14 +311,14 @@ def _tar_gz(files: dict[str, str]) -> bytes:
 @pytest.fixture(scope="module")
 def emr_application(emulator: Emulator) -> str:
     s3 = boto3.client("s3")
-    for bucket in ("emr-code", "out"):
-        s3.create_bucket(Bucket=bucket)
+    s3.create_bucket(Bucket="emr-code")
     s3.put_object(Bucket="emr-code", Key="ingest.py", Body=EMR_ENTRY_POINT.encode())
     s3.put_object(Bucket="emr-code", Key="lib.zip", Body=_zip({"helper.py": "WHO = 'py-files zip'\n"}))
     s3.put_object(
         Bucket="emr-code", Key="deps.tar.gz", Body=_tar_gz({"yaml/__init__.py": "__version__ = 'archive'\n"})
     )
-    return boto3.client("emr-serverless").create_application(
+    emr = boto3.client("emr-serverless")
+    application = emr.create_application(
         name="spark",
         releaseLabel="emr-7.12.0",
         type="SPARK",
@@ -279,6 +335,8 @@ def emr_application(emulator: Emulator) -> str:
             }
         ],
     )["applicationId"]
+    assert emr.list_job_runs(applicationId=application)["jobRuns"] == []  # moto raised here
+    return application
 
 
 def _start_emr(application: str, arguments: list[str], **extra) -> str:
@@ -325,13 +383,17 @@ def test_emr_run_executes_the_entry_point_with_the_applications_spark_defaults(
     run = _wait_emr(emr_application, run_id)
     assert run["state"] == "SUCCESS", run.get("stateDetails")
     assert run["seen"][0] in ("SUBMITTED", "RUNNING")
-    body = json.loads(boto3.client("s3").get_object(Bucket="out", Key=f"emr/{run_id}")["Body"].read())
-    assert body["args"] == ["--table-id", "crm.customers"]
-    assert body["helper"] == "py-files zip" and body["yaml"] == "archive"
-    assert body["greeting"] == "from the run"  # configurationOverrides over the application's defaults
-    assert body["emulated"] == "1" and "not shipped" in body["dev"]
     (record,) = [r for r in emulator.journal.emr_runs if r.run_id == run_id]
     assert record.state == "SUCCESS" and record.arguments == ["--table-id", "crm.customers"]
+    log = Path(record.log_path).read_text().splitlines()
+    (line,) = [line for line in log if line.startswith("RESULT ")]
+    body = json.loads(line.removeprefix("RESULT "))
+    assert body["args"] == ["--table-id", "crm.customers"]
+    assert body["helper"] == "py-files zip" and body["yaml"] == "archive"
+    # the image's Python: Spark's pyspark, and nothing of the venv the job did not ship
+    assert body["pyspark"] is True and body["boto3"] is False
+    assert body["greeting"] == "from the run"  # configurationOverrides over the application's defaults
+    assert body["emulated"] == "1" and "not shipped" in body["dev"]
 
 
 def test_emr_run_failure_carries_the_state_details(emr_application: str) -> None:
@@ -340,3 +402,44 @@ def test_emr_run_failure_carries_the_state_details(emr_application: str) -> None
     assert run["stateDetails"] == "lakeloader: demo.emr: the input file is malformed"
     listed = boto3.client("emr-serverless").list_job_runs(applicationId=emr_application)["jobRuns"]
     assert {r["state"] for r in listed} == {"SUCCESS", "FAILED"}
+
+
+# --- lakeloader erase on a versioned bucket (no Spark: the purge of old object versions) ---------
+
+
+def test_erase_purges_every_noncurrent_version_under_the_table_location(emulator: Emulator) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lakeloader.erase import purge_noncurrent_versions, remaining_versions
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="curated")
+    s3.put_bucket_versioning(Bucket="curated", VersioningConfiguration={"Status": "Enabled"})
+    table, neighbour = "warehouse/crm.db/customers/", "warehouse/crm.db/customers_v2/"
+    # files deleted by maintenance: more than a page of ListObjectVersions and a DeleteObjects batch
+    old = [f"{table}data/{n:05}.parquet" for n in range(1100)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda key: s3.put_object(Bucket="curated", Key=key, Body=b"the subject"), old))
+    for start in (0, 1000):  # a delete marker hides each one; its version stays readable
+        batch = [{"Key": key} for key in old[start : start + 1000]]
+        s3.delete_objects(Bucket="curated", Delete={"Objects": batch})
+    for body in (b"v1", b"v2"):  # a rewritten object: v1 noncurrent
+        s3.put_object(Bucket="curated", Key=f"{table}metadata/version-hint.text", Body=body)
+    s3.put_object(Bucket="curated", Key=f"{table}data/current.parquet", Body=b"kept")
+    for body in (b"a", b"b"):
+        s3.put_object(Bucket="curated", Key=f"{neighbour}data/x.parquet", Body=body)
+
+    assert remaining_versions(f"s3://curated/{table}") == 1100 + 1100 + 1
+    assert purge_noncurrent_versions("s3://curated/warehouse/crm.db/customers") == 2201
+
+    listed = s3.list_object_versions(Bucket="curated", Prefix=table)
+    assert "DeleteMarkers" not in listed
+    assert sorted((v["Key"], v["IsLatest"]) for v in listed["Versions"]) == [
+        (f"{table}data/current.parquet", True),
+        (f"{table}metadata/version-hint.text", True),
+    ]
+    current = s3.get_object(Bucket="curated", Key=f"{table}metadata/version-hint.text")["Body"].read()
+    assert current == b"v2"
+    assert remaining_versions(f"s3://curated/{table}") == 0
+    # the prefix ends at the table's folder: another table whose name starts the same is untouched
+    assert len(s3.list_object_versions(Bucket="curated", Prefix=neighbour)["Versions"]) == 2
