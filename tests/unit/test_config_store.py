@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -71,7 +74,22 @@ def test_config_items_follow_the_contract(lake):
     assert first["enabled"] is True and first["engine"] == "glue"
     assert json.loads(first["config"]) == lake.tables[0].model_dump(mode="json", by_alias=True)
     assert json.loads(items[1]["config"])["source"]["schema"]["unit_price"] == "decimal(10,2)"  # by alias
-    assert items_json(items) == items_json(config_items(lake))  # stable: it is part of the template
+    # stable across processes (it is part of the template): the same text from another interpreter
+    # with another hash seed, so no set or dict order can leak into it
+    code = (
+        "import sys; from lakeloader.config import load_config; "
+        "from lakeloader.config_store import config_items, items_json; "
+        "sys.stdout.write(items_json(config_items(load_config(sys.argv[1]))))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code, str(REPO / "config" / "tables.yaml")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        cwd=REPO,
+    )
+    assert other.stdout == items_json(items)
 
 
 def test_attribute_round_trip():
