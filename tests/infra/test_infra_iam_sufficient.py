@@ -103,15 +103,14 @@ class Stack:
         (sync,) = self.of_type("Custom::LakeloaderConfigSync").values()
         return [json.loads(item["config"]) for item in json.loads(sync["Items"])]
 
-    def warehouse_database_location(self, database: str, warehouse: str) -> tuple[str, str]:
-        """(Glue name, LocationUri) of the catalog database holding a config database's tables."""
-        found = []
-        for props in self.of_type("AWS::Glue::Database").values():
-            name = self.resolve(props["DatabaseInput"]["Name"])
-            location = self.resolve(props["DatabaseInput"].get("LocationUri", ""))
-            if location.startswith(warehouse) and (name == database or name.endswith(f"_{database}")):
-                found.append((name, location.rstrip("/")))
-        assert len(found) == 1, f"expected one catalog database for {database!r} in {warehouse}, got {found}"
+    def database_location(self, name: str) -> str:
+        """The LocationUri of the stack's Glue database `name` (where Iceberg puts its tables)."""
+        found = [
+            self.resolve(props["DatabaseInput"]["LocationUri"]).rstrip("/")
+            for props in self.of_type("AWS::Glue::Database").values()
+            if self.resolve(props["DatabaseInput"]["Name"]) == name
+        ]
+        assert len(found) == 1, f"expected one Glue database named {name!r}, found {len(found)}"
         return found[0]
 
     def lambda_with_env(self, variable: str) -> dict[str, Any]:
@@ -147,7 +146,8 @@ def lake_needs(stack: Stack, args: dict[str, str], code_urls: list[str]) -> list
     for table in stack.table_configs():
         raw_object = f"arn:aws:s3:::{raw.netloc}{raw.path}{table['source']['prefix']}LOAD00000001.parquet"
         needs.append(Need("s3:GetObject", raw_object, f"{table['id']}: Spark reads the raw file"))
-        database, location = stack.warehouse_database_location(table["target"]["database"], args["warehouse"])
+        database = args["database_prefix"] + table["target"]["database"]  # jobs.with_database_prefix
+        location = stack.database_location(database)
         table_root = f"{location}/{table['target']['table']}"
         assert table_root.startswith(args["warehouse"]), table_root
         for path in ("data/00000-0-a.parquet", "metadata/00001-b.metadata.json"):
@@ -196,6 +196,7 @@ def glue_job_needs(stack: Stack) -> dict[str, list[Need]]:
             "runs": defaults["--lakeloader_runs_table"],
             "raw_root": defaults["--lakeloader_raw_root"],
             "warehouse": defaults["--lakeloader_warehouse"],
+            "database_prefix": defaults.get("--lakeloader_database_prefix", ""),
         }
         code = [stack.resolve(props["Command"]["ScriptLocation"]), *defaults["--extra-py-files"].split(",")]
         by_role.setdefault(stack.role_id(props["Role"]), []).extend(lake_needs(stack, args, code))
@@ -217,6 +218,7 @@ def emr_job_needs(stack: Stack) -> dict[str, list[Need]]:
         "runs": flags["--runs-table"],
         "raw_root": flags["--raw-root"],
         "warehouse": flags["--warehouse"],
+        "database_prefix": flags.get("--database-prefix", ""),
     }
     (application,) = [
         p for k, p in stack.of_type("AWS::EMRServerless::Application").items()
