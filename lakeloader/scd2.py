@@ -9,10 +9,11 @@ under ``scd2:``)::
     version_key  surrogate key: sha256 hex of the key columns and valid_from
                  (deterministic: re-running a batch produces the same keys)
     row_hash     sha256 hex of the tracked columns (default: every column but the
-                 keys, the sequence column and ``scd2.ignore``)
+                 keys, the sequence columns and ``scd2.ignore``)
 
 Per batch, every change (not only the latest per key) is applied in sequence
-order (sequence value, then file, then row):
+order (the sequence tuple -- valid_from's column and its tie-breakers --, then
+file, then row):
 
 * a change whose tracked columns differ from the key's previous state closes
   that version (valid_to = the change's sequence value) and opens a new one;
@@ -22,11 +23,16 @@ order (sequence value, then file, then row):
   a later insert opens a new one;
 * several changes to one key in one batch become a chain of versions: those
   superseded within the batch are written already closed;
-* changes to one key with the same sequence value: the last (file, then row)
-  wins -- a version valid for zero time would be invisible to every query;
-* late changes -- not newer than the key's latest known point in time
-  (the current version's valid_from, or the last valid_to of a deleted key) --
-  are ignored and counted in the run summary: history is never rewritten;
+* changes to one key with the same valid_from value: the last (sequence tuple,
+  then file, then row) wins -- a version valid for zero time would be invisible
+  to every query. A later batch's change at the current version's valid_from
+  with a higher tie-breaker replaces that version (same valid_from, same
+  surrogate key); a delete at that instant closes it with valid_to = valid_from;
+* late changes -- not newer than the key's latest known point: the current
+  version's sequence tuple (its valid_from and the tie-breaker columns it holds),
+  or for a deleted key the last valid_to (the delete's tie-breakers are not
+  kept, so an equal time is late) -- are ignored and counted in the run
+  summary: history is never rewritten;
 * a change without a sequence value fails the batch (valid_from needs one).
 
 Everything the batch does is ONE MERGE, so one atomic commit: its source is
@@ -53,6 +59,7 @@ from pyspark.sql import types as T
 from lakeloader import cdc, schema
 from lakeloader.config import TableConfig
 from lakeloader.errors import BadInputError, LakeloaderError
+from lakeloader.sequence import newer_sql
 from lakeloader.sql import quote
 
 KIND, CLOSE_AT = "_ll_kind", "_ll_close_at"
@@ -65,7 +72,7 @@ HASH, STATE, PREV, LATE, EFFECTIVE, NEXT, FIRST = (
     "_ll_next",
     "_ll_first",
 )
-T_LAST, T_HASH, T_CURRENT = "_ll_t_last", "_ll_t_hash", "_ll_t_current"
+T_LAST, T_HASH, T_CURRENT, T_FROM = "_ll_t_last", "_ll_t_hash", "_ll_t_current", "_ll_t_from"
 # Stable JSON for hashing: UTC timestamps, NULL fields left out (so a column added
 # later, NULL in old rows, does not change their hash).
 JSON_OPTIONS = {"timeZone": "UTC", "ignoreNullFields": "true"}
@@ -120,7 +127,7 @@ def tracked_columns(table: TableConfig, data_columns: list[str]) -> list[str]:
             tracked.append(actual)
         return tracked
     skip = {k.lower() for k in table.keys} | {c.lower() for c in options.ignore}
-    skip.add((table.sequence_column or "").lower())
+    skip.update(c.lower() for c in table.sequence_columns)  # they move with every change
     return [c for c in data_columns if c.lower() not in skip]
 
 
@@ -163,26 +170,39 @@ def prepare(
             column=table.sequence_column,
         )
 
-    events = schema.align(changes, data_schema, extra=[cdc.OP, cdc.SEQ, cdc.FILE_POS, cdc.ROW_POS])
+    seq_meta = cdc.seq_columns_of(changes)
+    events = schema.align(changes, data_schema, extra=[cdc.OP, *seq_meta, cdc.FILE_POS, cdc.ROW_POS])
     events = events.withColumn(cdc.SEQ, F.col(cdc.SEQ).cast(seq_type)).withColumn(
         HASH, _hash(tracked_columns(table, data_names))
     )
 
     # The key's latest known point in time and its current version, for the batch's keys only.
     versions = spark.table(name).join(events.select(*keys), on=keys, how="left_semi")
+    # The tie-breakers the versions hold (data columns of the change that opened each version).
+    breakers = [c for c in (cdc.find_column(data_names, n) for n in table.sequence_columns[1:]) if c]
+    held = [f"_ll_t_tb_{i}" for i in range(len(breakers))]
     state = versions.groupBy(*[F.col(k) for k in keys]).agg(
         F.max(F.coalesce(F.col(vt), F.col(vf))).alias(T_LAST),
         F.max(F.when(F.col(cur), F.col(hs))).alias(T_HASH),
         F.coalesce(F.max(F.col(cur)), F.lit(False)).alias(T_CURRENT),
+        F.max(F.when(F.col(cur), F.col(vf))).alias(T_FROM),
+        *[F.max(F.when(F.col(cur), F.col(b))).alias(h) for b, h in zip(breakers, held, strict=True)],
     )
     events = events.join(state, on=keys, how="left")
+    # Newer than the current version: the whole tuple; than a deleted key's end: its time only.
+    newer_than_current = newer_sql(
+        [quote(c) for c in (T_FROM, *held)], [quote(c) for c in (cdc.SEQ, *breakers)]
+    )
     events = events.withColumn(
-        LATE, F.coalesce(F.col(T_LAST).isNotNull() & (F.col(cdc.SEQ) <= F.col(T_LAST)), F.lit(False))
+        LATE,
+        F.when(F.col(T_CURRENT), ~F.expr(newer_than_current))
+        .when(F.col(T_LAST).isNotNull(), F.col(cdc.SEQ) <= F.col(T_LAST))
+        .otherwise(F.lit(False)),
     )
 
-    # Same key and sequence value: the last change (file, then row) wins.
+    # Same key and valid_from: the last change (sequence tuple, then file, then row) wins.
     tie = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE), F.col(cdc.SEQ)).orderBy(
-        F.col(cdc.FILE_POS).desc(), F.col(cdc.ROW_POS).desc()
+        *cdc.newest_first(events)
     )
     events = events.withColumn("_ll_tie", F.row_number().over(tie)).filter(F.col("_ll_tie") == 1)
 
@@ -239,9 +259,12 @@ def prepare(
         *[F.lit(None).cast(key_types[k]).alias(merge_key(i)) for i, k in enumerate(keys)],
         F.lit(None).cast(seq_type).alias(CLOSE_AT),
     )
+    # A new version at the current one's own valid_from replaces it (a zero-length version would be
+    # invisible and would repeat its surrogate key); a delete at that instant closes it as usual.
+    replaces = (F.col(cdc.SEQ) == F.col(T_FROM)) & (F.col(cdc.OP) != "D")
     closes = events.filter(F.col(EFFECTIVE) & F.col(FIRST) & F.col(T_CURRENT)).select(
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in target_schema.fields],
-        F.lit("close").alias(KIND),
+        F.when(replaces, F.lit("drop")).otherwise(F.lit("close")).alias(KIND),
         *[F.col(k).alias(merge_key(i)) for i, k in enumerate(keys)],
         F.col(cdc.SEQ).alias(CLOSE_AT),
     )
@@ -257,7 +280,8 @@ def prepare(
 
 
 def merge_sql(name: str, view: str, table: TableConfig, target_schema: T.StructType) -> str:
-    """One MERGE: close rows end the current version, open rows (NULL merge key) are inserted."""
+    """One MERGE: close rows end the current version (drop rows remove one replaced at its own
+    valid_from), open rows (NULL merge key) are inserted."""
     names = target_schema.fieldNames()
     options = table.scd2_options
     vt, cur = (cdc.find_column(names, c) or c for c in (options.valid_to, options.is_current))
@@ -267,6 +291,7 @@ def merge_sql(name: str, view: str, table: TableConfig, target_schema: T.StructT
     values = ", ".join(f"s.{quote(c)}" for c in names)
     return (
         f"MERGE INTO {name} t USING {quote(view)} s ON {on} AND t.{quote(cur)} = TRUE "
+        f"WHEN MATCHED AND s.{quote(KIND)} = 'drop' THEN DELETE "
         f"WHEN MATCHED AND s.{quote(KIND)} = 'close' "
         f"THEN UPDATE SET t.{quote(vt)} = s.{quote(CLOSE_AT)}, t.{quote(cur)} = FALSE "
         f"WHEN NOT MATCHED AND s.{quote(KIND)} = 'open' THEN INSERT ({cols}) VALUES ({values})"

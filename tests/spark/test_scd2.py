@@ -291,3 +291,75 @@ def test_debezium_epoch_sequence_and_same_sequence_ties(spark, raw, make_table):
     assert (result.inserted, result.updated) == (2, 1)
     assert versions(spark, table) == [(1, "b", 1000, 2000, False), (1, "c", 2000, None, True)]
     assert spark.table(target(table)).schema["valid_from"].dataType.simpleString() == "bigint"
+
+
+# DMS with the AR_H_CHANGE_SEQ header column: changes in one transaction share last_update_time.
+DMS_SEQ = DMS.append(pa.field("AR_H_CHANGE_SEQ", pa.string()))
+
+
+def seq_change(op: str, id_: int, name: str | None, minute: int, change_no: int) -> dict:
+    return {**change(op, id_, name, minute), "AR_H_CHANGE_SEQ": f"2026110108000000{change_no:019d}"}
+
+
+def test_equal_time_with_a_higher_change_sequence_in_a_later_batch_replaces_that_version(
+    spark, raw, make_table
+):
+    table = scd2_table(make_table)
+    raw.write_parquet(
+        "src/20261101-0900.parquet", [seq_change("I", 1, "a", 0, 1), seq_change("U", 1, "b", 10, 2)], DMS_SEQ
+    )
+    load(spark, table, raw)
+    # the same transaction's next change to the key lands in the next batch
+    raw.write_parquet("src/20261101-0901.parquet", [seq_change("U", 1, "c", 10, 3)], DMS_SEQ)
+    result = load(spark, table, raw)
+    assert (result.inserted, result.updated, result.deleted) == (1, 1, 0)
+    # no zero-length version: the state at 08:10 is c, valid from the same instant
+    assert versions(spark, table) == [(1, "a", at(0), at(10), False), (1, "c", at(10), None, True)]
+    keys = spark.sql(f"SELECT version_key FROM {target(table)}").collect()
+    assert len({r.version_key for r in keys}) == 2
+
+
+def test_exact_replay_and_replayed_earlier_change_with_an_equal_time_are_late(spark, raw, make_table):
+    table = scd2_table(make_table)
+    raw.write_parquet(
+        "src/20261101-0900.parquet", [seq_change("I", 1, "a", 0, 1), seq_change("U", 1, "b", 10, 2)], DMS_SEQ
+    )
+    raw.write_parquet("src/20261101-0901.parquet", [seq_change("U", 1, "c", 10, 3)], DMS_SEQ)
+    load(spark, table, raw)
+    before = (versions(spark, table), snapshots(spark, table))
+    # the last change again, then an earlier change of the same instant
+    for name, replayed in (
+        ("0902", seq_change("U", 1, "c", 10, 3)),
+        ("0903", seq_change("U", 1, "b", 10, 2)),
+    ):
+        raw.write_parquet(f"src/20261101-{name}.parquet", [replayed], DMS_SEQ)
+        result = load(spark, table, raw)
+        assert (result.inserted, result.updated, result.deleted) == (0, 0, 0)
+        assert any("1 late change(s)" in n for n in result.notes)
+        assert (versions(spark, table), snapshots(spark, table)) == before
+
+
+def test_within_a_batch_the_tuple_decides_before_file_and_row_order(spark, raw, make_table):
+    table = scd2_table(make_table)
+    raw.write_parquet(
+        "src/20261101-0900.parquet",
+        [seq_change("I", 1, "last", 0, 9), seq_change("I", 1, "first", 0, 1)],
+        DMS_SEQ,
+    )
+    raw.write_parquet("src/20261101-0901.parquet", [seq_change("U", 1, "middle", 0, 5)], DMS_SEQ)
+    result = load(spark, table, raw)
+    assert (result.inserted, result.updated) == (1, 0)
+    assert versions(spark, table) == [(1, "last", at(0), None, True)]
+
+
+def test_a_delete_at_the_current_versions_own_instant_closes_it(spark, raw, make_table):
+    table = scd2_table(make_table)
+    raw.write_parquet("src/20261101-0900.parquet", [seq_change("I", 1, "a", 5, 1)], DMS_SEQ)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0901.parquet", [seq_change("D", 1, None, 5, 2)], DMS_SEQ)
+    assert load(spark, table, raw).deleted == 1
+    assert versions(spark, table) == [(1, "a", at(5), at(5), False)]
+    # the insert replayed: not newer than the key's end (equal time, the delete's number is not kept)
+    raw.write_parquet("src/20261101-0902.parquet", [seq_change("I", 1, "a", 5, 1)], DMS_SEQ)
+    assert load(spark, table, raw).inserted == 0
+    assert versions(spark, table) == [(1, "a", at(5), at(5), False)]
