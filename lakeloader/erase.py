@@ -13,12 +13,17 @@ and, for merge-on-read tables, in the data file a position delete merely masks.
    (``retain_last => 1``): the files only old snapshots referenced are deleted;
 4. removes orphan files older than the erasure's *start* (see :func:`_remove_orphans`
    for why the 24-hour safety interval is disabled here);
-5. verifies: every snapshot still in the table's metadata (``VERSION AS OF``
-   each, branches and tags included) returns no matching row, and no data file
-   any snapshot references holds one when read directly (deletes ignored).
+5. on an ``s3://`` warehouse, deletes every noncurrent object version and delete
+   marker under the table's location (:func:`purge_noncurrent_versions`): on a
+   versioned bucket a deleted file is only hidden, and stays readable by version id
+   until the lifecycle rule expires it;
+6. verifies: every snapshot still in the table's metadata (``VERSION AS OF``
+   each, branches and tags included) returns no matching row, no data file
+   any snapshot references holds one when read directly (deletes ignored), and no
+   noncurrent version or delete marker is left under the table's location.
    A failed verification raises (after the audit record is written, marked
    ``verified = false``);
-6. appends an audit record to ``<catalog>.lakeloader_audit.erasures``: who (OS user
+7. appends an audit record to ``<catalog>.lakeloader_audit.erasures``: who (OS user
    and, when available, the AWS caller ARN), when, the table, the row count and a
    SHA-256 of the predicate -- never the erased values. Set
    ``LAKELOADER_ERASURE_SALT`` to make it an HMAC (a bare hash of a low-entropy key
@@ -41,6 +46,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
@@ -59,8 +66,12 @@ AUDIT_TABLE = "erasures"
 AUDIT_COLUMNS = (
     "erased_at TIMESTAMP, who STRING, table_id STRING, target STRING, rows_erased BIGINT, "
     "predicate_kind STRING, subjects INT, predicate_sha256 STRING, snapshots_expired INT, "
-    "files_deleted BIGINT, orphan_files_removed BIGINT, snapshots_verified INT, verified BOOLEAN"
+    "files_deleted BIGINT, orphan_files_removed BIGINT, snapshots_verified INT, verified BOOLEAN, "
+    "object_versions_purged BIGINT"
 )
+S3_SCHEMES = ("s3", "s3a", "s3n")
+# table properties that put data or metadata files outside the table's location
+LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path")
 
 
 class ErasureError(LakeloaderError):
@@ -83,6 +94,8 @@ class ErasureResult:
     snapshots_expired: int = 0
     files_deleted: int = 0
     orphan_files_removed: int = 0
+    object_versions_purged: int = 0
+    versioned_locations: list[str] = field(default_factory=list)  # s3:// prefixes purged of old versions
     snapshots_verified: int = 0
     data_files_verified: int = 0
     verified: bool = False
@@ -100,8 +113,13 @@ class ErasureResult:
             f"rewrote {self.data_files_rewritten:,} data file(s) that still held deleted rows",
             f"expired {self.snapshots_expired:,} snapshot(s), deleting {self.files_deleted:,} file(s)",
             f"removed {self.orphan_files_removed:,} orphan file(s)",
+            f"purged {self.object_versions_purged:,} noncurrent object version(s) and delete marker(s) "
+            f"under {', '.join(self.versioned_locations)}"
+            if self.versioned_locations
+            else "purged no object versions (the warehouse is not on S3)",
             f"verified: no matching row in {self.snapshots_verified} snapshot(s) reachable by time travel "
             f"nor in {self.data_files_verified} data file(s)"
+            + (", no noncurrent object version left" if self.versioned_locations else "")
             if self.verified
             else "NOT verified",
             f"audit record: {self.audit_table} (who={self.who}, at={self.erased_at})",
@@ -209,6 +227,82 @@ def _remove_orphans(spark: SparkSession, name: str, older_than: datetime) -> int
     return sum(1 for _ in result.orphanFileLocations())
 
 
+def table_locations(spark: SparkSession, name: str) -> list[str]:
+    """The table's location, plus data/metadata paths its properties set outside it."""
+    jvm = spark.sparkContext._jvm
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+    properties = table.properties()
+    found = [table.location()]
+    found += [str(properties.get(key)) for key in LOCATION_PROPERTIES if properties.get(key)]
+    prefixes = sorted({location.rstrip("/") + "/" for location in found})
+    return [p for p in prefixes if not any(p != other and p.startswith(other) for other in prefixes)]
+
+
+def _s3_prefix(location: str) -> tuple[str, str]:
+    parsed = urlparse(location)
+    return parsed.netloc, parsed.path.lstrip("/").rstrip("/") + "/"
+
+
+def _old_versions(s3: Any, bucket: str, prefix: str) -> tuple[list[dict], list[dict]]:
+    """(noncurrent versions, delete markers) under the prefix, as DeleteObjects identifiers."""
+    versions, markers = [], []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        for version in page.get("Versions", []):
+            if not version["IsLatest"]:
+                versions.append({"Key": version["Key"], "VersionId": version["VersionId"]})
+        for marker in page.get("DeleteMarkers", []):
+            markers.append({"Key": marker["Key"], "VersionId": marker["VersionId"]})
+    return versions, markers
+
+
+def _delete_versions(s3: Any, bucket: str, objects: list[dict], location: str) -> int:
+    for start in range(0, len(objects), 1000):  # DeleteObjects takes at most 1,000 keys
+        response = s3.delete_objects(
+            Bucket=bucket, Delete={"Objects": objects[start : start + 1000], "Quiet": True}
+        )
+        errors = response.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise ErasureError(
+                f"could not delete {len(errors)} object version(s) under {location}: first "
+                f"s3://{bucket}/{first.get('Key')} version {first.get('VersionId')}: {first.get('Code')} "
+                f"{first.get('Message', '')} (erase needs s3:ListBucketVersions and s3:DeleteObjectVersion "
+                "on the warehouse prefix)"
+            )
+    return len(objects)
+
+
+def purge_noncurrent_versions(location: str, s3: Any = None) -> int:
+    """Delete every noncurrent version and delete marker under ``location`` (s3://bucket/prefix);
+    returns how many were deleted.
+
+    Every noncurrent version under the table's location, not only those of the files this
+    erasure deleted: files that earlier maintenance (compaction, snapshot expiry, orphan
+    removal) deleted are noncurrent versions too, kept for the lifecycle rule's days, and
+    may hold the subject's rows or, in manifests, its values as column bounds. Iceberg never
+    reads a noncurrent version, so the table loses nothing; the bucket loses its undelete
+    window for this table. Versions go first, then the delete markers: a marker removed
+    while a version of its key remains would make that version current again.
+    """
+    import boto3
+
+    s3 = s3 or boto3.client("s3")
+    bucket, prefix = _s3_prefix(location)
+    versions, _ = _old_versions(s3, bucket, prefix)
+    purged = _delete_versions(s3, bucket, versions, location)
+    _, markers = _old_versions(s3, bucket, prefix)
+    return purged + _delete_versions(s3, bucket, markers, location)
+
+
+def remaining_versions(location: str, s3: Any = None) -> int:
+    """How many noncurrent versions and delete markers are under ``location``."""
+    import boto3
+
+    s3 = s3 or boto3.client("s3")
+    versions, markers = _old_versions(s3, *_s3_prefix(location))
+    return len(versions) + len(markers)
+
+
 def verify(spark: SparkSession, name: str, predicate: str) -> tuple[int, int, list[str]]:
     """(snapshots checked, data files checked, problems): time travel to every snapshot, and a
     direct read of every data file any snapshot references."""
@@ -246,6 +340,11 @@ def _audit(spark: SparkSession, catalog: str, result: ErasureResult, erased_at: 
     target = qualified(catalog, AUDIT_DATABASE, AUDIT_TABLE)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, AUDIT_DATABASE)}")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {target} ({AUDIT_COLUMNS}) USING iceberg")
+    existing = {f.name.lower() for f in spark.table(target).schema.fields}
+    missing = [c for c in AUDIT_COLUMNS.split(", ") if c.split()[0].lower() not in existing]
+    if missing:  # an audit table written by an older lakeloader
+        columns = ", ".join(f"{quote(c.split()[0])} {c.split()[1]}" for c in missing)
+        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({columns})")
     row = (
         erased_at.replace(tzinfo=None),
         result.who,
@@ -260,6 +359,7 @@ def _audit(spark: SparkSession, catalog: str, result: ErasureResult, erased_at: 
         result.orphan_files_removed,
         result.snapshots_verified,
         result.verified,
+        result.object_versions_purged,
     )
     spark.createDataFrame([row], AUDIT_COLUMNS).writeTo(target).append()
     return f"{AUDIT_DATABASE}.{AUDIT_TABLE}"
@@ -351,8 +451,20 @@ def erase(
             "`lakeloader run` over the same raw_root would load them again (the ledger keeps them done on "
             "AWS). Remove the subject from the raw zone too."
         )
+    result.versioned_locations = [
+        location
+        for location in table_locations(spark, name)
+        if urlparse(location).scheme in S3_SCHEMES
+    ]
+    for location in result.versioned_locations:
+        progress(f"deleting noncurrent object versions under {location}")
+        result.object_versions_purged += purge_noncurrent_versions(location)
     progress("verifying every remaining snapshot and data file")
     result.snapshots_verified, result.data_files_verified, problems = verify(spark, name, predicate)
+    for location in result.versioned_locations:
+        left = remaining_versions(location)
+        if left:
+            problems.append(f"{left} noncurrent object version(s)/delete marker(s) remain under {location}")
     result.verified = not problems
     result.notes.extend(f"! {p}" for p in problems)
     erased_at = datetime.now(UTC)

@@ -32,6 +32,8 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    keeps its ``spark-defaults``, the run's entry point really runs (``Runtime.run_emr_job``)
    and the run is SUBMITTED, RUNNING, then SUCCESS or FAILED with ``stateDetails``.
    ``list_job_runs`` of an application without runs raises ResourceNotFound -> an empty list.
+9. ``AWS::S3::Bucket`` from CloudFormation ignores ``VersioningConfiguration`` (the bucket
+   stays unversioned, so a deleted object is gone at once) -> applied, as AWS does.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ def apply(runtime: Any, port: int) -> None:
     _patch_glue()
     _patch_kms()
     _patch_emr_serverless()
+    _patch_s3_bucket_versioning()
     _APPLIED = True
 
 
@@ -504,3 +507,23 @@ def _patch_emr_serverless() -> None:
         return result
 
     EMRServerlessResponse.create_application = create_application  # type: ignore[method-assign]
+
+
+# 9. S3 bucket versioning from CloudFormation -------------------------------------------------
+
+
+def _patch_s3_bucket_versioning() -> None:
+    from moto.s3.models import FakeBucket, s3_backends
+    from moto.utilities.utils import get_partition
+
+    original = FakeBucket.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):  # type: ignore[no-untyped-def]
+        bucket = original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        versioning = (cloudformation_json.get("Properties") or {}).get("VersioningConfiguration") or {}
+        if versioning.get("Status"):
+            backend = s3_backends[account_id][get_partition(region_name)]
+            backend.put_bucket_versioning(bucket.name, versioning["Status"])
+        return bucket
+
+    FakeBucket.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]

@@ -443,3 +443,23 @@ def test_erase_purges_every_noncurrent_version_under_the_table_location(emulator
     assert remaining_versions(f"s3://curated/{table}") == 0
     # the prefix ends at the table's folder: another table whose name starts the same is untouched
     assert len(s3.list_object_versions(Bucket="curated", Prefix=neighbour)["Versions"]) == 2
+
+
+def test_cloudformation_bucket_gets_its_versioning(emulator: Emulator) -> None:
+    from lakeloader_dev.emulator.deploy import wait_for_stack
+
+    template = {
+        "Resources": {
+            "Versioned": {
+                "Type": "AWS::S3::Bucket",
+                "Properties": {"BucketName": "versioned", "VersioningConfiguration": {"Status": "Enabled"}},
+            },
+            "Plain": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "plain"}},
+        }
+    }
+    cfn = boto3.client("cloudformation")
+    cfn.create_stack(StackName="buckets", TemplateBody=json.dumps(template))
+    wait_for_stack(cfn, "buckets", timeout=60, failures=None)
+    s3 = boto3.client("s3")
+    assert s3.get_bucket_versioning(Bucket="versioned").get("Status") == "Enabled"
+    assert "Status" not in s3.get_bucket_versioning(Bucket="plain")
