@@ -41,6 +41,16 @@ ARN = f"{REGION}:{ACCOUNT}"
 SPARK_CATALOG = "spark.sql.catalog.glue_catalog.warehouse"
 
 
+# The DynamoDB calls of a job run, per table: config_store.scan_items (config); Ledger.next_batch,
+# claim, finish (ledger); start_run, end_run, acquire/renew/release_lock (runs). tests/unit/test_drain.py
+# records what drain_table really sends and checks it against this list.
+JOB_DYNAMODB_ACTIONS = {
+    "config": ["Scan"],
+    "ledger": ["Query", "UpdateItem"],
+    "runs": ["PutItem", "GetItem", "UpdateItem", "DeleteItem"],
+}
+
+
 @dataclass(frozen=True)
 class Need:
     action: str
@@ -133,14 +143,9 @@ def dynamodb(stack: Stack, table: str, actions: list[str], why: str) -> list[Nee
 
 def lake_needs(stack: Stack, args: dict[str, str], code_urls: list[str]) -> list[Need]:
     """What lakeloader.jobs.ingest_main / maintain_main do with the job arguments they receive."""
-    needs = dynamodb(stack, args["config"], ["Scan"], "load_tables_from_dynamodb")
-    needs += dynamodb(stack, args["ledger"], ["Query", "UpdateItem"], "Ledger.next_batch/claim/finish")
-    needs += dynamodb(
-        stack,
-        args["runs"],
-        ["PutItem", "GetItem", "UpdateItem", "DeleteItem"],
-        "Ledger.start_run/end_run and the table lock",
-    )
+    needs = []
+    for table, actions in JOB_DYNAMODB_ACTIONS.items():
+        needs += dynamodb(stack, args[table], actions, f"the jobs' {table} table")
     raw, warehouse = urlparse(args["raw_root"]), urlparse(args["warehouse"])
     curated_key = stack.bucket_key_arn(warehouse.netloc)
     for table in stack.table_configs():

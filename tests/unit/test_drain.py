@@ -1,10 +1,11 @@
 """The drain loop's outcome (lakeloader.jobs.drain_table), without the e2e suite.
 
 Real: the Ledger code against DynamoDB on moto's server over HTTP, drain_table itself, and its
-metrics going to moto's CloudWatch. Stubbed: only the Spark merge (`lakeloader.runner.run_tables`,
-monkeypatched): it is not the code under test here and is covered by tests/spark. The stub
-returns the outcome each test scripts for the files it is given and can act while a batch
-"runs" (an object arrives, the lock is taken over).
+metrics going to moto's CloudWatch. Every DynamoDB call a drain sends is checked against the job
+roles' grants as tests/infra/test_infra_iam_sufficient.py states them. Stubbed: only the Spark
+merge (`lakeloader.runner.run_tables`, monkeypatched): it is not the code under test here and is
+covered by tests/spark. The stub returns the outcome each test scripts for the files it is given
+and can act while a batch "runs" (an object arrives, the lock is taken over).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from lakeloader import jobs  # noqa: E402
 from lakeloader.config import TableConfig  # noqa: E402
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, LockLostError, ObjectRef  # noqa: E402
 from lakeloader.merge import TableResult  # noqa: E402
+from tests.infra.test_infra_iam_sufficient import JOB_DYNAMODB_ACTIONS  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint
+PAUSED: list[bool] = []  # non-empty while the stubbed merge acts: its ledger calls are not the run's
 
 
 class Clock:
@@ -77,7 +80,11 @@ def merges(monkeypatch) -> list[list[str]]:
             assert [t.id for t in tables] == [table.id] and spark == "spark" and catalog == "glue_catalog"
             names = [f.name for f in inputs[table.id]]
             calls.append(names)
-            return [outcome(names)]
+            PAUSED.append(True)  # what the scripted outcome does is another actor's, not the run's
+            try:
+                return [outcome(names)]
+            finally:
+                PAUSED.pop()
 
         monkeypatch.setattr("lakeloader.runner.run_tables", run_tables)
         return calls
@@ -96,7 +103,23 @@ def statuses(ledger: Ledger, table: TableConfig) -> dict[str, tuple[str, str | N
 
 
 def drain(ledger: Ledger, table: TableConfig) -> TableResult:
-    return jobs.drain_table("spark", table, ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid-1")
+    """Run drain_table; every DynamoDB call it sends must be one the job roles are granted."""
+    sent: set[tuple[str, str]] = set()
+
+    def record(model, params, **_):
+        if not PAUSED:
+            sent.add((params["TableName"], model.name))
+
+    ledger.client.meta.events.register("before-parameter-build.dynamodb", record)
+    try:
+        return jobs.drain_table(
+            "spark", table, ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid-1"
+        )
+    finally:
+        ledger.client.meta.events.unregister("before-parameter-build.dynamodb", record)
+        granted = {(ledger.ledger_table, a) for a in JOB_DYNAMODB_ACTIONS["ledger"]}
+        granted |= {(ledger.runs_table, a) for a in JOB_DYNAMODB_ACTIONS["runs"]}
+        assert sent and sent <= granted, f"not in the job roles' grants: {sorted(sent - granted)}"
 
 
 def ok(table: TableConfig, inserted: int) -> TableResult:
