@@ -1,0 +1,93 @@
+"""Erasure: the managed policy an operator needs to run `lakeloader erase` against this stage.
+
+`lakeloader erase` (lakeloader/erase.py) runs on an operator's machine, as whoever attaches
+this policy, and calls exactly:
+
+* the Glue catalog through Iceberg's GlueCatalog: GetDatabase, GetTable, UpdateTable on the
+  stage's databases and their tables (load, DELETE, rewrite, expire: each a commit), and on
+  the audit database `lakeloader_audit` also CreateDatabase/CreateTable (CREATE ... IF NOT
+  EXISTS of the audit table on first use);
+* the warehouse prefix of the curated bucket through S3FileIO: GetObject, PutObject,
+  DeleteObject, AbortMultipartUpload, and ListBucket for the orphan-file listing;
+* the purge of old object versions (the bucket is versioned): ListBucketVersions and
+  DeleteObjectVersion, prefix-scoped like the rest;
+* the stage's KMS key, which encrypts the curated bucket.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.catalog import Catalog, glue_arns
+from infra.nag import acknowledge_wildcards, arn_ref
+from infra.settings import Stage
+from infra.storage import WAREHOUSE_PREFIX, LakeStorage
+from lakeloader.erase import AUDIT_DATABASE
+
+TABLE_ACTIONS = ["glue:GetDatabase", "glue:GetTable", "glue:UpdateTable"]
+AUDIT_ACTIONS = [*TABLE_ACTIONS, "glue:CreateDatabase", "glue:CreateTable"]
+WAREHOUSE_OBJECT_ACTIONS = [
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:AbortMultipartUpload",
+    "s3:DeleteObjectVersion",
+]
+WAREHOUSE_LIST_ACTIONS = ["s3:ListBucket", "s3:ListBucketVersions"]
+
+
+class ErasurePolicy(Construct):
+    """`<project>-<stage>-erase`: attach it to the role or group of the people who run erasures."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, stage: Stage, storage: LakeStorage, catalog: Catalog
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        audit = [
+            stack.format_arn(service="glue", resource="database", resource_name=AUDIT_DATABASE),
+            stack.format_arn(service="glue", resource="table", resource_name=f"{AUDIT_DATABASE}/*"),
+        ]
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            managed_policy_name=stage.resource_name("erase"),
+            description=f"{stage.prefix}: what `lakeloader erase` calls (GDPR erasure, old object versions)",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ErasureTables",
+                    actions=TABLE_ACTIONS,
+                    resources=glue_arns(self, catalog.database_names),
+                ),
+                iam.PolicyStatement(sid="ErasureAudit", actions=AUDIT_ACTIONS, resources=audit),
+                iam.PolicyStatement(
+                    sid="ErasureWarehouseObjects",
+                    actions=WAREHOUSE_OBJECT_ACTIONS,
+                    resources=[storage.curated.arn_for_objects(f"{WAREHOUSE_PREFIX}*")],
+                ),
+                iam.PolicyStatement(
+                    sid="ErasureWarehouseList",
+                    actions=WAREHOUSE_LIST_ACTIONS,
+                    resources=[storage.curated.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [WAREHOUSE_PREFIX, f"{WAREHOUSE_PREFIX}*"]}},
+                ),
+                iam.PolicyStatement(
+                    sid="ErasureKey",
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=[storage.key.key_arn],
+                ),
+            ],
+        )
+        acknowledge_wildcards(
+            self.policy,
+            [f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*"]
+            + [
+                f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{database}/*"
+                for database in [*catalog.database_names, AUDIT_DATABASE]
+            ],
+            "Erasure rewrites and deletes Iceberg files it cannot name in advance (data, delete and "
+            "metadata files, old object versions) under the warehouse prefix only, and commits to the "
+            "tables of the stage's own databases and its audit database only.",
+        )
