@@ -23,6 +23,7 @@ def parse_args(argv: list[str] | None = None) -> dict[str, str]:
     parser.add_argument("--warehouse", required=True, help="s3://<curated-bucket>/warehouse/")
     parser.add_argument("--table-id", default="", help="the table to run")
     parser.add_argument("--correlation-id", default="", help="ties the run to the event that started it")
+    parser.add_argument("--database-prefix", default="", help="the stage's Glue database prefix")
     parsed = parser.parse_args(argv)
     return {f"lakeloader_{name}": value for name, value in vars(parsed).items()}
 

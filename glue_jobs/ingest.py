@@ -13,9 +13,10 @@ the last two per run):
     --lakeloader_warehouse         s3://<curated-bucket>/warehouse/
     --lakeloader_table_id          the table to run ("" in the defaults)
     --lakeloader_correlation_id    ties the run to the event that started it ("" in the defaults)
+    --lakeloader_database_prefix   the stage's Glue database prefix ("" or absent: the config's names)
 
 getResolvedOptions fails on a name absent from argv; the job's DefaultArguments carry all
-of them (the per-run ones as ""), and a per-run name Glue did not pass resolves to "".
+of them (the per-run ones as ""), and an optional name Glue did not pass resolves to "".
 """
 
 import sys
@@ -31,13 +32,13 @@ REQUIRED = [
     "lakeloader_raw_root",
     "lakeloader_warehouse",
 ]
-PER_RUN = ["lakeloader_table_id", "lakeloader_correlation_id"]
+OPTIONAL = ["lakeloader_table_id", "lakeloader_correlation_id", "lakeloader_database_prefix"]
 
 
 def resolve(argv: list[str]) -> dict[str, str]:
-    present = [name for name in PER_RUN if f"--{name}" in argv]
+    present = [name for name in OPTIONAL if f"--{name}" in argv]
     args = getResolvedOptions(argv, REQUIRED + present)
-    for name in PER_RUN:
+    for name in OPTIONAL:
         args.setdefault(name, "")
     return args
 

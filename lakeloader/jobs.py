@@ -28,7 +28,22 @@ ARG_KEYS = (
     "lakeloader_warehouse",
     "lakeloader_table_id",
     "lakeloader_correlation_id",
+    "lakeloader_database_prefix",
 )
+
+
+def with_database_prefix(tables: list[TableConfig], prefix: str) -> list[TableConfig]:
+    """Point each table at its stage's Glue database, `<prefix><database>` (infra.catalog names them).
+
+    Applied once, where the jobs load the config: every name a run derives from the target (the
+    table, its quarantine table, maintenance) follows. Local runs pass no prefix.
+    """
+    if not prefix:
+        return tables
+    return [
+        t.model_copy(update={"target": t.target.model_copy(update={"database": prefix + t.target.database})})
+        for t in tables
+    ]
 
 
 def _input_file(obj: LedgerObject, raw_root: str) -> InputFile:
@@ -151,7 +166,10 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
     config = LakeConfig(
         raw_root=args["lakeloader_raw_root"],
         warehouse=args["lakeloader_warehouse"],
-        tables=load_tables_from_dynamodb(args["lakeloader_config_table"], client=dynamodb),
+        tables=with_database_prefix(
+            load_tables_from_dynamodb(args["lakeloader_config_table"], client=dynamodb),
+            args.get("lakeloader_database_prefix") or "",
+        ),
     )
     table_id = args.get("lakeloader_table_id") or ""
     cid = args.get("lakeloader_correlation_id") or new_run_id()
@@ -195,7 +213,10 @@ def maintain_main(args: Mapping[str, str], *, runtime: str) -> int:
     config = LakeConfig(
         raw_root=args["lakeloader_raw_root"],
         warehouse=args["lakeloader_warehouse"],
-        tables=load_tables_from_dynamodb(args["lakeloader_config_table"], client=boto3.client("dynamodb")),
+        tables=with_database_prefix(
+            load_tables_from_dynamodb(args["lakeloader_config_table"], client=boto3.client("dynamodb")),
+            args.get("lakeloader_database_prefix") or "",
+        ),
     )
     table_id = args.get("lakeloader_table_id") or ""
     cid = args.get("lakeloader_correlation_id") or new_run_id()

@@ -22,6 +22,7 @@ ARG_KEYS = [
     "lakeloader_warehouse",
     "lakeloader_table_id",
     "lakeloader_correlation_id",
+    "lakeloader_database_prefix",
 ]
 COMMON = {
     "lakeloader_config_table": "lakeloader-dev-config",
@@ -77,7 +78,12 @@ def test_glue_entry_point_resolves_the_job_arguments(calls, monkeypatch, name, c
     assert calls == [
         (
             name,
-            {**COMMON, "lakeloader_table_id": "crm.customers", "lakeloader_correlation_id": "req-1"},
+            {
+                **COMMON,
+                "lakeloader_table_id": "crm.customers",
+                "lakeloader_correlation_id": "req-1",
+                "lakeloader_database_prefix": "",
+            },
             "glue",
         )
     ]
@@ -87,8 +93,14 @@ def test_glue_entry_point_resolves_the_job_arguments(calls, monkeypatch, name, c
 def test_glue_per_run_arguments_default_to_empty(calls, monkeypatch):
     assert run(REPO / "glue_jobs" / "maintain.py", glue_argv(lakeloader_table_id=""), monkeypatch) == 3
     assert calls == [
-        ("maintain", {**COMMON, "lakeloader_table_id": "", "lakeloader_correlation_id": ""}, "glue")
+        ("maintain", {**COMMON, **dict.fromkeys(ARG_KEYS[5:], "")}, "glue")
     ]
+
+
+def test_glue_entry_point_passes_the_stage_database_prefix(calls, monkeypatch):
+    argv = glue_argv(lakeloader_database_prefix="lakeloader_dev_")
+    assert run(REPO / "glue_jobs" / "ingest.py", argv, monkeypatch) == 0
+    assert calls[0][1]["lakeloader_database_prefix"] == "lakeloader_dev_"
 
 
 def test_glue_missing_job_argument_fails(calls, monkeypatch):
@@ -116,8 +128,15 @@ def test_emr_entry_point_passes_the_same_keys(calls, monkeypatch, name, code):
         COMMON["lakeloader_warehouse"],
     ]  # fmt: skip  (the order the S3-arrival Lambda uses: per-run arguments, then EMR_EXTRA_ARGS)
     assert run(REPO / "emr_steps" / f"{name}.py", argv, monkeypatch) == code
-    expected = {**COMMON, "lakeloader_table_id": "sales.order_lines", "lakeloader_correlation_id": "req-2"}
+    expected = {
+        **COMMON,
+        "lakeloader_table_id": "sales.order_lines",
+        "lakeloader_correlation_id": "req-2",
+        "lakeloader_database_prefix": "",
+    }
     assert calls == [(name, expected, "emr")]
+    run(REPO / "emr_steps" / f"{name}.py", [*argv, "--database-prefix", "lakeloader_dev_"], monkeypatch)
+    assert calls[1][1] == {**expected, "lakeloader_database_prefix": "lakeloader_dev_"}
 
 
 # -- which script each job runs: the deployed asset is the entry point's own file ---------------
