@@ -1,14 +1,17 @@
 """Catalog: Glue databases, the Glue security configuration, raw-zone crawlers, Lake Formation.
 
-* One Glue database per target database of the config. Their names are the config's own
-  (`crm`, `sales`, ...), because the jobs address tables as `glue_catalog.<database>.<table>`;
-  deploy stages to separate accounts, or they share these databases.
+* One Glue database per target database of the config, named `<database_prefix><database>`
+  (default prefix `<project>_<stage>_`, so `crm` is `lakeloader_dev_crm`): stages and other
+  stacks in one account never share one. The jobs get the prefix as an argument and address
+  tables as `glue_catalog.<prefix><database>.<table>`; local runs keep the bare names.
 * The Glue security configuration every job and crawler uses (KMS for S3, CloudWatch Logs
-  and job bookmarks).
+  and job bookmarks), and the log groups Glue writes to under it, owned by the stack so
+  they carry the stage's retention (Glue would create them with none).
 * Optional crawlers, one per source folder of the raw zone (`<source>/<schema>/<table>/`),
   from the stage's `crawlers` setting, into `<project>_<stage>_raw_<source>` databases.
 * Optional Lake Formation mode (`lake_formation`): `LakeFormationAccess` registers the
-  warehouse location and grants the job roles what they need.
+  warehouse location and grants the job roles what they need; the databases give new tables
+  no `IAMAllowedPrincipals` grant, so Lake Formation's grants are the ones enforced.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from constructs import Construct, IConstruct
 
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.settings import SettingsError, Stage
-from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy
+from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
 from lakeloader.config import LakeConfig
 
 DATABASE_TABLE_ACTIONS = [
@@ -69,13 +72,25 @@ def glue_name(value: str) -> str:
     return re.sub(r"[^a-z0-9_]", "_", value.lower())
 
 
-def glue_arns(scope: Construct, databases: list[str]) -> list[str]:
-    """ARNs of the catalog, the databases and every table in them (tables are created by the jobs)."""
+def glue_job_log_groups(security_configuration: str) -> list[str]:
+    """The log groups Glue 5.x jobs write to under a security configuration that encrypts
+    CloudWatch Logs: Glue appends `-<security configuration>` to its default names."""
+    return [f"/aws-glue/jobs/{kind}-{security_configuration}" for kind in ("error", "output", "logs-v2")]
+
+
+def glue_crawler_log_group(role_name: str, security_configuration: str) -> str:
+    """The log group of a crawler running as `role_name` under an encrypting security configuration."""
+    return f"/aws-glue/crawlers-role/{role_name}-{security_configuration}"
+
+
+def glue_arns(scope: Construct, databases: list[str], *, tables: bool = True) -> list[str]:
+    """ARNs of the catalog, the databases and (unless tables=False) every table in them."""
     stack = Stack.of(scope)
     arns = [stack.format_arn(service="glue", resource="catalog")]
     for database in databases:
         arns.append(stack.format_arn(service="glue", resource="database", resource_name=database))
-        arns.append(stack.format_arn(service="glue", resource="table", resource_name=f"{database}/*"))
+        if tables:
+            arns.append(stack.format_arn(service="glue", resource="table", resource_name=f"{database}/*"))
     return arns
 
 
@@ -84,26 +99,35 @@ class Catalog(Construct):
         self, scope: Construct, construct_id: str, *, stage: Stage, lake: LakeConfig, storage: LakeStorage
     ) -> None:
         super().__init__(scope, construct_id)
+        self.security_configuration_name = stage.resource_name("glue")
         self.security_configuration = glue.SecurityConfiguration(
             self,
             "SecurityConfiguration",
-            security_configuration_name=stage.resource_name("glue"),
+            security_configuration_name=self.security_configuration_name,
             s3_encryption=glue.S3Encryption.kms(storage.key),
             cloud_watch_encryption=glue.CloudWatchEncryption.kms(storage.key),
             job_bookmarks_encryption=glue.JobBookmarksEncryption.client_side_kms(storage.key),
         )
+        self.job_log_groups = [
+            stage_log_group(self, f"GlueJobLogs{index}", stage=stage, name=name, key=storage.key)
+            for index, name in enumerate(glue_job_log_groups(self.security_configuration_name))
+        ]
 
-        self.database_names = target_databases(lake)
+        # Config database name -> the stage's Glue database (its physical name).
+        self.database_prefix = stage.database_prefix
         self.databases: dict[str, glue.Database] = {}
-        for name in self.database_names:
+        for name in target_databases(lake):
+            physical = stage.glue_database(name)
             self.databases[name] = glue.Database(
                 self,
                 f"Database-{name}",
-                database_name=name,
-                description=f"lakeloader ({stage.name}): Iceberg tables of database {name}",
-                location_uri=f"{storage.warehouse}{name}.db",
+                database_name=physical,
+                description=f"lakeloader ({stage.name}): Iceberg tables of config database {name}",
+                location_uri=f"{storage.warehouse}{physical}.db",
                 removal_policy=removal_policy(stage),
             )
+            self._lake_formation_only(stage, self.databases[name])
+        self.database_names = sorted(stage.glue_database(name) for name in self.databases)
 
         self.crawler_databases: dict[str, str] = {}
         self.crawlers: dict[str, glue.CfnCrawler] = {}
@@ -111,6 +135,13 @@ class Catalog(Construct):
         schedules = self._crawler_schedules(stage, lake)
         if schedules:
             self._add_crawlers(stage, lake, storage, schedules)
+
+    @staticmethod
+    def _lake_formation_only(stage: Stage, database: glue.Database) -> None:
+        """Lake Formation mode: new tables get no IAMAllowedPrincipals grant (only LF's grants count)."""
+        if stage.settings.lake_formation:
+            cfn = database.node.default_child
+            cfn.add_property_override("DatabaseInput.CreateTableDefaultPermissions", [])
 
     @staticmethod
     def _crawler_schedules(stage: Stage, lake: LakeConfig) -> dict[str, str]:
@@ -132,10 +163,11 @@ class Catalog(Construct):
         self, stage: Stage, lake: LakeConfig, storage: LakeStorage, schedules: dict[str, str]
     ) -> None:
         by_source = sources(lake)
+        role_name = stage.resource_name("crawler")
         role = iam.Role(
             self,
             "CrawlerRole",
-            role_name=stage.resource_name("crawler"),
+            role_name=role_name,
             description=f"{stage.prefix} Glue crawlers over the raw zone",
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
         )
@@ -170,6 +202,7 @@ class Catalog(Construct):
                 description=f"lakeloader ({stage.name}): crawled raw files of source {source}",
                 removal_policy=removal_policy(stage),
             )
+            self._lake_formation_only(stage, db)
             crawler = glue.CfnCrawler(
                 self,
                 f"Crawler-{source}",
@@ -206,6 +239,13 @@ class Catalog(Construct):
                 actions=DATABASE_TABLE_ACTIONS,
                 resources=glue_arns(self, databases),
             )
+        )
+        self.crawler_log_group = stage_log_group(
+            self,
+            "CrawlerLogs",
+            stage=stage,
+            name=glue_crawler_log_group(role_name, self.security_configuration_name),
+            key=storage.key,
         )
         log_groups = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws-glue/crawlers*"
         role.add_to_policy(
@@ -298,17 +338,18 @@ class LakeFormationAccess(Construct):
                 depends=[self.location],
             )
             for name, database in catalog.databases.items():
+                physical = stage.glue_database(name)
                 self._grant(
                     f"Database{index}-{name}",
                     principal,
-                    {"database": {"catalogId": Aws.ACCOUNT_ID, "name": name}},
+                    {"database": {"catalogId": Aws.ACCOUNT_ID, "name": physical}},
                     ["DESCRIBE", "CREATE_TABLE", "ALTER"],
                     depends=[database],
                 )
                 self._grant(
                     f"Tables{index}-{name}",
                     principal,
-                    {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": name, "tableWildcard": {}}},
+                    {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": physical, "tableWildcard": {}}},
                     ["SELECT", "INSERT", "DELETE", "DESCRIBE", "ALTER", "DROP"],
                     depends=[database],
                 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import Annotations, Duration
+from aws_cdk import Annotations, CfnResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -104,3 +104,30 @@ class PythonFunction(Construct):
 
 def lambda_source(name: str) -> Path:
     return REPO_ROOT / "lambda" / name
+
+
+def own_cdk_function_logs(stack: Stack, *, stage: Stage, key: kms.IKey) -> list[str]:
+    """Give each Lambda that CDK adds by itself a stage log group; returns their logical ids.
+
+    CDK's singleton handlers (S3 bucket notifications, auto-deleting objects, custom-resource
+    providers) log to `/aws/lambda/<name>`, which Lambda creates on first invocation and keeps
+    forever. Pointing their LoggingConfig at a stack-owned group gives them the stage's
+    retention and key, and the group goes with the stack. Call it once every construct exists.
+    """
+    found = []
+    for construct in stack.node.find_all():
+        if not isinstance(construct, CfnResource) or construct.cfn_resource_type != "AWS::Lambda::Function":
+            continue
+        if isinstance(construct, lambda_.CfnFunction) and construct.logging_config is not None:
+            continue  # a PythonFunction: it has its own group
+        logical_id = stack.resolve(construct.logical_id)
+        log_group = stage_log_group(
+            stack,
+            f"LogsOf{logical_id}",
+            stage=stage,
+            name=f"/aws/lambda/{stage.prefix}-cdk/{logical_id}",
+            key=key,
+        )
+        construct.add_property_override("LoggingConfig.LogGroup", log_group.log_group_name)
+        found.append(logical_id)
+    return found

@@ -182,7 +182,8 @@ class Monitoring(Construct):
             "ArrivalThrottlesAlarm",
             "s3-arrival-throttles",
             arrival_throttles,
-            "The S3-arrival Lambda hit its reserved concurrency; raise it if this persists.",
+            "The S3-arrival Lambda was throttled: by its reserved concurrency if one is set, else by the "
+            "account's concurrency quota; raise whichever limits it if this persists.",
         )
         alarm(
             "DeadLetterQueueAlarm",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
+
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -9,7 +12,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.settings import Stage
+from infra.settings import SettingsError, Stage
 
 WAREHOUSE_PREFIX = "warehouse/"
 GLUE_TEMP_PREFIX = "glue/tmp/"
@@ -45,6 +48,32 @@ _RETENTION = {
     1827: logs.RetentionDays.FIVE_YEARS,
     3653: logs.RetentionDays.TEN_YEARS,
 }
+
+
+# The longest values the account and region tokens of a bucket name can take.
+WORST_CASE_ACCOUNT = "123456789012"
+WORST_CASE_REGION = "ap-southeast-5"  # 14 characters, as long as any region name
+_BUCKET_CHARS = re.compile(r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
+_BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why S3 would reject the bucket name, or None (general purpose bucket naming rules)."""
+    if not 3 <= len(name) <= 63:
+        return f"{len(name)} characters; S3 allows 3 to 63"
+    if not _BUCKET_CHARS.match(name):
+        return "only lower-case letters, digits, '.' and '-', starting and ending with a letter or digit"
+    if ".." in name:
+        return "two adjacent periods"
+    try:
+        ipaddress.IPv4Address(name)
+        return "formatted as an IP address"
+    except ValueError:
+        pass
+    if name.startswith(_BUCKET_RESERVED_PREFIXES) or name.endswith(_BUCKET_RESERVED_SUFFIXES):
+        return "a prefix or suffix S3 reserves"
+    return None
 
 
 def removal_policy(stage: Stage) -> RemovalPolicy:
@@ -203,6 +232,17 @@ class LakeStorage(Construct):
                     prefix=GLUE_TEMP_PREFIX,
                     expiration=Duration.days(settings.temp_expiration_days),
                 ),
+                # EMR Serverless job logs and Spark UI event logs: kept as long as the stage's log groups.
+                s3.LifecycleRule(
+                    id="expire-emr-logs",
+                    prefix=EMR_LOGS_PREFIX,
+                    expiration=Duration.days(settings.log_retention_days),
+                ),
+                s3.LifecycleRule(
+                    id="expire-spark-ui-logs",
+                    prefix=SPARK_UI_PREFIX,
+                    expiration=Duration.days(settings.log_retention_days),
+                ),
             ],
         )
 
@@ -218,7 +258,19 @@ class LakeStorage(Construct):
 
     @staticmethod
     def _bucket_name(stage: Stage, what: str) -> str:
-        # Bucket names are global: stage-scoped and suffixed with account and region.
+        """Bucket names are global: stage-scoped and suffixed with account and region.
+
+        Checked here, with the longest account id and region the tokens can become, so a name
+        S3 would refuse fails `cdk synth` instead of the deploy.
+        """
+        worst_case = f"{stage.resource_name(what)}-{WORST_CASE_ACCOUNT}-{WORST_CASE_REGION}"
+        problem = bucket_name_problem(worst_case)
+        if problem:
+            raise SettingsError(
+                f"bucket name {stage.resource_name(what)}-<account>-<region> (up to {len(worst_case)} "
+                f"characters) is not a valid S3 name: {problem}; shorten context lakeloader:project "
+                f"({stage.project!r}) or the stage name ({stage.name!r})"
+            )
         return f"{stage.resource_name(what)}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
 
     def _lake_bucket(

@@ -1,8 +1,10 @@
 """Print Iceberg tables of a Glue-catalog warehouse as JSON, read by a fresh local Spark.
 
-    python -m lakeloader_dev.emulator.read_tables --warehouse s3://<curated>/warehouse/ crm.customers ...
+    python -m lakeloader_dev.emulator.read_tables --warehouse s3://<curated>/warehouse/ \
+        [--database-prefix lakeloader_dev_] crm.customers ...
 
-One JSON object on stdout: {"<db>.<table>": [row, ...]}. A subprocess on purpose: a test
+One JSON object on stdout: {"<db>.<table>": [row, ...]}, keyed by the config's names; the table is
+read from the Glue database ``<prefix><db>`` (a deployed stage's name for it). A subprocess on purpose: a test
 process may already hold a SparkSession configured for another catalog, and the JVM
 reads AWS_ENDPOINT_URL and the credentials from the environment at launch.
 """
@@ -19,6 +21,7 @@ from typing import Any
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--warehouse", required=True)
+    parser.add_argument("--database-prefix", default="", help="the stack's GlueDatabasePrefix output")
     parser.add_argument("tables", nargs="+", metavar="DB.TABLE")
     args = parser.parse_args(argv)
 
@@ -32,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {}
     for name in args.tables:
         database, table = name.split(".", 1)
+        database = f"{args.database_prefix}{database}"
         rows = spark.sql(f"SELECT * FROM {settings.catalog}.`{database}`.`{table}`").collect()
         result[name] = [row.asDict(recursive=True) for row in rows]
     spark.stop()
@@ -40,11 +44,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def read_tables(
-    warehouse: str, tables: list[str], env: dict[str, str] | None = None
+    warehouse: str, tables: list[str], env: dict[str, str] | None = None, database_prefix: str = ""
 ) -> dict[str, list[dict]]:
     """Run this module in a subprocess; returns {table: rows} (values as JSON gives them back)."""
     result = subprocess.run(
-        [sys.executable, "-m", "lakeloader_dev.emulator.read_tables", "--warehouse", warehouse, *tables],
+        [
+            sys.executable,
+            "-m",
+            "lakeloader_dev.emulator.read_tables",
+            "--warehouse",
+            warehouse,
+            f"--database-prefix={database_prefix}",
+            *tables,
+        ],
         capture_output=True,
         text=True,
         env=env,

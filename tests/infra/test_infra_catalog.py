@@ -17,10 +17,14 @@ def test_one_glue_database_per_target_database(stage_synth):
         for r in stage_synth.resources("AWS::Glue::Database").values()
         if "_raw_" not in r["Properties"]["DatabaseInput"]["Name"]
     }
-    assert names == {"crm", "sales", "inventory"}
+    prefix = f"lakeloader_{stage_synth.stage}_"  # stage-scoped: stages share no database
+    assert names == {f"{prefix}crm", f"{prefix}sales", f"{prefix}inventory"}
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
-    db = stage_synth.resource("AWS::Glue::Database", lambda p: p["DatabaseInput"]["Name"] == "crm")[1]
-    assert join(db["Properties"]["DatabaseInput"]["LocationUri"]) == f"s3://${{{curated}}}/warehouse/crm.db"
+    crm = f"{prefix}crm"
+    db = stage_synth.resource("AWS::Glue::Database", lambda p: p["DatabaseInput"]["Name"] == crm)[1]
+    assert join(db["Properties"]["DatabaseInput"]["LocationUri"]) == (
+        f"s3://${{{curated}}}/warehouse/{prefix}crm.db"
+    )
 
 
 def test_security_configuration_encrypts_s3_logs_and_bookmarks_with_the_key(dev):
@@ -95,7 +99,11 @@ def test_lake_formation_mode_registers_the_warehouse_and_grants_the_job_roles(sy
     mine = [g for g in grants if g["Principal"]["DataLakePrincipalIdentifier"] == glue_role]
     assert {"DATA_LOCATION_ACCESS"} in [set(g["Permissions"]) for g in mine]
     tables = [g for g in mine if "Table" in g["Resource"]]
-    assert sorted(g["Resource"]["Table"]["DatabaseName"] for g in tables) == ["crm", "inventory", "sales"]
+    assert sorted(g["Resource"]["Table"]["DatabaseName"] for g in tables) == [
+        "lakeloader_dev_crm",
+        "lakeloader_dev_inventory",
+        "lakeloader_dev_sales",
+    ]
     assert all(set(g["Permissions"]) >= {"SELECT", "INSERT", "DELETE", "ALTER"} for g in tables)
     assert all(g["PermissionsWithGrantOption"] == [] for g in grants)
     lf.template.has_resource_properties(

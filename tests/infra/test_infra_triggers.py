@@ -22,7 +22,9 @@ def test_arrival_function_runtime_handler_and_concurrency(stage_synth):
     settings = stage_settings(stage_synth.stage)["arrival_lambda"]
     assert props["Runtime"] == "python3.12"
     assert props["Handler"] == "handler.handler"
-    assert props["ReservedConcurrentExecutions"] == settings["reserved_concurrency"]
+    # no reservation by default: a new account's quota (10) leaves nothing to reserve
+    assert "ReservedConcurrentExecutions" not in props
+    assert "reserved_concurrency" not in settings
     assert props["Timeout"] == settings["timeout_seconds"]
     assert props["MemorySize"] == settings["memory_mb"]
     dlq = stage_synth.logical_id(stage_synth.stack.triggers.dead_letter_queue)
@@ -75,6 +77,7 @@ def test_arrival_environment(dev):
         "--runs-table", "RUNS",
         "--raw-root", "s3://RAW/",
         "--warehouse", "s3://CURATED/warehouse/",
+        "--database-prefix", "lakeloader_dev_",
     ]  # fmt: skip
 
 
