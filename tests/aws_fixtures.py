@@ -20,6 +20,7 @@ Set LAKELOADER_TEST_MOTO_ENDPOINT to reuse a server you started yourself.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import socket
@@ -66,6 +67,16 @@ def _answers(endpoint: str) -> bool:
         return False
 
 
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGTERM when the test process dies, even by SIGKILL (mutmut, a
+    killed CI run), so no orphaned server outlives its tests."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class MotoServer:
     """A ``moto_server`` subprocess bound to 127.0.0.1."""
 
@@ -87,7 +98,13 @@ class MotoServer:
             port = _free_port()
             endpoint = f"http://{HOST}:{port}"
             with open(self.log_path, "ab") as log:
-                process = subprocess.Popen(self._command(port), stdout=log, stderr=subprocess.STDOUT, env=env)
+                process = subprocess.Popen(
+                    self._command(port),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    preexec_fn=_die_with_parent,
+                )
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and process.poll() is None:
                 if _answers(endpoint):
