@@ -1,29 +1,94 @@
-"""Processing: the Glue 5.0 ingest and maintenance jobs, the EMR Serverless application, their roles.
+"""Processing: the Glue ingest and maintenance jobs, the EMR Serverless application, their roles.
 
 Both engines run the same code: `glue_jobs/*.py` or `emr_steps/*.py` (thin entry points)
 plus the `lakeloader` package, zipped at synth (`infra.packaging.lakeloader_zip`) and
-shipped as `--extra-py-files` (Glue) or `spark.submit.pyFiles` (EMR). The Iceberg
-Glue-catalog settings are the same for both.
+shipped as `--extra-py-files` (Glue) or `spark.submit.pyFiles` (EMR). Its third-party
+dependencies ship as wheels from the assets bucket, installed with no package index: Glue's
+zip of wheels (`--additional-python-modules`, `--no-index`), EMR's archive on PYTHONPATH
+(`spark.archives`). The Iceberg Glue-catalog settings are the same for both.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import AssetStaging, Aws, Duration, Stack
 from aws_cdk import aws_emrserverless as emrserverless
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.catalog import DATABASE_TABLE_ACTIONS, Catalog, glue_arns, grant_warehouse
+from infra.catalog import Catalog, glue_arns, grant_warehouse
 from infra.config_store import ConfigStore
 from infra.nag import acknowledge_wildcards, arn_ref
-from infra.packaging import GLUE_EXTRA_REQUIREMENTS, REPO_ROOT, lakeloader_zip, pinned_requirements
-from infra.settings import METRICS_NAMESPACE, GlueJobSettings, Stage
+from infra.packaging import REPO_ROOT, emr_deps_archive, glue_wheels_zip, lakeloader_zip
+from infra.settings import METRICS_NAMESPACE, GlueJobSettings, SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, WAREHOUSE_PREFIX, LakeStorage
+from lakeloader import versions
+from lakeloader.config import LakeConfig
 
 ICEBERG_CATALOG = "glue_catalog"
-EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark-runtime.jar"
+
+# What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog): CloudFormation owns the
+# databases, so no job creates or changes one.
+JOB_CATALOG_ACTIONS = [
+    "glue:GetDatabase",
+    "glue:GetTable",
+    "glue:GetTables",
+    "glue:CreateTable",
+    "glue:UpdateTable",
+    "glue:DeleteTable",
+]
+# Spark resolves its current namespace, `default`, when a session starts (EMR's session catalog is
+# the Glue Data Catalog): reading it is all the jobs do there.
+DEFAULT_DATABASE = "default"
+
+_GLUE_VERSIONS = {"4.0": glue.GlueVersion.V4_0, "5.0": glue.GlueVersion.V5_0, "5.1": glue.GlueVersion.V5_1}
+
+
+def glue_version(version: str = versions.GLUE_VERSION) -> glue.GlueVersion:
+    """The CDK enum of a Glue version string (lakeloader.versions.GLUE_VERSION by default)."""
+    if version not in _GLUE_VERSIONS:
+        raise SettingsError(
+            f"lakeloader.versions.GLUE_VERSION={version!r} is not a Glue version this stack knows "
+            f"({', '.join(_GLUE_VERSIONS)}); add it to infra.processing._GLUE_VERSIONS"
+        )
+    return _GLUE_VERSIONS[version]
+
+
+def check_emr_tables(stage: Stage, lake: LakeConfig, spark_defaults: dict[str, str]) -> None:
+    """Refuse `engine: emr` tables the stage's EMR Serverless application could not run.
+
+    (A release older than versions.EMR_MIN_RELEASE is refused by the settings already.)
+    """
+    tables = [t.id for t in lake.tables if t.engine == "emr"]
+    if not tables:
+        return
+    emr = stage.settings.emr
+    where = f"cdk.json context lakeloader:stages.{stage.name}.emr"
+    replaced = sorted(set(emr.spark_defaults) & set(spark_defaults))
+    if replaced:
+        problem = f"{where}.spark_defaults replaces {', '.join(replaced)}, which lakeloader's EMR runs need"
+    else:
+        # EMR Serverless' default driver and executor take 4 vCPU each.
+        cores = sum(int(emr.spark_defaults.get(f"spark.{r}.cores", "4")) for r in ("driver", "executor"))
+        vcpus = int(emr.max_cpu.split()[0])
+        problem = (
+            f"{where}.max_cpu is {emr.max_cpu}, below one driver and one executor ({cores} vCPU)"
+            if vcpus < cores
+            else None
+        )
+    if problem:
+        raise SettingsError(f"table(s) {', '.join(tables)} have engine emr, but {problem}")
+
+
+def emr_python_conf(python: str = versions.EMR_PYTHON) -> dict[str, str]:
+    """Run driver and executors on the image's Python 3.11 (EMR Serverless defaults to 3.9)."""
+    return {
+        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": python,
+        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": python,
+        "spark.executorEnv.PYSPARK_PYTHON": python,
+    }
 
 _WORKER_TYPES = {
     "G.025X": glue.WorkerType.G_025X,
@@ -57,6 +122,42 @@ def glue_conf_argument(conf: dict[str, str]) -> str:
     return " --conf ".join(f"{key}={value}" for key, value in conf.items())
 
 
+EMR_DEPS_ALIAS = "deps"
+
+
+def emr_dependency_conf(archive_url: str) -> dict[str, str]:
+    """EMR unpacks the archive as `./deps` in the driver's and each executor's working directory.
+
+    Spark puts its own pyspark/py4j (and `spark.submit.pyFiles`) ahead of this PYTHONPATH.
+    """
+    return {
+        "spark.archives": f"{archive_url}#{EMR_DEPS_ALIAS}",
+        "spark.emr-serverless.driverEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
+        "spark.executorEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
+    }
+
+
+class GlueWheelsAsset(Construct):
+    """A file asset whose S3 key ends in `.gluewheels.zip`, the suffix Glue needs for a zip of wheels.
+
+    `s3_assets.Asset` names the key `<hash>.zip`; the synthesizer names it `<source hash><extension>`,
+    so the suffix rides on the source hash.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, path: str) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        staging = AssetStaging(self, "Stage", source_path=path)
+        location = stack.synthesizer.add_file_asset(
+            file_name=staging.relative_staged_path(stack),
+            packaging=staging.packaging,
+            source_hash=f"{staging.asset_hash}.gluewheels",
+        )
+        self.bucket = s3.Bucket.from_bucket_name(self, "AssetBucket", location.bucket_name)
+        self.s3_object_key = location.object_key
+        self.s3_object_url = location.s3_object_url
+
+
 class Processing(Construct):
     """The jobs, the EMR Serverless application and the roles they run as."""
 
@@ -74,6 +175,8 @@ class Processing(Construct):
         super().__init__(scope, construct_id)
         settings = stage.settings
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
+        self.glue_wheels = GlueWheelsAsset(self, "GlueWheels", path=str(glue_wheels_zip()))
+        self.emr_dependencies = s3_assets.Asset(self, "EmrDependencies", path=str(emr_deps_archive()))
 
         # The arguments every lakeloader job resolves (glue_jobs/*.py); the per-run ones default to "".
         self.job_arguments = {
@@ -84,6 +187,8 @@ class Processing(Construct):
             "--lakeloader_warehouse": storage.warehouse,
             "--lakeloader_table_id": "",
             "--lakeloader_correlation_id": "",
+            # the stage's Glue databases are <prefix><config database> (infra.catalog)
+            "--lakeloader_database_prefix": catalog.database_prefix,
         }
 
         # --- roles ---------------------------------------------------------------------
@@ -152,9 +257,10 @@ class Processing(Construct):
             "--enable-job-insights": "true",
             "--job-bookmark-option": "job-bookmark-disable",
             "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
-            "--additional-python-modules": settings.glue_python_modules
-            or pinned_requirements(GLUE_EXTRA_REQUIREMENTS),
+            "--additional-python-modules": self.glue_wheels.s3_object_url,
+            "--python-modules-installer-option": "--no-index",
         }
+        self.glue_wheels.bucket.grant_read(self.glue_role, self.glue_wheels.s3_object_key)
         library = glue.Code.from_bucket(self.library.bucket, self.library.s3_object_key)
         self.ingest_job = self._glue_job(
             "IngestJob",
@@ -189,15 +295,23 @@ class Processing(Construct):
         self.emr_maintain_entry_point = s3_assets.Asset(
             self, "EmrMaintainEntryPoint", path=str(REPO_ROOT / "emr_steps" / "maintain.py")
         )
-        for asset in (self.library, self.emr_ingest_entry_point, self.emr_maintain_entry_point):
+        for asset in (
+            self.library,
+            self.emr_dependencies,
+            self.emr_ingest_entry_point,
+            self.emr_maintain_entry_point,
+        ):
             asset.bucket.grant_read(self.emr_role, asset.s3_object_key)
         emr = settings.emr
-        spark_defaults = {
+        # What lakeloader's EMR runs need; the stage's emr.spark_defaults add to it (check_emr_tables).
+        self.emr_lakeloader_conf = {
             **iceberg_spark_conf(storage.warehouse),
-            "spark.jars": EMR_ICEBERG_JAR,
+            "spark.jars": versions.EMR_ICEBERG_JAR,
+            **emr_python_conf(),
             "spark.submit.pyFiles": self.library.s3_object_url,
-            **emr.spark_defaults,
+            **emr_dependency_conf(self.emr_dependencies.s3_object_url),
         }
+        spark_defaults = {**self.emr_lakeloader_conf, **emr.spark_defaults}
         self.emr_application = emrserverless.CfnApplication(
             self,
             "EmrApplication",
@@ -235,6 +349,25 @@ class Processing(Construct):
             resource="/applications",
             resource_name=self.emr_application.attr_application_id,
         )
+        # A custom image is pulled by the service, emr-serverless.amazonaws.com, when the application
+        # is created (before its id exists): the image's ECR repository policy must allow this
+        # account's applications. The stack cannot edit a repository it does not own; it outputs
+        # the statement to add (docs/deploy.md).
+        self.emr_image_pull_statement: dict | None = None
+        if emr.image_uri:
+            self.emr_image_pull_statement = {
+                "Sid": "EmrServerlessPull",
+                "Effect": "Allow",
+                "Principal": {"Service": "emr-serverless.amazonaws.com"},
+                "Action": ["ecr:BatchGetImage", "ecr:DescribeImages", "ecr:GetDownloadUrlForLayer"],
+                "Condition": {
+                    "ArnLike": {
+                        "aws:SourceArn": Stack.of(self).format_arn(
+                            service="emr-serverless", resource="/applications", resource_name="*"
+                        )
+                    }
+                },
+            }
         # What the S3-arrival Lambda appends to its EMR runs' entryPointArguments (EMR_EXTRA_ARGS).
         self.emr_entry_point_arguments = [
             "--config-table",
@@ -248,6 +381,8 @@ class Processing(Construct):
             "--warehouse",
             storage.warehouse,
         ]
+        if catalog.database_prefix:
+            self.emr_entry_point_arguments += ["--database-prefix", catalog.database_prefix]
 
         acknowledge_wildcards(
             self.glue_role,
@@ -316,7 +451,7 @@ class Processing(Construct):
             description=description,
             role=self.glue_role,
             script=glue.Code.from_bucket(script_asset.bucket, script_asset.s3_object_key),
-            glue_version=glue.GlueVersion.V5_0,
+            glue_version=glue_version(),
             worker_configuration=glue.WorkerConfiguration(
                 worker_type=_WORKER_TYPES[job.worker_type], number_of_workers=job.number_of_workers
             ),
@@ -405,13 +540,15 @@ class Processing(Construct):
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="IcebergTablesInGlueCatalog",
-                actions=[
-                    *DATABASE_TABLE_ACTIONS,
-                    "glue:GetDatabases",
-                    "glue:CreateDatabase",
-                    "glue:UpdateDatabase",
-                ],
+                actions=JOB_CATALOG_ACTIONS,
                 resources=glue_arns(role, databases),
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadDefaultDatabase",
+                actions=["glue:GetDatabase"],
+                resources=glue_arns(role, [DEFAULT_DATABASE], tables=False),
             )
         )
         role.add_to_policy(

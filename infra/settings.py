@@ -9,7 +9,9 @@ Context keys read by the app:
     lake_formation        true/false: overrides the stage's lake_formation flag
     alarm_email           overrides the stage's alarm_email
 
-Every resource name is ``<project>-<stage>-<what>``, so two stages never collide in one account.
+Every resource name is ``<project>-<stage>-<what>`` and every Glue database
+``<project>_<stage>_<database>`` (the stage's ``database_prefix``), so two stages never collide
+in one account.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lakeloader import versions
 
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
 
@@ -43,23 +47,49 @@ class GlueJobSettings(_Strict):
 
 
 class EmrSettings(_Strict):
-    release_label: str = Field(pattern=r"^emr-7\.\d+\.\d+$")
-    max_cpu: str = "16 vCPU"
-    max_memory: str = "64 GB"
-    max_disk: str = "200 GB"
+    release_label: str = Field(
+        default=versions.EMR_RELEASE_LABEL,
+        pattern=r"^emr-\d+\.\d+\.\d+$",
+        description=f"EMR Serverless release; {versions.EMR_RELEASE_LABEL} or newer within its line "
+        f"(emr-{versions.EMR_MIN_RELEASE[0]}.{versions.EMR_MIN_RELEASE[1]}+ bundles Iceberg "
+        f"{versions.ICEBERG_LINE})",
+    )
+    max_cpu: str = Field(default="16 vCPU", pattern=r"^\d+( vCPU)?$")
+    max_memory: str = Field(default="64 GB", pattern=r"^\d+( GB)?$")
+    max_disk: str = Field(default="200 GB", pattern=r"^\d+( GB)?$")
     idle_timeout_minutes: int = Field(default=15, ge=1, le=10080)
     image_uri: str | None = Field(
         default=None,
-        description="Custom image (ECR URI) with Python 3.11, pydantic and PyYAML for lakeloader",
+        pattern=r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9][a-z0-9._/-]*"
+        r"(:[A-Za-z0-9_][A-Za-z0-9._-]*|@sha256:[0-9a-f]{64})$",
+        description="Optional custom image (ECR URI), built on the EMR Serverless image of the same "
+        "release; its repository policy must let emr-serverless.amazonaws.com pull it (docs/deploy.md)",
     )
     spark_defaults: dict[str, str] = Field(
         default_factory=dict,
         description="Extra spark-defaults of the application (e.g. a Python venv archive)",
     )
 
+    @field_validator("release_label")
+    @classmethod
+    def _iceberg_line(cls, value: str) -> str:
+        if versions.emr_release(value)[:2] < versions.EMR_MIN_RELEASE:
+            oldest = "emr-{}.{}.0".format(*versions.EMR_MIN_RELEASE)
+            raise ValueError(
+                f"{value} is older than {oldest}: its bundled Iceberg is not the {versions.ICEBERG_LINE} "
+                f"line lakeloader is tested with; use {versions.EMR_RELEASE_LABEL}"
+            )
+        return value
+
 
 class ArrivalLambdaSettings(_Strict):
-    reserved_concurrency: int = Field(ge=1)
+    reserved_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Reserved concurrency of the S3-arrival Lambda; default none. A reservation comes out "
+        "of the account's concurrency quota, and Lambda keeps 10 of it unreserved: on a new account "
+        "(quota 10) any reservation fails the deploy. Set it once the quota is raised",
+    )
     memory_mb: int = Field(default=256, ge=128, le=10240)
     timeout_seconds: int = Field(default=60, ge=1, le=900)
     retry_attempts: int = Field(default=2, ge=0, le=2)
@@ -88,11 +118,6 @@ class StageSettings(_Strict):
     log_retention_days: Literal[1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653]
     ingest: GlueJobSettings
     maintain: GlueJobSettings
-    glue_python_modules: str | None = Field(
-        default=None,
-        description="--additional-python-modules; default: lakeloader's runtime dependencies Glue 5.0 lacks "
-        "(pydantic, PyYAML) at the versions pinned in requirements.txt",
-    )
     spark_ui: bool = True
     emr: EmrSettings
     arrival_lambda: ArrivalLambdaSettings
@@ -116,6 +141,13 @@ class StageSettings(_Strict):
     )
     lake_formation: bool = False
     alarm_email: str | None = None
+    database_prefix: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9_]*$",
+        description="Prefix of the stage's Glue database names: the config's database crm is "
+        '<prefix>crm in the catalog. Default "<project>_<stage>_", so stages and other stacks '
+        'in one account never share a database; "" keeps the bare config names (one stage per account)',
+    )
 
     # (cdk.json context passes through jsii, which drops null values: "off" and "on-demand"
     # spell "none" where a null would be lost.)
@@ -161,6 +193,16 @@ class Stage(_Strict):
     def glue_prefix(self) -> str:
         """The same prefix in the form Glue database names accept (lower case, underscores)."""
         return self.prefix.replace("-", "_")
+
+    @property
+    def database_prefix(self) -> str:
+        """What the stage puts before a config database name to get its Glue database name."""
+        configured = self.settings.database_prefix
+        return f"{self.glue_prefix}_" if configured is None else configured
+
+    def glue_database(self, database: str) -> str:
+        """The Glue database of the config's `database` in this stage (local runs use the bare name)."""
+        return f"{self.database_prefix}{database}"
 
 
 def _as_bool(value: Any, key: str) -> bool:

@@ -9,9 +9,11 @@ from constructs import Construct
 
 from infra.catalog import Catalog, LakeFormationAccess
 from infra.config_store import ConfigStore
+from infra.erasure import ErasurePolicy
+from infra.functions import own_cdk_function_logs
 from infra.monitoring import AlarmTopic, Monitoring
 from infra.orchestration import MaintenanceWorkflow
-from infra.processing import Processing
+from infra.processing import Processing, check_emr_tables
 from infra.settings import Stage
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
@@ -47,6 +49,7 @@ class LakeloaderStack(Stack):
         self.storage = LakeStorage(self, "Storage", stage=stage)
         self.config_store = ConfigStore(self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key)
         self.catalog = Catalog(self, "Catalog", stage=stage, lake=lake, storage=self.storage)
+        self.erasure = ErasurePolicy(self, "Erasure", stage=stage, storage=self.storage, catalog=self.catalog)
         self.processing = Processing(
             self,
             "Processing",
@@ -56,6 +59,7 @@ class LakeloaderStack(Stack):
             catalog=self.catalog,
             raw_prefixes=sorted(t.source.prefix for t in lake.tables),
         )
+        check_emr_tables(stage, lake, self.processing.emr_lakeloader_conf)
         self.lake_formation = None
         if stage.settings.lake_formation:
             self.lake_formation = LakeFormationAccess(
@@ -96,6 +100,8 @@ class LakeloaderStack(Stack):
             emr_application_id=self.processing.emr_application.attr_application_id,
             maintenance=self.maintenance.state_machine,
         )
+        # Last: every construct that brings a CDK-provided Lambda exists by now.
+        self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)
         self._outputs(config_path)
 
     def _outputs(self, config_path: Path) -> None:
@@ -123,6 +129,10 @@ class LakeloaderStack(Stack):
                 "EMR Serverless application",
             ),
             "EmrJobRoleArn": (processing.emr_role.role_arn, "Execution role of EMR Serverless job runs"),
+            "GlueDatabases": (
+                ",".join(f"{name}={db.database_name}" for name, db in self.catalog.databases.items()),
+                "Config database = its Glue database in this stage",
+            ),
             "EmrIngestEntryPoint": (processing.emr_ingest_entry_point.s3_object_url, "emr_steps/ingest.py"),
             "EmrMaintainEntryPoint": (
                 processing.emr_maintain_entry_point.s3_object_url,
@@ -137,5 +147,15 @@ class LakeloaderStack(Stack):
             "AlarmTopicArn": (self.alarm_topic.topic.topic_arn, "Alarms and failure notifications"),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
         }
+        if self.catalog.database_prefix:  # (an output cannot be empty)
+            outputs["GlueDatabasePrefix"] = (
+                self.catalog.database_prefix,
+                "Glue database name = this prefix + the config's database",
+            )
+        if processing.emr_image_pull_statement:
+            outputs["EmrImageRepositoryPolicyStatement"] = (
+                self.to_json_string(processing.emr_image_pull_statement),
+                "Add to the ECR repository policy of emr.image_uri (docs/deploy.md)",
+            )
         for output_id, (value, description) in outputs.items():
             CfnOutput(self, output_id, value=value, description=description)

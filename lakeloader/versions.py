@@ -8,8 +8,8 @@ Infra reads it (Glue version, EMR release, wheel platform), the local runtime is
 | runtime | Spark | Iceberg | Python |
 | --- | --- | --- | --- |
 | AWS Glue 5.1 | 3.5.6 | 1.10.0 | 3.11 |
-| EMR Serverless emr-7.12.0 | 3.5.6-amzn | 1.10.0 (`/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar`) | 3.11 (`/usr/bin/python3.11`) |
-| local (tests, CLI, emulator) | PySpark 3.5.6 | 1.10.2 runtime jar (the 1.10 line obtainable from PyPI) | 3.11+ |
+| EMR Serverless emr-7.12.0 | 3.5.6-amzn | 1.10.0 (EMR_ICEBERG_JAR) | 3.11 (EMR_PYTHON) |
+| local (tests, CLI, emulator) | PySpark 3.5.6 | 1.10.2 jar (the 1.10 line on PyPI) | 3.11+ |
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ import zipfile
 
 import pytest
 
-from infra.packaging import PackagingError, lakeloader_zip, pinned_requirements
-from infra.processing import glue_conf_argument, iceberg_spark_conf
+from infra.packaging import lakeloader_zip
+from infra.processing import emr_python_conf, glue_conf_argument, iceberg_spark_conf
+from lakeloader import versions
 from tests.infra.cdk_helpers import join, stage_settings
 
 EXPECTED_CONF = (
@@ -30,7 +31,7 @@ def test_glue_job_arguments(stage_synth, name):
     props = glue_job(stage_synth, name)
     args = props["DefaultArguments"]
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
-    assert props["GlueVersion"] == "5.0"
+    assert props["GlueVersion"] == versions.GLUE_VERSION
     assert props["Command"]["Name"] == "glueetl"
     assert join(props["Command"]["ScriptLocation"]).endswith(".py")
     assert args["--datalake-formats"] == "iceberg"
@@ -41,7 +42,6 @@ def test_glue_job_arguments(stage_synth, name):
     assert args["--job-bookmark-option"] == "job-bookmark-disable"
     assert args["--job-language"] == "python"
     assert join(args["--extra-py-files"]).endswith(".zip")
-    assert args["--additional-python-modules"] == "pydantic==2.13.4,PyYAML==6.0.3"  # requirements.txt's pins
     # the arguments glue_jobs/*.py resolve; the per-run ones default to ""
     store = stage_synth.stack.config_store
     assert args["--lakeloader_config_table"] == {"Ref": stage_synth.logical_id(store.config_table)}
@@ -52,6 +52,7 @@ def test_glue_job_arguments(stage_synth, name):
     assert join(args["--lakeloader_warehouse"]) == f"s3://${{{curated}}}/warehouse/"
     assert args["--lakeloader_table_id"] == ""
     assert args["--lakeloader_correlation_id"] == ""
+    assert args["--lakeloader_database_prefix"] == f"lakeloader_{stage_synth.stage}_"
     assert props["SecurityConfiguration"] == {
         "Ref": stage_synth.logical_id(stage_synth.stack.catalog.security_configuration)
     }
@@ -111,7 +112,12 @@ def test_emr_serverless_application(stage_synth):
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
     for key, value in iceberg_spark_conf(f"s3://${{{curated}}}/warehouse/").items():
         assert join(conf[key]) == value
-    assert conf["spark.jars"] == "/usr/share/aws/iceberg/lib/iceberg-spark-runtime.jar"
+    # the documented jar of EMR Serverless images, and their Python 3.11 (the default is 3.9)
+    assert conf["spark.jars"] == "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
+    assert conf["spark.emr-serverless.driverEnv.PYSPARK_PYTHON"] == "/usr/bin/python3.11"
+    assert conf["spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON"] == "/usr/bin/python3.11"
+    assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "/usr/bin/python3.11"
+    assert emr_python_conf().items() <= conf.items()
     logs = props["MonitoringConfiguration"]["S3MonitoringConfiguration"]
     assert join(logs["LogUri"]).endswith("/emr/logs/")
 
@@ -131,11 +137,3 @@ def test_emr_job_role_trusts_emr_serverless_of_this_account(dev):
 
 def test_glue_conf_argument_joins_settings_with_conf():
     assert glue_conf_argument({"a": "1", "b": "2", "c": "3"}) == "a=1 --conf b=2 --conf c=3"
-
-
-def test_glue_python_modules_follow_requirements_txt(tmp_path):
-    requirements = tmp_path / "requirements.txt"
-    requirements.write_text("# runtime\npyspark==3.5.4\npydantic==2.99.0  # pinned\nPyYAML==7.0\n")
-    assert pinned_requirements(["pydantic", "PyYAML"], requirements) == "pydantic==2.99.0,PyYAML==7.0"
-    with pytest.raises(PackagingError, match="no exact pin"):
-        pinned_requirements(["boto3"], requirements)
