@@ -34,6 +34,13 @@ examples:
 def _add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="table configuration (YAML)")
     parser.add_argument("--warehouse", help="override the config's warehouse (folder or s3:// URI)")
+    parser.add_argument(
+        "--database-prefix",
+        default="",
+        metavar="PREFIX",
+        help="a deployed stage's Glue database prefix (stack output GlueDatabasePrefix, "
+        "e.g. lakeloader_dev_), for runs against its s3:// warehouse",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,6 +217,24 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
+def configure(args: argparse.Namespace) -> LakeConfig:
+    """The config file with the command line's overrides: warehouse, raw root, database prefix."""
+    config = load_config(args.config)
+    overrides: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("warehouse", getattr(args, "warehouse", None)),
+            ("raw_root", getattr(args, "raw_root", None)),
+        )
+        if v
+    }
+    if getattr(args, "database_prefix", ""):
+        from lakeloader.jobs import with_database_prefix
+
+        overrides["tables"] = with_database_prefix(config.tables, args.database_prefix)
+    return config.model_copy(update=overrides) if overrides else config
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["local"]:  # the embedded AWS emulator (up|deploy|env|status|down): no table config
@@ -218,17 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         return local_cli(argv)
     args = build_parser().parse_args(argv)
     try:
-        config = load_config(args.config)
-        overrides = {
-            k: v
-            for k, v in (
-                ("warehouse", getattr(args, "warehouse", None)),
-                ("raw_root", getattr(args, "raw_root", None)),
-            )
-            if v
-        }
-        if overrides:
-            config = config.model_copy(update=overrides)
+        config = configure(args)
         handler = {
             "tables": _cmd_tables,
             "run": _cmd_run,
