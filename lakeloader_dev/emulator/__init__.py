@@ -6,7 +6,7 @@
 
 What moto lacks and the emulator adds is listed in ``patches`` (one module, pinned to
 moto 5.2.5) and ``cfn_models``; ``deploy`` puts the synthesized CDK app on it.
-One emulator per process (moto's backends are process-global).
+One emulator at a time per process (moto's backends are process-global; ``stop`` resets them).
 """
 
 from __future__ import annotations
@@ -93,6 +93,9 @@ class Emulator:
         if self.runtime is not None:
             self.runtime.stop()
         if self.server is not None:
+            # moto's backends are process-global: without a reset, the next emulator of this
+            # process (another e2e module) would find this one's stacks, buckets and tables
+            self.moto_api("reset", {})
             self.server.stop()
             self.server = None
         if self._own_workdir and not os.environ.get("LAKELOADER_EMULATOR_KEEP"):
