@@ -41,7 +41,7 @@ def _on_event(say: Clock):
                 say(f"  {RED}λ {record.function} failed{RESET}: {record.error}")
                 return
             result = record.result or {}
-            started = ", ".join(f"{t} → Glue run {r[:11]}…" for t, r in (result.get("started") or {}).items())
+            started = ", ".join(f"{t} → run {r[:11]}…" for t, r in (result.get("started") or {}).items())
             deferred = ", ".join(d.get("table_id", "?") for d in result.get("deferred") or [])
             keys = ", ".join(record.keys) or "(sweep)"
             parts = [f"recorded {result.get('recorded', 0)}"]
@@ -53,12 +53,14 @@ def _on_event(say: Clock):
             if deferred:
                 parts.append(f"deferred {deferred} (a run is draining it)")
             say(f"  λ s3-arrival  {keys}: {'; '.join(parts)}")
-        elif kind == "glue":
+        elif kind in ("glue", "emr"):
             state = record.state
-            color = GREEN if state == "SUCCEEDED" else RED if state == "FAILED" else ""
-            extra = f" in {record.seconds:.0f} s" if state in ("SUCCEEDED", "FAILED") else ""
+            done = state in ("SUCCEEDED", "SUCCESS", "FAILED")
+            color = RED if state == "FAILED" else GREEN if done else ""
+            extra = f" in {record.seconds:.0f} s" if done else ""
             error = f": {record.error}" if record.error else ""
-            say(f"  ⚙ Glue {record.job} run {record.run_id[:11]}… {color}{state}{RESET}{extra}{error}")
+            engine = "Glue" if kind == "glue" else "EMR Serverless"
+            say(f"  ⚙ {engine} {record.job} run {record.run_id[:11]}… {color}{state}{RESET}{extra}{error}")
 
     return listener
 
@@ -111,11 +113,11 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
         print(f"\n{BOLD}Run history (DynamoDB {stack.runs_table}){RESET}")
         print(run_summary(latest_runs(stack, [t.id for t in config.tables])))
         lambdas = [i for i in emulator.journal.invocations if i.function.endswith("s3-arrival")]
-        runs = emulator.journal.glue_runs
-        ok = sum(r.state == "SUCCEEDED" for r in runs)
+        runs = emulator.journal.runs
+        ok = sum(r.state in ("SUCCEEDED", "SUCCESS") for r in runs)
         print(
             f"\n{BOLD}{'FAILED' if failed else 'Done'}{RESET}: {len(lambdas)} Lambda invocation(s) "
-            f"from S3 events, {len(runs)} Glue run(s) ({ok} succeeded), {len(config.tables)} Iceberg "
+            f"from S3 events, {len(runs)} Glue/EMR run(s) ({ok} succeeded), {len(config.tables)} Iceberg "
             f"table(s) in the Glue catalog, {time.monotonic() - say.start:.0f} s in all."
         )
     finally:
@@ -133,7 +135,8 @@ def _show_tables(stack, config, say: Clock) -> None:
     glue = boto3.client("glue")
     print(f"\n{BOLD}=== Iceberg tables in the Glue catalog ==={RESET}", flush=True)
     for table in config.tables:
-        entry = glue.get_table(DatabaseName=table.target.database, Name=table.target.table)["Table"]
+        database = stack.glue_database(table.target.database)
+        entry = glue.get_table(DatabaseName=database, Name=table.target.table)["Table"]
         columns = [c["Name"] for c in entry.get("StorageDescriptor", {}).get("Columns", [])]
         location = entry.get("Parameters", {}).get("metadata_location", "")
         say(
@@ -148,7 +151,7 @@ def _show_tables(stack, config, say: Clock) -> None:
     try:
         for table in config.tables:
             keys = ", ".join(f"`{k}`" for k in table.keys)
-            name = f"{settings.catalog}.`{table.target.database}`.`{table.target.table}`"
+            name = f"{settings.catalog}.`{stack.glue_database(table.target.database)}`.`{table.target.table}`"
             print(f"\n{BOLD}{table.qualified_target}{RESET}")
             spark.sql(f"SELECT * FROM {name} ORDER BY {keys}").show(truncate=False)
     finally:

@@ -18,6 +18,7 @@ import boto3
 from lakeloader.ledger import DONE, FAILED, Ledger, LedgerObject, RunRecord
 
 TERMINAL_GLUE_STATES = {"SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"}
+TERMINAL_EMR_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}
 
 
@@ -32,6 +33,8 @@ class StackInfo:
     runs_table: str
     ingest_job: str
     arrival_function: str
+    emr_application: str = ""
+    database_prefix: str = ""  # the stage's Glue database prefix (infra.catalog)
 
     @classmethod
     def from_outputs(cls, outputs: dict[str, str]) -> StackInfo:
@@ -43,12 +46,18 @@ class StackInfo:
             runs_table=outputs["RunsTableName"],
             ingest_job=outputs["IngestJobName"],
             arrival_function=outputs["ArrivalFunctionName"],
+            emr_application=outputs.get("EmrApplicationId", ""),
+            database_prefix=outputs.get("GlueDatabasePrefix", ""),
         )
 
     @classmethod
     def from_stack(cls, stack_name: str) -> StackInfo:
         stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
         return cls.from_outputs({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])})
+
+    def glue_database(self, database: str) -> str:
+        """The Glue database the stack made for a config database (`crm` -> `lakeloader_dev_crm`)."""
+        return f"{self.database_prefix}{database}"
 
     def ledger(self) -> Ledger:
         return Ledger(boto3.client("dynamodb"), self.ledger_table, self.runs_table)
@@ -75,6 +84,38 @@ def active_glue_runs(stack: StackInfo) -> list[dict[str, Any]]:
     return [r for r in runs if r["JobRunState"] not in TERMINAL_GLUE_STATES]
 
 
+def emr_runs(stack: StackInfo) -> list[dict[str, Any]]:
+    """The EMR Serverless application's job runs (newest first, as the API lists them)."""
+    if not stack.emr_application:
+        return []
+    pages = boto3.client("emr-serverless").get_paginator("list_job_runs")
+    return [run for page in pages.paginate(applicationId=stack.emr_application) for run in page["jobRuns"]]
+
+
+def active_runs(stack: StackInfo) -> list[dict[str, Any]]:
+    """Ingest runs still going on either engine (Glue job runs and EMR Serverless job runs)."""
+    return active_glue_runs(stack) + [r for r in emr_runs(stack) if r["state"] not in TERMINAL_EMR_STATES]
+
+
+class RunFailed(RuntimeError):
+    """An ingest run failed while ``wait_for_objects`` waited for it to succeed."""
+
+
+def failed_runs(stack: StackInfo) -> dict[str, tuple[str, str]]:
+    """Ingest runs that ended without success, on either engine: run id -> (table id, error)."""
+    found = {}
+    for run in boto3.client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]:
+        if run["JobRunState"] in TERMINAL_GLUE_STATES - {"SUCCEEDED"}:
+            table_id = run.get("Arguments", {}).get("--lakeloader_table_id", "")
+            error = f"Glue run {run['Id']} {run['JobRunState']}: {run.get('ErrorMessage')}"
+            found[run["Id"]] = (table_id, error)
+    for run in emr_runs(stack):
+        if run["state"] in TERMINAL_EMR_STATES - {"SUCCESS"}:
+            table_id = run.get("name", "").removeprefix("lakeloader-")  # the trigger's run name
+            found[run["id"]] = (table_id, f"EMR run {run['id']} {run['state']}: {run.get('stateDetails')}")
+    return found
+
+
 def sweep(stack: StackInfo) -> dict[str, Any]:
     """What the EventBridge sweep schedule does: invoke the arrival Lambda with the sweep event."""
     response = boto3.client("lambda").invoke(
@@ -90,25 +131,46 @@ def wait_for_objects(
     timeout: float = 600.0,
     progress: Callable[[str], None] | None = None,
     sweep_after: float = 20.0,
+    fail_fast: bool = False,
+    expected_failures: Iterable[str] = (),
 ) -> dict[str, dict[str, str]]:
     """Wait until every expected (table id -> raw keys) object is done or failed in the ledger
     and no ingest run is active any more.
 
     While nothing runs and objects stay pending for ``sweep_after`` seconds, fire the
-    sweep (the schedule's job on AWS). Returns {table_id: {key: status}}.
+    sweep (the schedule's job on AWS). Returns {table_id: {key: status}}. With ``fail_fast``,
+    a run of an expected table (other than ``expected_failures``) that fails after the wait
+    began, or an expected object the ledger marks failed, raises ``RunFailed`` at once with
+    that run's error, instead of waiting out the timeout.
     """
     ledger = stack.ledger()
     deadline = time.monotonic() + timeout
+    watched = set(expected) - set(expected_failures)
+    failed_before = set(failed_runs(stack)) if fail_fast else set()
     idle_since: float | None = None
     last_line = ""
     while True:
         statuses: dict[str, dict[str, str]] = {}
+        errors: list[str] = []
         for table_id, keys in expected.items():
-            by_key = {obj.key: obj.status for obj in ledger.objects(table_id)}
-            statuses[table_id] = {key: by_key.get(key, "not recorded") for key in keys}
+            by_key = {obj.key: obj for obj in ledger.objects(table_id)}
+            statuses[table_id] = {key: getattr(by_key.get(key), "status", "not recorded") for key in keys}
+            errors += [
+                f"{table_id}: {key} failed: {by_key[key].error}"
+                for key in keys
+                if table_id in watched and statuses[table_id][key] == FAILED
+            ]
+        if fail_fast:
+            errors += [
+                f"{table_id}: {error}"
+                for run_id, (table_id, error) in failed_runs(stack).items()
+                if run_id not in failed_before and table_id in watched
+            ]
+            if errors:
+                raise RunFailed("; ".join(errors))
         open_count = sum(s not in (DONE, FAILED) for t in statuses.values() for s in t.values())
-        running = active_glue_runs(stack)
-        line = f"{open_count} object(s) open, {len(running)} Glue run(s) active"
+        running = active_runs(stack)
+        line = f"{open_count} object(s) open, {len(running)} run(s) active"
         if progress and line != last_line:
             progress(line)
             last_line = line

@@ -128,6 +128,27 @@ def test_where_erasure_and_a_tag_that_keeps_the_rows_fails_verification(spark, r
     assert result.predicate_sha256 == hashlib.sha256(f"{table.id}\nemail = 'bob@x'".encode()).hexdigest()
 
 
+def test_an_older_audit_table_gains_the_purge_count_and_a_local_warehouse_purges_nothing(
+    spark, raw, make_table
+):
+    from lakeloader.erase import AUDIT_COLUMNS
+
+    audit = f"{CATALOG}.lakeloader_audit.erasures"
+    old_columns = AUDIT_COLUMNS.replace(", object_versions_purged BIGINT", "")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.lakeloader_audit")
+    spark.sql(f"DROP TABLE IF EXISTS {audit}")
+    spark.sql(f"CREATE TABLE {audit} ({old_columns}) USING iceberg")  # as lakeloader wrote it before
+    table = make_table()
+    load_batches(spark, table, raw, [[change("I", 1, "ann@x", 1), change("I", 2, "bob@x", 1)]])
+
+    result = erase(spark, table, catalog=CATALOG, keys=["2"], who="tester")
+
+    assert result.verified and result.versioned_locations == [] and result.object_versions_purged == 0
+    assert "purged no object versions (the warehouse is not on S3)" in result.describe()
+    record = spark.sql(f"SELECT object_versions_purged FROM {audit} WHERE table_id = '{table.id}'").first()
+    assert record.object_versions_purged == 0
+
+
 def test_composite_key_syntax(make_table):
     table = make_table(keys=["order_id", "line_no"])
     assert parse_keys(table, ["order_id=1,line_no=2", "LINE_NO=3, order_id=4"]) == [
