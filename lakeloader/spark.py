@@ -1,10 +1,10 @@
 """One place that builds the SparkSession for each runtime.
 
-* ``local``: PySpark ``local[N]`` with Iceberg jars assembled offline from PyPI
-  packages (:mod:`lakeloader.jars`) or, with ``LAKELOADER_JARS=maven``, Maven
-  coordinates. The catalog is an Iceberg Hadoop catalog on a local warehouse
-  folder, or the Glue catalog + S3FileIO against ``AWS_ENDPOINT_URL`` (the
-  embedded emulator / LocalStack) when the warehouse is an ``s3://`` URI.
+* ``local``: PySpark ``local[N]`` with the Iceberg jars its caller passes in
+  (``extra_conf=lakeloader_dev.jars.spark_conf()``), or ``LAKELOADER_SPARK_JARS`` for a
+  script the emulator runs: the shipped runtime never imports the jar assembly. The catalog
+  is an Iceberg Hadoop catalog on a local warehouse folder, or the Glue catalog + S3FileIO
+  against ``AWS_ENDPOINT_URL`` (the embedded emulator) when the warehouse is an ``s3://`` URI.
 * ``glue`` / ``emr``: the platform provides Spark and Iceberg; the job's
   ``--conf`` settings name the catalog, we only pick it up.
 

@@ -34,6 +34,14 @@ EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
 EMR_PYTHON = "/usr/bin/python3.11"
 
 
+# What each Glue version runs (AWS Glue release notes): GLUE_VERSION must name a row whose Spark
+# and Iceberg are the ones above, or the jobs would run code tested against other versions.
+GLUE_RUNTIMES = {
+    "5.0": {"spark": "3.5.4", "iceberg": "1.7.1", "python": "3.11"},
+    "5.1": {"spark": "3.5.6", "iceberg": "1.10.0", "python": "3.11"},
+}
+
+
 def emr_release(label: str) -> tuple[int, int, int]:
     """`emr-7.12.0` -> (7, 12, 0)."""
     major, minor, patch = label.removeprefix("emr-").split(".")

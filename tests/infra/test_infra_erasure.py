@@ -14,11 +14,21 @@ from typing import Any
 
 import pytest
 
-from infra.erasure import AUDIT_ACTIONS, TABLE_ACTIONS, WAREHOUSE_LIST_ACTIONS, WAREHOUSE_OBJECT_ACTIONS
 from lakeloader.erase import AUDIT_DATABASE
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, Statement, allowed
 
 GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"
+# What erase calls, written out here rather than imported from infra.erasure (the code under test).
+TABLE_ACTIONS = ["glue:GetDatabase", "glue:GetTable", "glue:UpdateTable"]
+AUDIT_ACTIONS = [*TABLE_ACTIONS, "glue:CreateDatabase", "glue:CreateTable"]
+WAREHOUSE_OBJECT_ACTIONS = [
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:AbortMultipartUpload",
+    "s3:DeleteObjectVersion",
+]
+WAREHOUSE_LIST_ACTIONS = ["s3:ListBucket", "s3:ListBucketVersions"]
 
 
 def as_list(value: Any) -> list[Any]:

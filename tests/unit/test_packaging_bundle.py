@@ -34,6 +34,10 @@ from infra.packaging import (
 from infra.processing import EMR_DEPS_ALIAS, emr_dependency_conf
 
 ROOT = Path(__file__).resolve().parents[2]
+# The wheels are cp311: they install and import only in a CPython 3.11, as on Glue 5.1 / EMR 7.12.
+pytestmark = pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11), reason="the job bundle holds CPython 3.11 wheels; run under Python 3.11"
+)
 SHIM = ROOT / "lakeloader_dev" / "emulator" / "shim"
 TARGET_ENV = {"extra": "", "python_version": "3.11", "sys_platform": "linux", "platform_system": "Linux"}
 

@@ -61,3 +61,13 @@ def test_the_matrix_is_self_consistent():
     assert versions.emr_release(versions.EMR_RELEASE_LABEL)[:2] >= versions.EMR_MIN_RELEASE
     assert versions.PYTHON_VERSION.replace(".", "") == versions.WHEEL_PYTHON_TAG.removeprefix("cp")
     assert versions.EMR_PYTHON.endswith(f"python{versions.PYTHON_VERSION}")
+
+
+def test_the_glue_version_runs_the_matrix_spark_iceberg_and_python():
+    runtime = versions.GLUE_RUNTIMES[versions.GLUE_VERSION]
+    assert runtime == {
+        "spark": versions.SPARK_VERSION,
+        "iceberg": versions.ICEBERG_VERSION,
+        "python": versions.PYTHON_VERSION,
+    }, f"Glue {versions.GLUE_VERSION} runs {runtime}: the local runtime must follow it"
+    assert versions.ICEBERG_VERSION.startswith(versions.ICEBERG_LINE + ".")
