@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
+from lakeloader import versions
 from lakeloader.spark import JARS_ENV
 from lakeloader_dev.jars import spark_conf
 
@@ -548,6 +549,11 @@ def _archive_python_path(env: dict[str, str], run_dir: Path) -> list[str]:
             found.append(str(run_dir / entry) if not os.path.isabs(entry) else entry)
     for name in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"):
         interpreter = env.pop(name, "")
+        if os.path.isabs(interpreter) and interpreter != versions.EMR_PYTHON:
+            raise ValueError(
+                f"{name}={interpreter}: the EMR Serverless image's documented Python 3.11 is "
+                f"{versions.EMR_PYTHON}; this emulator runs only that one"
+            )
         if interpreter and not os.path.isabs(interpreter):  # ./environment/bin/python
             root = (run_dir / interpreter).parent.parent
             found += [str(p) for p in sorted(root.glob("lib/python3*/site-packages")) if str(p) not in found]

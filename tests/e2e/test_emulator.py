@@ -404,6 +404,25 @@ def test_emr_run_failure_carries_the_state_details(emr_application: str) -> None
     assert {r["state"] for r in listed} == {"SUCCESS", "FAILED"}
 
 
+def test_emr_run_on_an_interpreter_the_image_lacks_fails(emr_application: str) -> None:
+    run_id = _start_emr(
+        emr_application,
+        ["--table-id", "crm.customers"],
+        configurationOverrides={
+            "applicationConfiguration": [
+                {
+                    "classification": "spark-defaults",
+                    "properties": {"spark.emr-serverless.driverEnv.PYSPARK_PYTHON": "/usr/bin/python3.9"},
+                }
+            ]
+        },
+    )
+    run = _wait_emr(emr_application, run_id)
+    assert run["state"] == "FAILED"
+    details = run["stateDetails"]
+    assert "PYSPARK_PYTHON=/usr/bin/python3.9" in details and "/usr/bin/python3.11" in details
+
+
 # --- lakeloader erase on a versioned bucket (no Spark: the purge of old object versions) ---------
 
 
