@@ -60,13 +60,6 @@ def package_files(root: Path) -> list[Path]:
     return sorted(files)
 
 
-def _digest(entries: Iterable[tuple[str, Path]]) -> str:
-    sha = hashlib.sha256()
-    for name, path in entries:
-        sha.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return sha.hexdigest()[:16]
-
-
 def _publish(name: str, digest: str, build: Callable[[Path], None]) -> Path:
     """Build into a temp dir next to the target, then rename it into place (atomic)."""
     target = BUILD_DIR / f"{name}-{digest}"
@@ -97,32 +90,36 @@ def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:
     if not (source / "__init__.py").is_file():
         raise PackagingError(f"{source}: not a Python package (no __init__.py)")
     entries = [
-        (f"lakeloader/{p.relative_to(source).as_posix()}", p)
+        (f"lakeloader/{p.relative_to(source).as_posix()}", p.read_bytes(), 0o644)
         for p in package_files(source)
         if p.relative_to(source).as_posix() not in LOCAL_ONLY_MODULES
     ]
+    return _publish_zip("lakeloader-zip", "lakeloader.zip", entries)
+
+
+Entry = tuple[str, bytes, int]  # (name in the package, content, file mode)
+
+
+def _entries_digest(entries: Iterable[Entry]) -> str:
+    sha = hashlib.sha256()
+    for name, data, mode in sorted(entries):
+        sha.update(f"{name}\0{mode:o}\0".encode() + hashlib.sha256(data).digest())
+    return sha.hexdigest()[:16]
+
+
+def _publish_zip(name: str, filename: str, entries: list[Entry]) -> Path:
+    """A deterministic zip of `entries` (sorted by name, fixed timestamps), published as `name`."""
 
     def build(out: Path) -> None:
-        with zipfile.ZipFile(out / "lakeloader.zip", "w") as archive:
-            for name, path in entries:
-                info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+        with zipfile.ZipFile(out / filename, "w") as archive:
+            for entry_name, data, mode in sorted(entries):
+                info = zipfile.ZipInfo(entry_name, date_time=_ZIP_DATE)
                 info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = 0o100644 << 16
+                info.external_attr = (0o100000 | mode) << 16
                 info.create_system = 3
-                archive.writestr(info, path.read_bytes())
+                archive.writestr(info, data)
 
-    return _publish("lakeloader-zip", _digest(entries), build) / "lakeloader.zip"
-
-
-def _write_zip(path: Path, entries: Iterable[tuple[str, bytes, int]]) -> None:
-    """A zip of (name, data, mode) entries, sorted by name, with fixed timestamps."""
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data, mode in sorted(entries):
-            info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = (0o100000 | mode) << 16
-            info.create_system = 3
-            archive.writestr(info, data)
+    return _publish(name, _entries_digest(entries), build) / filename
 
 
 def lambda_bundle(
@@ -147,18 +144,16 @@ def lambda_bundle(
             entries.append((f"lakeloader/{module}", path))
         else:
             missing.append(module)
-    entries.sort()
+    files = sorted((rel, path.read_bytes(), 0o644) for rel, path in entries)
 
     def build(out: Path) -> None:
-        for rel, path in entries:
+        for rel, data, mode in files:
             dest = out / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(path.read_bytes())
-            dest.chmod(0o644)
+            dest.write_bytes(data)
+            dest.chmod(mode)
 
-    return _publish(name, _digest(entries), build), missing
-
-
+    return _publish(name, _entries_digest(files), build), missing
 
 
 # --- third-party dependencies of the jobs ------------------------------------------------------
@@ -326,13 +321,6 @@ def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> di
     return _verified_wheels(target, pins)
 
 
-def _entries_digest(entries: Iterable[tuple[str, bytes, int]]) -> str:
-    sha = hashlib.sha256()
-    for name, data, mode in sorted(entries):
-        sha.update(f"{name}\0{mode:o}\0".encode() + hashlib.sha256(data).digest())
-    return sha.hexdigest()[:16]
-
-
 def glue_wheels_zip(pins: list[Pin] | None = None) -> Path:
     """Glue's zip of wheels: `wheels/requirements.txt` plus `wheels/*.whl`, Glue-provided pins left out.
 
@@ -345,11 +333,10 @@ def glue_wheels_zip(pins: list[Pin] | None = None) -> Path:
     requirements = "".join(f"{p}\n" for p in shipped).encode()
     entries = [("wheels/requirements.txt", requirements, 0o644)]
     entries += [(f"wheels/{wheels[p.key].name}", wheels[p.key].read_bytes(), 0o644) for p in shipped]
-    build = lambda out: _write_zip(out / GLUE_WHEELS_NAME, entries)  # noqa: E731
-    return _publish("glue-wheels", _entries_digest(entries), build) / GLUE_WHEELS_NAME
+    return _publish_zip("glue-wheels", GLUE_WHEELS_NAME, entries)
 
 
-def _installed_entries(wheel: Path) -> Iterable[tuple[str, bytes, int]]:
+def _installed_entries(wheel: Path) -> Iterable[Entry]:
     """What installing `wheel` into a site-packages directory writes there (scripts, headers left out)."""
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
@@ -374,7 +361,7 @@ def emr_deps_archive(pins: list[Pin] | None = None) -> Path:
     """
     pins = job_pins() if pins is None else pins
     wheels = fetch_wheels(pins)
-    entries: dict[str, tuple[str, bytes, int]] = {}
+    entries: dict[str, Entry] = {}
     owners: dict[str, str] = {}
     for pin in pins:
         for name, data, mode in _installed_entries(wheels[pin.key]):
@@ -382,8 +369,7 @@ def emr_deps_archive(pins: list[Pin] | None = None) -> Path:
                 raise PackagingError(f"{name}: shipped by both {owners[name]} and {pin}")
             owners[name] = str(pin)
             entries[name] = (name, data, mode)
-    build = lambda out: _write_zip(out / EMR_DEPS_NAME, entries.values())  # noqa: E731
-    return _publish("emr-deps", _entries_digest(entries.values()), build) / EMR_DEPS_NAME
+    return _publish_zip("emr-deps", EMR_DEPS_NAME, list(entries.values()))
 
 
 if __name__ == "__main__":  # `make setup`: fetch the wheels and build both archives while PyPI is reachable
