@@ -13,7 +13,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 
 import infra.packaging as packaging
 from infra.packaging import (
@@ -27,10 +26,9 @@ from infra.packaging import (
     job_pins,
     lakeloader_zip,
 )
+from tests.unit.job_target import unmet
 
 ROOT = Path(__file__).resolve().parents[2]
-# Target of the wheels: Linux, CPython 3.11 (lakeloader.versions), for requirement markers.
-TARGET_ENV = {"python_version": "3.11", "sys_platform": "linux", "platform_system": "Linux", "extra": ""}
 # AWS Glue 5.1's preinstalled modules (AWS doc "Python modules already provided in AWS Glue"), by name.
 GLUE_51_PROVIDED = {
     "aiobotocore", "aiohttp", "boto3", "botocore", "certifi", "charset-normalizer", "fsspec", "idna",
@@ -69,16 +67,10 @@ def test_local_venv_runs_the_shipped_versions(pins):
 
 
 def test_every_transitive_dependency_is_pinned_and_satisfied(pins):
-    versions = {p.key: p.version for p in pins}
+    pinned = {p.key: p.version for p in pins}
     problems = []
     for pin in pins:
-        for text in importlib.metadata.requires(pin.name) or []:
-            requirement = Requirement(text)
-            if requirement.marker and not requirement.marker.evaluate(TARGET_ENV):
-                continue
-            version = versions.get(packaging.canonical_name(requirement.name))
-            if version is None or not requirement.specifier.contains(version, prereleases=True):
-                problems.append(f"{pin} needs {requirement}, pinned: {version}")
+        problems += unmet(str(pin), importlib.metadata.requires(pin.name) or [], pinned)
     assert problems == []
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import py4j
 import pyspark
 import pytest
-from packaging.requirements import Requirement
 
 from infra.packaging import (
     canonical_name,
@@ -32,6 +31,7 @@ from infra.packaging import (
     lakeloader_zip,
 )
 from infra.processing import EMR_DEPS_ALIAS, emr_dependency_conf
+from tests.unit.job_target import unmet
 
 ROOT = Path(__file__).resolve().parents[2]
 # The wheels are cp311: they install and import only in a CPython 3.11, as on Glue 5.1 / EMR 7.12.
@@ -39,7 +39,6 @@ pytestmark = pytest.mark.skipif(
     sys.version_info[:2] != (3, 11), reason="the job bundle holds CPython 3.11 wheels; run under Python 3.11"
 )
 SHIM = ROOT / "lakeloader_dev" / "emulator" / "shim"
-TARGET_ENV = {"extra": "", "python_version": "3.11", "sys_platform": "linux", "platform_system": "Linux"}
 
 # Imports every shipped module: the zip's lakeloader modules by name, the entry points from their
 # files (not as __main__); glue_jobs/* with the awsglue shim on sys.path for that import only.
@@ -162,15 +161,11 @@ def _unmet_requirements(site: Path) -> list[str]:
     """`pip check` for a directory: each distribution's requirements, met inside `site`?"""
     found_in_site = importlib.metadata.distributions(path=[str(site)])
     dists = {canonical_name(d.metadata["Name"]): d for d in found_in_site}
-    unmet = []
+    found = {name: dist.version for name, dist in dists.items()}
+    problems = []
     for name, dist in sorted(dists.items()):
-        for requirement in map(Requirement, dist.requires or []):
-            if requirement.marker and not requirement.marker.evaluate(TARGET_ENV):
-                continue
-            found = dists.get(canonical_name(requirement.name))
-            if found is None or not requirement.specifier.contains(found.version, prereleases=True):
-                unmet.append(f"{name} needs {requirement}")
-    return unmet
+        problems += unmet(name, dist.requires or [], found)
+    return problems
 
 
 def test_emr_archive_on_pythonpath_runs_every_entry_point(tmp_path, spark_dir):
