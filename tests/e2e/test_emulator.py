@@ -351,6 +351,11 @@ def _start_emr(application: str, arguments: list[str], **extra) -> str:
     )["jobRunId"]
 
 
+def _spark_defaults(properties: dict[str, str]) -> dict:
+    """A run's configurationOverrides that sets these spark-defaults over the application's."""
+    return {"applicationConfiguration": [{"classification": "spark-defaults", "properties": properties}]}
+
+
 def _wait_emr(application: str, run_id: str, timeout: float = 60) -> dict:
     emr = boto3.client("emr-serverless")
     deadline = time.monotonic() + timeout
@@ -371,14 +376,7 @@ def test_emr_run_executes_the_entry_point_with_the_applications_spark_defaults(
     run_id = _start_emr(
         emr_application,
         ["--table-id", "crm.customers"],
-        configurationOverrides={
-            "applicationConfiguration": [
-                {
-                    "classification": "spark-defaults",
-                    "properties": {"spark.emr-serverless.driverEnv.GREETING": "from the run"},
-                }
-            ]
-        },
+        configurationOverrides=_spark_defaults({"spark.emr-serverless.driverEnv.GREETING": "from the run"}),
     )
     run = _wait_emr(emr_application, run_id)
     assert run["state"] == "SUCCESS", run.get("stateDetails")
@@ -408,14 +406,9 @@ def test_emr_run_on_an_interpreter_the_image_lacks_fails(emr_application: str) -
     run_id = _start_emr(
         emr_application,
         ["--table-id", "crm.customers"],
-        configurationOverrides={
-            "applicationConfiguration": [
-                {
-                    "classification": "spark-defaults",
-                    "properties": {"spark.emr-serverless.driverEnv.PYSPARK_PYTHON": "/usr/bin/python3.9"},
-                }
-            ]
-        },
+        configurationOverrides=_spark_defaults(
+            {"spark.emr-serverless.driverEnv.PYSPARK_PYTHON": "/usr/bin/python3.9"}
+        ),
     )
     run = _wait_emr(emr_application, run_id)
     assert run["state"] == "FAILED"
