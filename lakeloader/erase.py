@@ -276,13 +276,9 @@ def purge_noncurrent_versions(location: str, s3: Any = None) -> int:
     """Delete every noncurrent version and delete marker under ``location`` (s3://bucket/prefix);
     returns how many were deleted.
 
-    Every noncurrent version under the table's location, not only those of the files this
-    erasure deleted: files that earlier maintenance (compaction, snapshot expiry, orphan
-    removal) deleted are noncurrent versions too, kept for the lifecycle rule's days, and
-    may hold the subject's rows or, in manifests, its values as column bounds. Iceberg never
-    reads a noncurrent version, so the table loses nothing; the bucket loses its undelete
-    window for this table. Versions go first, then the delete markers: a marker removed
-    while a version of its key remains would make that version current again.
+    All of them, not only this erasure's: files earlier maintenance deleted may hold the subject
+    too (why: docs/quality_erase_maintain.md). Versions go first, then the delete markers: a
+    marker removed while a version of its key remains would make that version current again.
     """
     import boto3
 
