@@ -55,6 +55,7 @@ from pyspark.sql.utils import AnalysisException
 from lakeloader import cdc
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
+from lakeloader.faults import crash_point
 from lakeloader.maintenance import call_procedure, procedure_table, timestamp_literal
 from lakeloader.merge import consumed_file_ids
 from lakeloader.retry import RetryPolicy, retry_on_conflict
@@ -404,6 +405,7 @@ def erase(
     progress(f"{result.rows_erased:,} current row(s) match")
     if result.rows_erased:
         retried("delete", lambda: spark.sql(f"DELETE FROM {name} WHERE {predicate}").collect())
+    crash_point("erase:after_delete")
     before = spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0]
     consumed_before = consumed_file_ids(spark, name, catalog=catalog, table_id=table.id)
     rewrite = retried(

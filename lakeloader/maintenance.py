@@ -36,6 +36,7 @@ from pyspark.sql import SparkSession
 from lakeloader import cdc
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
+from lakeloader.faults import crash_point
 from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.sql import literal, qualified
 
@@ -258,6 +259,7 @@ def maintain_table(
                 progress=progress,
                 sleep=sleep,
             )
+            crash_point(f"maintain:{step_name}")
         except Exception as exc:  # recorded with the step, reported in the summary, exit code 1
             step.status, step.error = "failed", _first_line(exc)
             result.status = "failed"

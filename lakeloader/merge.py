@@ -27,6 +27,7 @@ from pyspark.sql.utils import AnalysisException
 
 from lakeloader import cdc, quality, scd2, schema
 from lakeloader.config import TableConfig
+from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
 from lakeloader.sequence import newer_sql
 from lakeloader.sql import literal, qualified, quote
@@ -290,6 +291,7 @@ def load_table(
     changes = changes.localCheckpoint(eager=True)
     try:
         result.changes = changes.count()
+        crash_point("after_read")
 
         def commit(target: str, batch: DataFrame) -> None:  # target: the table, or its WAP audit branch
             if table.mode == "merge":
@@ -307,6 +309,7 @@ def load_table(
             result.notes.append(result.quality.describe())
     finally:
         changes.unpersist()
+    crash_point("after_commit")  # committed; neither the input log nor the ledger knows yet
     if log_consumed:
         log_inputs(spark, catalog, table.id, files, run_id)
     result.status = "ok"

@@ -52,6 +52,7 @@ from pyspark.sql import functions as F
 from lakeloader import cdc
 from lakeloader.config import QualityRule, TableConfig
 from lakeloader.errors import LakeloaderError
+from lakeloader.faults import crash_point
 from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.sql import literal, qualified, quote
 
@@ -484,6 +485,7 @@ def _audit_once(
             report.quarantine_table = quarantine_target
             report.action = "quarantined"
             quarantined = True
+        crash_point("before_publish")
         progress(f"publishing {branch} to main (fast_forward)")
         publish(spark, name, branch)
         published = True
