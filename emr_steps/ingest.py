@@ -21,9 +21,10 @@ def parse_args(argv: list[str] | None = None) -> dict[str, str]:
     parser.add_argument("--runs-table", required=True, help="DynamoDB run history")
     parser.add_argument("--raw-root", required=True, help="s3://<raw-bucket>/")
     parser.add_argument("--warehouse", required=True, help="s3://<curated-bucket>/warehouse/")
-    parser.add_argument("--table-id", default="", help="the table to run")
+    parser.add_argument("--table-id", default="", help="the table to run, or a comma-separated list")
     parser.add_argument("--correlation-id", default="", help="ties the run to the event that started it")
     parser.add_argument("--database-prefix", default="", help="the stage's Glue database prefix")
+    parser.add_argument("--parallel-tables", default="", help="how many tables to drain at once (default 1)")
     parsed = parser.parse_args(argv)
     return {f"lakeloader_{name}": value for name, value in vars(parsed).items()}
 

@@ -11,9 +11,10 @@ the last two per run):
     --lakeloader_runs_table        DynamoDB run history
     --lakeloader_raw_root          s3://<raw-bucket>/
     --lakeloader_warehouse         s3://<curated-bucket>/warehouse/
-    --lakeloader_table_id          the table to run ("" in the defaults)
+    --lakeloader_table_id          the table to run, or a comma-separated list ("" in the defaults: all)
     --lakeloader_correlation_id    ties the run to the event that started it ("" in the defaults)
     --lakeloader_database_prefix   the stage's Glue database prefix ("" or absent: the config's names)
+    --lakeloader_parallel_tables   how many of the run's tables to drain at once (absent: 1)
 
 getResolvedOptions fails on a name absent from argv; the job's DefaultArguments carry all
 of them (the per-run ones as ""), and an optional name Glue did not pass resolves to "".
@@ -32,7 +33,12 @@ REQUIRED = [
     "lakeloader_raw_root",
     "lakeloader_warehouse",
 ]
-OPTIONAL = ["lakeloader_table_id", "lakeloader_correlation_id", "lakeloader_database_prefix"]
+OPTIONAL = [
+    "lakeloader_table_id",
+    "lakeloader_correlation_id",
+    "lakeloader_database_prefix",
+    "lakeloader_parallel_tables",
+]
 
 
 def resolve(argv: list[str]) -> dict[str, str]:

@@ -269,10 +269,15 @@ class Processing(Construct):
             description="lakeloader: merge a table's pending raw objects into its Iceberg table",
             script="ingest.py",
             job=settings.ingest,
-            arguments=common_glue_arguments,
+            arguments={
+                **common_glue_arguments,
+                # how many of a run's tables (the trigger groups batching.tables_per_run) drain at once
+                "--lakeloader_parallel_tables": str(settings.batching.parallel_tables),
+            },
             library=library,
             storage=storage,
             catalog=catalog,
+            job_run_queuing=settings.batching.job_run_queuing,
         )
         self.maintain_job = self._glue_job(
             "MaintainJob",
@@ -380,6 +385,8 @@ class Processing(Construct):
             storage.raw_root,
             "--warehouse",
             storage.warehouse,
+            "--parallel-tables",
+            str(settings.batching.parallel_tables),
         ]
         if catalog.database_prefix:
             self.emr_entry_point_arguments += ["--database-prefix", catalog.database_prefix]
@@ -440,6 +447,7 @@ class Processing(Construct):
         library: glue.Code,
         storage: LakeStorage,
         catalog: Catalog,
+        job_run_queuing: bool = False,
     ) -> glue.PySparkEtlJob:
         script_asset = s3_assets.Asset(
             self, f"{construct_id}Script", path=str(REPO_ROOT / "glue_jobs" / script)
@@ -458,6 +466,7 @@ class Processing(Construct):
             timeout=Duration.minutes(job.timeout_minutes),
             max_retries=job.max_retries,
             max_concurrent_runs=job.max_concurrent_runs,
+            job_run_queuing_enabled=job_run_queuing,
             default_arguments=dict(arguments),
             extra_python_files=[library],
             security_configuration=catalog.security_configuration,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lakeloader import versions
 
@@ -97,6 +97,26 @@ class ArrivalLambdaSettings(_Strict):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+class BatchingSettings(_Strict):
+    """How ingest runs are shared: tables grouped per run, drained in parallel, runs queued."""
+
+    tables_per_run: int = Field(
+        default=1,
+        ge=1,
+        le=100,
+        description="Tables due together (same engine and execution class) that one job run drains; "
+        "1 (default): a run per table",
+    )
+    parallel_tables: int = Field(
+        default=4, ge=1, le=64, description="Tables one run drains at once, in one Spark session"
+    )
+    job_run_queuing: bool = Field(
+        default=False,
+        description="Glue job-run queuing on the ingest job: starts beyond its concurrency wait in "
+        "Glue's queue instead of failing (FLEX runs are never queued; needs ingest.max_retries 0)",
+    )
+
+
 class RawTransition(_Strict):
     days: int = Field(ge=1)
     storage_class: Literal[
@@ -121,6 +141,7 @@ class StageSettings(_Strict):
     spark_ui: bool = True
     emr: EmrSettings
     arrival_lambda: ArrivalLambdaSettings
+    batching: BatchingSettings = Field(default_factory=BatchingSettings)
     raw_event_prefixes: list[str] = Field(
         default_factory=list,
         description="Raw-bucket key prefixes that trigger the Lambda; [] (default): each source folder "
@@ -160,6 +181,15 @@ class StageSettings(_Strict):
         if not (value.startswith("cron(") or value.startswith("rate(")):
             raise ValueError('use an EventBridge expression (cron(...) or rate(...)) or "off"')
         return value
+
+    @model_validator(mode="after")
+    def _queuing_without_retries(self) -> StageSettings:
+        if self.batching.job_run_queuing and self.ingest.max_retries:
+            raise ValueError(
+                "batching.job_run_queuing needs ingest.max_retries 0 (Glue refuses job-run queuing on a "
+                f"job with retries; it is {self.ingest.max_retries})"
+            )
+        return self
 
     @field_validator("crawlers")
     @classmethod
@@ -235,7 +265,7 @@ def resolve_stage(context: dict[str, Any]) -> Stage:
         for error in exc.errors():
             loc = ".".join(str(p) for p in error["loc"])
             where = (
-                f"lakeloader:stages.{name}.{loc.removeprefix('settings.')}"
+                f"lakeloader:stages.{name}.{loc.removeprefix('settings').lstrip('.')}".rstrip(".")
                 if loc.startswith("settings")
                 else loc
             )

@@ -5,11 +5,15 @@
 * By default the prefixes are the source folders of the config (`crm/`, `sales/`, ...):
   objects of unknown tables under a known source still reach the Lambda, which logs and
   counts them; the stage's `raw_event_prefixes` overrides the list (`""`: the whole bucket).
-* A sweep schedule invokes the Lambda to start runs for tables whose objects stayed pending.
+* A sweep schedule invokes the Lambda to start runs for tables whose objects stayed pending; it
+  also starts the runs of batched tables (`trigger.min_interval_seconds`), grouping due tables
+  `batching.tables_per_run` to a run, so such a table needs a sweep at least as often as its window.
 * The maintenance schedule starts the maintenance state machine for every enabled table.
 """
 
 from __future__ import annotations
+
+import re
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
@@ -58,6 +62,38 @@ def event_prefixes(stage: Stage, lake: LakeConfig) -> list[str]:
     return sorted(kept)
 
 
+_RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)$")
+_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+def check_batching_windows(stage: Stage, lake: LakeConfig) -> None:
+    """Refuse batched tables whose pending objects no sweep would pick up in time.
+
+    A batched table's runs are started by the sweep only: with the sweep off its objects would
+    wait forever, and with a rate() sweep slower than the window the window would mean nothing.
+    """
+    batched = [t for t in lake.tables if t.enabled and t.trigger.min_interval_seconds > 0]
+    if not batched:
+        return
+    key = f"cdk.json context lakeloader:stages.{stage.name}.sweep_schedule"
+    schedule = stage.settings.sweep_schedule
+    if schedule is None:
+        raise SettingsError(
+            f"{key} is off, but table(s) {', '.join(t.id for t in batched)} set "
+            "trigger.min_interval_seconds: only the sweep starts their runs"
+        )
+    rate = _RATE.match(schedule)
+    if rate is None:  # a cron() sweep: its spacing is the user's to judge
+        return
+    every = int(rate.group(1)) * _UNIT_SECONDS[rate.group(2).rstrip("s")]
+    short = [t.id for t in batched if t.trigger.min_interval_seconds < every]
+    if short:
+        raise SettingsError(
+            f"{key} is {schedule} ({every} s), longer than the trigger.min_interval_seconds of table(s) "
+            f"{', '.join(short)}: set the sweep to run at least that often, or widen their windows"
+        )
+
+
 class Triggers(Construct):
     def __init__(
         self,
@@ -72,6 +108,7 @@ class Triggers(Construct):
         maintenance: sfn.IStateMachine,
     ) -> None:
         super().__init__(scope, construct_id)
+        check_batching_windows(stage, lake)
         settings = stage.settings.arrival_lambda
         self.dead_letter_queue = sqs.Queue(
             self,
@@ -106,6 +143,7 @@ class Triggers(Construct):
                 "POWERTOOLS_SERVICE_NAME": "lakeloader-s3-arrival",
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "LOG_LEVEL": settings.log_level,
+                "TABLES_PER_RUN": str(stage.settings.batching.tables_per_run),
             },
             timeout=Duration.seconds(settings.timeout_seconds),
             memory_mb=settings.memory_mb,

@@ -403,6 +403,24 @@ class MaintenanceConfig(_Strict):
     retry: RetrySettings = Field(default_factory=RetrySettings)
 
 
+class TriggerConfig(_Strict):
+    """When arrivals start runs on AWS (the S3-arrival Lambda; local runs ignore it)."""
+
+    min_interval_seconds: int = Field(
+        default=0,
+        ge=0,
+        le=86_400,
+        description="Batching window. 0 (default): every arrival starts a run unless one is running. "
+        "N > 0: arrivals are recorded and wait; the stage's sweep starts one run for them once N seconds "
+        "have passed since the table's last run start, grouping due tables into shared runs",
+    )
+    execution_class: Literal["STANDARD", "FLEX"] = Field(
+        default="STANDARD",
+        description="Glue execution class of the table's runs: FLEX (cheaper, may start later) for "
+        "tables that can wait. engine: glue only",
+    )
+
+
 class TableConfig(_Strict):
     """One source table and how it lands in Iceberg."""
 
@@ -430,6 +448,17 @@ class TableConfig(_Strict):
     maintenance: MaintenanceConfig = Field(
         default_factory=MaintenanceConfig, description="Table maintenance and commit-conflict retry"
     )
+    trigger: TriggerConfig = Field(
+        default_factory=TriggerConfig, description="Batching window and Glue execution class of AWS runs"
+    )
+
+    @model_validator(mode="after")
+    def _flex_needs_glue(self) -> TableConfig:
+        if self.trigger.execution_class == "FLEX" and self.engine != "glue":
+            raise ValueError(
+                "trigger.execution_class FLEX is a Glue execution class; this table's engine is emr"
+            )
+        return self
 
     @model_validator(mode="after")
     def _unique_needs_keys(self) -> TableConfig:

@@ -6,6 +6,8 @@ One item per table, keyed by ``table_id``::
     prefix    S     its source.prefix, so the S3-arrival Lambda can match keys without pydantic
     enabled   BOOL
     engine    S     glue | emr
+    min_interval_seconds  N   trigger.min_interval_seconds (the batching window; 0: none)
+    execution_class       S   trigger.execution_class (STANDARD | FLEX)
     config    S     JSON of TableConfig.model_dump(mode="json", by_alias=True)
 
 `cdk synth` turns the validated YAML into these items (`config_items`) and passes them,
@@ -49,6 +51,8 @@ def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
             "prefix": table.source.prefix,
             "enabled": table.enabled,
             "engine": table.engine,
+            "min_interval_seconds": table.trigger.min_interval_seconds,
+            "execution_class": table.trigger.execution_class,
             "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
         }
         for table in cfg.tables

@@ -3,13 +3,20 @@
 The entry points in glue_jobs/ and emr_steps/ only parse arguments and call
 these functions. The table config comes from the DynamoDB config table (as
 deployed from config/tables.yaml); the ledger says which raw objects are new.
+
+One run may drain several tables (the trigger groups due tables: ``a,b,c``):
+they share the Spark session and run ``parallel_tables`` at a time, each under
+its own lock, with its own commits and its own run-history record, so one
+table's failure never touches another's.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from urllib.parse import urlparse
 
@@ -29,7 +36,23 @@ ARG_KEYS = (
     "lakeloader_table_id",
     "lakeloader_correlation_id",
     "lakeloader_database_prefix",
+    "lakeloader_parallel_tables",
 )
+_CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients
+_CLOUDWATCH: list = []
+
+
+def parse_table_ids(value: str | None) -> list[str]:
+    """The tables a run covers: one id or a comma-separated list ("" or None: every enabled table)."""
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def parse_parallel_tables(value: str | None) -> int:
+    """How many tables a run drains at once (default 1); a bad value is a usage error naming the argument."""
+    text = (value or "").strip() or "1"
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--lakeloader_parallel_tables must be a whole number >= 1, got {value!r}")
+    return int(text)
 
 
 def with_database_prefix(tables: list[TableConfig], prefix: str) -> list[TableConfig]:
@@ -129,12 +152,45 @@ def publish_metrics(result: TableResult) -> None:
             "Unit": "Count",
         },
     ]
+    with _CLIENT_LOCK:
+        if not _CLOUDWATCH:
+            _CLOUDWATCH.append(boto3.client("cloudwatch"))
     try:
-        boto3.client("cloudwatch").put_metric_data(
+        _CLOUDWATCH[0].put_metric_data(
             Namespace=METRICS_NAMESPACE, MetricData=[{**d, "Dimensions": dimensions} for d in data]
         )
     except (BotoCoreError, ClientError) as exc:
         _log("metrics_not_published", table_id=result.table_id, error=str(exc))
+
+
+def drain_tables(
+    spark,
+    tables: list[TableConfig],
+    ledger: Ledger,
+    *,
+    catalog: str,
+    raw_root: str,
+    cid: str,
+    parallel: int = 1,
+) -> list[TableResult]:
+    """`drain_table` for each table, `parallel` at a time in one Spark session; results in table order.
+
+    Each table is isolated: an exception in one (its lock or ledger failed) becomes that table's
+    failed result. Iceberg commit properties are per thread (merge.commit_properties) and each
+    batch's temporary view has its own name, so tables sharing the session do not mix.
+    """
+
+    def one(table: TableConfig) -> TableResult:
+        try:
+            return drain_table(spark, table, ledger, catalog=catalog, raw_root=raw_root, cid=cid)
+        except Exception as exc:  # one table's failure never stops the others
+            _log("table_failed", table_id=table.id, correlation_id=cid, error=str(exc))
+            return TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}")
+
+    if parallel <= 1 or len(tables) <= 1:
+        return [one(table) for table in tables]
+    with ThreadPoolExecutor(max_workers=min(parallel, len(tables)), thread_name_prefix="lakeloader") as pool:
+        return list(pool.map(one, tables))
 
 
 def _accumulate(total: TableResult, result: TableResult) -> None:
@@ -151,7 +207,8 @@ def _accumulate(total: TableResult, result: TableResult) -> None:
 
 
 def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
-    """Glue/EMR ingest: one table (lakeloader_table_id) or, when empty, every enabled table."""
+    """Glue/EMR ingest: the tables in lakeloader_table_id (one id or a comma-separated list) or, when
+    empty, every enabled table; lakeloader_parallel_tables of them at a time."""
     import boto3
 
     from lakeloader.config_store import load_tables_from_dynamodb
@@ -162,6 +219,11 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
     if missing:
         print(f"lakeloader: missing job arguments: {', '.join('--' + k for k in missing)}", file=sys.stderr)
         return 2
+    try:
+        parallel = parse_parallel_tables(args.get("lakeloader_parallel_tables"))
+    except ValueError as exc:
+        print(f"lakeloader: {exc}", file=sys.stderr)
+        return 2
     dynamodb = boto3.client("dynamodb")
     config = LakeConfig(
         raw_root=args["lakeloader_raw_root"],
@@ -171,22 +233,24 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
             args.get("lakeloader_database_prefix") or "",
         ),
     )
-    table_id = args.get("lakeloader_table_id") or ""
+    table_ids = parse_table_ids(args.get("lakeloader_table_id"))
     cid = args.get("lakeloader_correlation_id") or new_run_id()
-    tables = config.select([table_id] if table_id else None)
+    known = {t.id for t in config.tables}
+    # a table removed from the config since the trigger grouped it fails alone
+    unknown = [
+        TableResult(t, status="failed", error=f"unknown table {t!r}: not in the config table")
+        for t in table_ids
+        if t not in known
+    ]
+    wanted = [t for t in table_ids if t in known]
+    tables = config.select(wanted) if wanted else [] if table_ids else config.select(None)
     ledger = Ledger(dynamodb, args["lakeloader_ledger_table"], args["lakeloader_runs_table"])
-    settings = SparkSettings(
-        runtime=runtime, warehouse=config.warehouse, app_name=f"lakeloader-{table_id or 'all'}-{cid}"
-    )
+    name = table_ids[0] if len(table_ids) == 1 else f"{len(table_ids)}-tables" if table_ids else "all"
+    settings = SparkSettings(runtime=runtime, warehouse=config.warehouse, app_name=f"lakeloader-{name}-{cid}")
     spark = build_session(settings)
-    results = []
-    for table in tables:
-        try:
-            results.append(
-                drain_table(spark, table, ledger, catalog=settings.catalog, raw_root=config.raw_root, cid=cid)
-            )
-        except Exception as exc:  # one table's failure never stops the others
-            results.append(TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}"))
+    results = unknown + drain_tables(
+        spark, tables, ledger, catalog=settings.catalog, raw_root=config.raw_root, cid=cid, parallel=parallel
+    )
     print(summary_table(results), flush=True)
     failed = [r for r in results if r.status == "failed"]
     if failed:

@@ -30,6 +30,9 @@ Two DynamoDB tables:
           flight), state starting|running, acquired_at, expires_at N (lock
           expiry, which doubles as the DynamoDB TTL so stale locks vanish),
           engine_run_id
+    window (``run_id = "#window"``, tables with a batching window only): last_start N
+          (epoch seconds of the table's last run start, claimed by the trigger),
+          expires_at N (TTL, a day after the window would allow the next start)
 
 Object life cycle::
 
@@ -101,6 +104,7 @@ RUN_SKIPPED = "skipped"
 RUN_STATUSES = (RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED, RUN_SKIPPED)
 
 LOCK_RUN_ID = "#lock"
+WINDOW_RUN_ID = "#window"
 LOCK_STARTING = "starting"
 LOCK_RUNNING = "running"
 
@@ -916,6 +920,66 @@ class Ledger:
                 return False
             raise
         return True
+
+    # -- the batching window ----------------------------------------------------
+
+    def _window_key(self, table_id: str) -> dict[str, Any]:
+        return {"table_id": _s(table_id), "run_id": _s(WINDOW_RUN_ID)}
+
+    def window_opens_at(self, table_id: str, min_interval_seconds: int) -> float:
+        """When the table's next run may start: its last run start plus the window (0: never started)."""
+        response = self.client.get_item(
+            TableName=self.runs_table, Key=self._window_key(table_id), ConsistentRead=True
+        )
+        last = _get_n(response.get("Item") or {}, "last_start")
+        return 0.0 if last is None else float(last + min_interval_seconds)
+
+    def claim_window(self, table_id: str, min_interval_seconds: int) -> tuple[int, int | None] | None:
+        """Note a run start now if the window since the last one has passed.
+
+        Returns (this start, the previous one) for ``unclaim_window``, or None while the window
+        is still open. A conditional write: two triggers racing for one window get one start.
+        """
+        now = int(self.clock())
+        try:
+            response = self.client.update_item(
+                TableName=self.runs_table,
+                Key=self._window_key(table_id),
+                UpdateExpression="SET last_start = :now, expires_at = :expires",
+                ConditionExpression="attribute_not_exists(last_start) OR last_start <= :cutoff",
+                ExpressionAttributeValues={
+                    ":now": _n(now),
+                    ":cutoff": _n(now - min_interval_seconds),
+                    ":expires": _n(now + min_interval_seconds + 86400),
+                },
+                ReturnValues="UPDATED_OLD",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return None
+            raise
+        return now, _get_n(response.get("Attributes") or {}, "last_start")
+
+    def unclaim_window(self, table_id: str, claimed_at: int, previous: int | None) -> None:
+        """Undo a claim whose run did not start, so the next trigger need not wait a whole window."""
+        key = self._window_key(table_id)
+        values: dict[str, Any] = {":claimed": _n(claimed_at)}
+        if previous is None:
+            update = "REMOVE last_start"
+        else:
+            update = "SET last_start = :previous"
+            values[":previous"] = _n(previous)
+        try:
+            self.client.update_item(
+                TableName=self.runs_table,
+                Key=key,
+                UpdateExpression=update,
+                ConditionExpression="last_start = :claimed",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise
 
     def release_lock(self, table_id: str, holder: str) -> bool:
         """Drop the lock if ``holder`` holds it; True if it did. Idempotent."""

@@ -27,13 +27,22 @@ For one event batch (S3 notification records — direct, wrapped in SQS or SNS
    or EMR Serverless (``--table-id``, ``--correlation-id``) and notes the run id
    on the lock. Glue ``ConcurrentRunsExceededException`` (EMR
    ``ServiceQuotaExceededException``) releases the reservation and defers.
+   Tables due together (same engine and execution class) share one run of up
+   to ``TABLES_PER_RUN`` tables (``--lakeloader_table_id a,b,c``): each table
+   is reserved on its own lock, and the job drains each under its own lock;
+5. a table with a batching window (``min_interval_seconds`` > 0 in its config
+   item) never starts a run on arrival: its objects stay pending (*deferred*,
+   reason ``batching_window``) and the sweep starts its run once the window
+   since the table's last run start (``Ledger.claim_window``) has passed.
 
 Any other start failure is logged, the table deferred, and the invocation then
 raises ``TriggerError`` so Lambda retries it and its error metric shows it; the
 retry is idempotent (recorded objects come back as pending duplicates, a start
 that got through is found on the lock). A *sweep* event (``{"lakeloader":
-{"action": "sweep"}}`` or an EventBridge "Scheduled Event") starts a run for
-every enabled table that has pending objects — the safety net for deferrals.
+{"action": "sweep"}}`` or an EventBridge "Scheduled Event") starts runs for
+every enabled table that has pending objects and whose window (if any) has
+passed, ``TABLES_PER_RUN`` tables a run — the safety net for deferrals and
+the scheduler of batched tables.
 
 Every log line is one JSON object carrying the invocation's correlation id
 (the Lambda request id), which is also passed to the job run.
@@ -167,13 +176,14 @@ class TriggerSettings:
     config_cache_seconds: float = 60.0
     start_lease_seconds: int = DEFAULT_START_LEASE_SECONDS
     eventbridge_keys_encoded: bool = True
+    tables_per_run: int = 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TriggerSettings:
         """Read CONFIG_TABLE, LEDGER_TABLE, RUNS_TABLE (required), GLUE_JOB_NAME,
         EMR_APPLICATION_ID, EMR_JOB_ROLE_ARN, EMR_ENTRY_POINT, EMR_EXTRA_ARGS (JSON
         list of strings), RAW_BUCKET, LOG_LEVEL, CONFIG_CACHE_SECONDS,
-        START_LEASE_SECONDS, EVENTBRIDGE_KEYS_ENCODED (true|false)."""
+        START_LEASE_SECONDS, EVENTBRIDGE_KEYS_ENCODED (true|false), TABLES_PER_RUN."""
         env = os.environ if env is None else env
         missing = [name for name in ("CONFIG_TABLE", "LEDGER_TABLE", "RUNS_TABLE") if not _opt(env, name)]
         if missing:
@@ -200,6 +210,9 @@ class TriggerSettings:
             raise SettingsError(
                 f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {log_level!r}"
             )
+        tables_per_run = number("TABLES_PER_RUN", 1)
+        if tables_per_run < 1 or tables_per_run != int(tables_per_run):
+            raise SettingsError(f"TABLES_PER_RUN must be a whole number >= 1, got {tables_per_run:g}")
         encoded = (_opt(env, "EVENTBRIDGE_KEYS_ENCODED") or "true").lower()
         if encoded not in ("true", "false", "1", "0", "yes", "no"):
             raise SettingsError(f"EVENTBRIDGE_KEYS_ENCODED must be true or false, got {encoded!r}")
@@ -217,6 +230,7 @@ class TriggerSettings:
             config_cache_seconds=number("CONFIG_CACHE_SECONDS", 60.0),
             start_lease_seconds=int(number("START_LEASE_SECONDS", DEFAULT_START_LEASE_SECONDS)),
             eventbridge_keys_encoded=encoded in ("true", "1", "yes"),
+            tables_per_run=int(tables_per_run),
         )
 
 
@@ -240,6 +254,12 @@ class TableRoute:
     prefix: str
     enabled: bool = True
     engine: str = "glue"
+    min_interval_seconds: int = 0  # the batching window; 0: arrivals start runs at once
+    execution_class: str = "STANDARD"  # Glue: STANDARD | FLEX
+
+    @property
+    def batched(self) -> bool:
+        return self.min_interval_seconds > 0
 
 
 def match_route(key: str, routes: list[TableRoute]) -> TableRoute | None:
@@ -255,12 +275,14 @@ def load_routes(client: Any, config_table: str) -> list[TableRoute]:
     routes = []
     kwargs: dict[str, Any] = {
         "TableName": config_table,
-        "ProjectionExpression": "#id, #prefix, #enabled, #engine",
+        "ProjectionExpression": "#id, #prefix, #enabled, #engine, #window, #class",
         "ExpressionAttributeNames": {
             "#id": "table_id",
             "#prefix": "prefix",
             "#enabled": "enabled",
             "#engine": "engine",
+            "#window": "min_interval_seconds",
+            "#class": "execution_class",
         },
         "ConsistentRead": True,
     }
@@ -274,6 +296,8 @@ def load_routes(client: Any, config_table: str) -> list[TableRoute]:
             if enabled is None and "S" in enabled_attr:  # tolerate "true"/"false" strings
                 enabled = enabled_attr["S"].strip().lower() in ("true", "1", "yes")
             engine = (item.get("engine", {}).get("S") or "glue").strip().lower()
+            window = _int_or_none(item.get("min_interval_seconds", {}).get("N")) or 0
+            execution_class = (item.get("execution_class", {}).get("S") or "STANDARD").strip().upper()
             if not table_id or not prefix:
                 _log(
                     logging.ERROR,
@@ -283,7 +307,16 @@ def load_routes(client: Any, config_table: str) -> list[TableRoute]:
                     reason="table_id and a non-empty prefix are required",
                 )
                 continue
-            routes.append(TableRoute(table_id=table_id, prefix=prefix, enabled=bool(enabled), engine=engine))
+            routes.append(
+                TableRoute(
+                    table_id=table_id,
+                    prefix=prefix,
+                    enabled=bool(enabled),
+                    engine=engine,
+                    min_interval_seconds=max(0, window),
+                    execution_class=execution_class,
+                )
+            )
         last = response.get("LastEvaluatedKey")
         if not last:
             break
@@ -521,6 +554,7 @@ class Trigger:
         self._emr = emr
         self.clock = clock
         self.ledger = Ledger(self.dynamodb, settings.ledger_table, settings.runs_table, clock=clock)
+        self._windows: dict[str, tuple[int, int | None]] = {}  # window claims of starts in flight
 
     @property
     def glue(self) -> Any:
@@ -606,6 +640,10 @@ class Trigger:
                 if outcome.object.status == PENDING:
                     to_start[route.table_id] = route
 
+        for table_id in sorted(r.table_id for r in to_start.values() if r.batched):
+            window = to_start.pop(table_id).min_interval_seconds
+            outcome = self._deferred(table_id, "batching_window", min_interval_seconds=window)
+            summary["deferred"].append({"table_id": table_id, "reason": outcome.reason, **outcome.detail})
         errors = self._start_all(sorted(to_start.values(), key=lambda r: r.table_id), correlation_id, summary)
         self._finish(summary, errors)
         return summary
@@ -616,10 +654,30 @@ class Trigger:
         summary["action"] = "sweep"
         routes = [r for r in self.routes() if r.enabled and (not table_ids or r.table_id in table_ids)]
         waiting = [r for r in routes if self.ledger.has_pending(r.table_id, include_orphaned=True)]
+        now = self.clock()
+        due = []
+        for route in waiting:
+            opens_at = (
+                self.ledger.window_opens_at(route.table_id, route.min_interval_seconds)
+                if route.batched
+                else 0
+            )
+            if opens_at <= now:
+                due.append(route)
+            else:
+                summary["deferred"].append(
+                    {"table_id": route.table_id, "reason": "batching_window", "due_at": opens_at}
+                )
         summary["tables_checked"] = len(routes)
         summary["tables_waiting"] = len(waiting)
-        _log(logging.INFO, "sweep.checked", tables=len(routes), waiting=[r.table_id for r in waiting])
-        errors = self._start_all(waiting, correlation_id, summary)
+        _log(
+            logging.INFO,
+            "sweep.checked",
+            tables=len(routes),
+            waiting=[r.table_id for r in waiting],
+            due=[r.table_id for r in due],
+        )
+        errors = self._start_all(due, correlation_id, summary)
         self._finish(summary, errors)
         return summary
 
@@ -630,25 +688,28 @@ class Trigger:
             raise TriggerError("; ".join(errors))
 
     def _start_all(self, routes: list[TableRoute], correlation_id: str, summary: dict[str, Any]) -> list[str]:
-        errors = []
+        """Start runs for ``routes``: grouped by engine and execution class, TABLES_PER_RUN a run."""
+        groups: dict[tuple[str, str], list[TableRoute]] = {}
         for route in routes:
-            outcome = self.start(route, correlation_id)
-            if outcome.run_id:
-                summary["started"][route.table_id] = outcome.run_id
-            else:
-                summary["deferred"].append(
-                    {"table_id": route.table_id, "reason": outcome.reason, **outcome.detail}
-                )
+            groups.setdefault((route.engine, route.execution_class), []).append(route)
+        errors = []
+        for members in groups.values():
+            for table_id, outcome in self.start_group(members, correlation_id).items():
+                if outcome.run_id:
+                    summary["started"][table_id] = outcome.run_id
+                    continue
+                summary["deferred"].append({"table_id": table_id, "reason": outcome.reason, **outcome.detail})
                 if outcome.error:
-                    errors.append(
-                        f"table {route.table_id!r}: {outcome.reason}: {outcome.detail.get('error', '')}"
-                    )
+                    errors.append(f"table {table_id!r}: {outcome.reason}: {outcome.detail.get('error', '')}")
         return errors
 
     def start(self, route: TableRoute, correlation_id: str) -> _StartOutcome:
         """Start one run for a table unless one is in progress (see module docstring)."""
+        return self.start_group([route], correlation_id)[route.table_id]
+
+    def _reserve(self, route: TableRoute, holder: str) -> _StartOutcome | None:
+        """Reserve one table for a start; None when reserved, else why not (or the run already started)."""
         table_id = route.table_id
-        holder = f"trigger:{correlation_id}"
         lock = self.ledger.get_lock(table_id)
         if lock is not None and not lock.expired(self.clock()):
             if lock.holder == holder and lock.engine_run_id:
@@ -670,30 +731,81 @@ class Trigger:
                 lock_holder=lock.holder if lock else None,
                 lock_state=lock.state if lock else None,
             )
-        try:
-            if route.engine == "glue":
-                run_id = self._start_glue(table_id, correlation_id)
-            elif route.engine == "emr":
-                run_id = self._start_emr(table_id, correlation_id)
-            else:
-                raise SettingsError(f"engine {route.engine!r} is not one of {ENGINES}")
-        except ClientError as exc:
-            self.ledger.release_lock(table_id, holder)
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in GLUE_CONCURRENCY_ERRORS | EMR_CONCURRENCY_ERRORS:
+        if route.batched:
+            claim = self.ledger.claim_window(table_id, route.min_interval_seconds)
+            if claim is None:  # another trigger started a run within the window meanwhile
+                self.ledger.release_lock(table_id, holder)
                 return self._deferred(
-                    table_id, "concurrent_runs_exceeded", engine=route.engine, error=str(exc)
+                    table_id, "batching_window", min_interval_seconds=route.min_interval_seconds
                 )
-            return self._deferred(
-                table_id, "start_failed", engine=route.engine, error=str(exc), error_flag=True
-            )
-        except (BotoCoreError, SettingsError) as exc:
-            self.ledger.release_lock(table_id, holder)
-            reason = "engine_not_configured" if isinstance(exc, SettingsError) else "start_failed"
-            return self._deferred(table_id, reason, engine=route.engine, error=str(exc), error_flag=True)
-        self.ledger.note_engine_run(table_id, holder, run_id)
-        _log(logging.INFO, "run.started", table_id=table_id, engine=route.engine, run_id=run_id)
-        return _StartOutcome(run_id=run_id)
+            self._windows[table_id] = claim
+        return None
+
+    def start_group(self, routes: list[TableRoute], correlation_id: str) -> dict[str, _StartOutcome]:
+        """Start runs for the free tables of ``routes`` (one engine and execution class), up to
+        TABLES_PER_RUN tables a run.
+
+        Each table is reserved on its own lock (a batched one also claims its window); tables
+        that are busy, or whose window has not passed, are deferred and leave their place to the next.
+        """
+        holder = f"trigger:{correlation_id}"
+        outcomes: dict[str, _StartOutcome] = {}
+        reserved: list[TableRoute] = []
+        for route in routes:
+            outcome = self._reserve(route, holder)
+            if outcome is not None:
+                outcomes[route.table_id] = outcome
+                continue
+            reserved.append(route)
+            if len(reserved) == self.settings.tables_per_run:
+                outcomes.update(self._launch(reserved, holder, correlation_id))
+                reserved = []
+        if reserved:
+            outcomes.update(self._launch(reserved, holder, correlation_id))
+        return outcomes
+
+    def _launch(
+        self, reserved: list[TableRoute], holder: str, correlation_id: str
+    ) -> dict[str, _StartOutcome]:
+        """Start one engine run for reserved tables; on failure give back their locks and windows."""
+        table_ids = [r.table_id for r in reserved]
+        engine, execution_class = reserved[0].engine, reserved[0].execution_class
+        try:
+            if engine == "glue":
+                run_id = self._start_glue(table_ids, correlation_id, execution_class)
+            elif engine == "emr":
+                run_id = self._start_emr(table_ids, correlation_id)
+            else:
+                raise SettingsError(f"engine {engine!r} is not one of {ENGINES}")
+        except (ClientError, BotoCoreError, SettingsError) as exc:
+            for table_id in table_ids:
+                self.ledger.release_lock(table_id, holder)
+                if table_id in self._windows:
+                    self.ledger.unclaim_window(table_id, *self._windows.pop(table_id))
+            code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
+            if code in GLUE_CONCURRENCY_ERRORS | EMR_CONCURRENCY_ERRORS:
+                reason, flag = "concurrent_runs_exceeded", False
+            elif isinstance(exc, SettingsError):
+                reason, flag = "engine_not_configured", True
+            else:
+                reason, flag = "start_failed", True
+            return {
+                table_id: self._deferred(table_id, reason, engine=engine, error=str(exc), error_flag=flag)
+                for table_id in table_ids
+            }
+        for table_id in table_ids:
+            self._windows.pop(table_id, None)
+            self.ledger.note_engine_run(table_id, holder, run_id)
+        _log(
+            logging.INFO,
+            "run.started",
+            table_id=table_ids[0] if len(table_ids) == 1 else None,
+            table_ids=table_ids,
+            engine=engine,
+            execution_class=execution_class,
+            run_id=run_id,
+        )
+        return {table_id: _StartOutcome(run_id=run_id) for table_id in table_ids}
 
     def _deferred(
         self, table_id: str, reason: str, *, error_flag: bool = False, **detail: Any
@@ -705,16 +817,23 @@ class Trigger:
         _log(level, f"run.deferred.{reason}", table_id=table_id, note=note, **detail)
         return _StartOutcome(reason=reason, detail=detail, error=error_flag)
 
-    def _start_glue(self, table_id: str, correlation_id: str) -> str:
+    def _start_glue(self, table_ids: list[str], correlation_id: str, execution_class: str) -> str:
         if not self.settings.glue_job_name:
             raise SettingsError("GLUE_JOB_NAME is not set but the table's engine is glue")
+        extra: dict[str, Any] = {}
+        if execution_class == "FLEX":  # a flex run is never queued (Glue refuses queuing for FLEX)
+            extra = {"ExecutionClass": "FLEX", "JobRunQueuingEnabled": False}
         response = self.glue.start_job_run(
             JobName=self.settings.glue_job_name,
-            Arguments={"--lakeloader_table_id": table_id, "--lakeloader_correlation_id": correlation_id},
+            Arguments={
+                "--lakeloader_table_id": ",".join(table_ids),
+                "--lakeloader_correlation_id": correlation_id,
+            },
+            **extra,
         )
         return str(response["JobRunId"])
 
-    def _start_emr(self, table_id: str, correlation_id: str) -> str:
+    def _start_emr(self, table_ids: list[str], correlation_id: str) -> str:
         s = self.settings
         missing = [
             name
@@ -727,18 +846,19 @@ class Trigger:
         ]
         if missing:
             raise SettingsError(f"{', '.join(missing)} not set but the table's engine is emr")
-        token = hashlib.sha256(f"{correlation_id}|{table_id}".encode()).hexdigest()[:64]
+        tables = ",".join(table_ids)
+        token = hashlib.sha256(f"{correlation_id}|{tables}".encode()).hexdigest()[:64]
         response = self.emr.start_job_run(
             applicationId=s.emr_application_id,
             executionRoleArn=s.emr_job_role_arn,
             clientToken=token,
-            name=f"lakeloader-{table_id}"[:256],
+            name=f"lakeloader-{tables}"[:256],
             jobDriver={
                 "sparkSubmit": {
                     "entryPoint": s.emr_entry_point,
                     "entryPointArguments": [
                         "--table-id",
-                        table_id,
+                        tables,
                         "--correlation-id",
                         correlation_id,
                         *s.emr_extra_args,

@@ -24,6 +24,7 @@ ARG_KEYS = [
     "lakeloader_correlation_id",
     "lakeloader_database_prefix",
 ]
+INGEST_ONLY = {"lakeloader_parallel_tables": ""}  # how many tables one ingest run drains at once
 COMMON = {
     "lakeloader_config_table": "lakeloader-dev-config",
     "lakeloader_ledger_table": "lakeloader-dev-ledger",
@@ -83,11 +84,12 @@ def test_glue_entry_point_resolves_the_job_arguments(calls, monkeypatch, name, c
                 "lakeloader_table_id": "crm.customers",
                 "lakeloader_correlation_id": "req-1",
                 "lakeloader_database_prefix": "",
+                **(INGEST_ONLY if name == "ingest" else {}),
             },
             "glue",
         )
     ]
-    assert sorted(calls[0][1]) == sorted(ARG_KEYS)
+    assert sorted(calls[0][1]) == sorted(ARG_KEYS + (list(INGEST_ONLY) if name == "ingest" else []))
 
 
 def test_glue_per_run_arguments_default_to_empty(calls, monkeypatch):
@@ -133,6 +135,7 @@ def test_emr_entry_point_passes_the_same_keys(calls, monkeypatch, name, code):
         "lakeloader_table_id": "sales.order_lines",
         "lakeloader_correlation_id": "req-2",
         "lakeloader_database_prefix": "",
+        **(INGEST_ONLY if name == "ingest" else {}),
     }
     assert calls == [(name, expected, "emr")]
     run(REPO / "emr_steps" / f"{name}.py", [*argv, "--database-prefix", "lakeloader_dev_"], monkeypatch)

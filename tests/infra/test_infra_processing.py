@@ -9,7 +9,10 @@ import pytest
 from infra.packaging import lakeloader_zip
 from infra.processing import emr_python_conf, glue_conf_argument, iceberg_spark_conf
 from lakeloader import versions
+from tests.infra import test_infra_triggers
 from tests.infra.cdk_helpers import join, stage_settings
+
+batched = test_infra_triggers.batched  # fixture: a dev stack with batching on
 
 EXPECTED_CONF = (
     "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -137,3 +140,18 @@ def test_emr_job_role_trusts_emr_serverless_of_this_account(dev):
 
 def test_glue_conf_argument_joins_settings_with_conf():
     assert glue_conf_argument({"a": "1", "b": "2", "c": "3"}) == "a=1 --conf b=2 --conf c=3"
+
+
+def test_ingest_runs_drain_tables_in_parallel_as_the_stage_says(stage_synth):
+    parallel = str(stage_settings(stage_synth.stage)["batching"]["parallel_tables"])
+    assert glue_job(stage_synth, "ingest")["DefaultArguments"]["--lakeloader_parallel_tables"] == parallel
+    assert "--lakeloader_parallel_tables" not in glue_job(stage_synth, "maintain")["DefaultArguments"]
+    # queuing is off unless the stage turns it on
+    assert glue_job(stage_synth, "ingest")["JobRunQueuingEnabled"] is False
+
+
+def test_job_run_queuing_is_a_stage_setting_of_the_ingest_job(batched):
+    ingest = glue_job(batched, "ingest")
+    assert ingest["JobRunQueuingEnabled"] is True and ingest["MaxRetries"] == 0
+    assert ingest["DefaultArguments"]["--lakeloader_parallel_tables"] == "8"
+    assert glue_job(batched, "maintain")["JobRunQueuingEnabled"] is False

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from infra.settings import SettingsError, resolve_stage
-from infra.triggers import event_prefixes
-from lakeloader.config import parse_config
+from infra.triggers import check_batching_windows, event_prefixes
+from lakeloader.config import LakeConfig, parse_config
 from tests.infra.cdk_helpers import import_in_bundle, join, stage_settings
 
 
@@ -47,6 +48,7 @@ def test_arrival_environment(dev):
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
         "LOG_LEVEL",
+        "TABLES_PER_RUN",
     }
     assert env["CONFIG_TABLE"] == {"Ref": dev.logical_id(stack.config_store.config_table)}
     assert env["LEDGER_TABLE"] == {"Ref": dev.logical_id(stack.config_store.ledger_table)}
@@ -77,6 +79,7 @@ def test_arrival_environment(dev):
         "--runs-table", "RUNS",
         "--raw-root", "s3://RAW/",
         "--warehouse", "s3://CURATED/warehouse/",
+        "--parallel-tables", "4",
         "--database-prefix", "lakeloader_dev_",
     ]  # fmt: skip
 
@@ -216,3 +219,86 @@ def test_lambda_bundle_reports_missing_modules_and_skips_caches(tmp_path, monkey
     again, _ = lambda_bundle("test-fn", source, ["__init__.py", "absent.py"], package_root=package)
     assert again == bundle  # same content, same folder (and asset hash)
     assert bundle.parent == tmp_path / "build"
+
+
+# --- batched arrivals ----------------------------------------------------------------------
+
+BATCHING = {"tables_per_run": 20, "parallel_tables": 8, "job_run_queuing": True}
+
+
+def batched_overrides(base_temp) -> dict:
+    """Context for a dev stack with batching on and crm.customers batched (5-minute window, FLEX)."""
+    import yaml
+
+    from infra.app import cdk_json_context
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "tables.yaml").read_text())
+    for table in config["tables"]:
+        if table["id"] == "crm.customers":
+            table["trigger"] = {"min_interval_seconds": 300, "execution_class": "FLEX"}
+    path = Path(base_temp) / "tables-batched.yaml"
+    path.write_text(yaml.safe_dump(config))
+    stages = cdk_json_context()["lakeloader:stages"]
+    stages["dev"] = {**stages["dev"], "batching": BATCHING, "sweep_schedule": "rate(1 minute)"}
+    return {"config": str(path), "lakeloader:stages": stages}
+
+
+@pytest.fixture(scope="session")
+def batched(synth, tmp_path_factory):
+    return synth("dev", **batched_overrides(tmp_path_factory.getbasetemp()))
+
+
+def test_batching_reaches_the_lambda_and_the_config_items(batched):
+    env = arrival(batched)["Environment"]["Variables"]
+    assert env["TABLES_PER_RUN"] == "20"
+    _, sync = batched.resource("Custom::LakeloaderConfigSync")
+    items = {i["table_id"]: i for i in json.loads(sync["Properties"]["Items"])}
+    # the Lambda reads the window and class from these attributes, without pydantic
+    assert (items["crm.customers"]["min_interval_seconds"], items["crm.customers"]["execution_class"]) == (
+        300,
+        "FLEX",
+    )
+    assert (
+        items["sales.order_lines"]["min_interval_seconds"],
+        items["sales.order_lines"]["execution_class"],
+    ) == (
+        0,
+        "STANDARD",
+    )
+
+
+def test_by_default_every_table_gets_its_own_run(stage_synth):
+    assert arrival(stage_synth)["Environment"]["Variables"]["TABLES_PER_RUN"] == "1"
+
+
+def lake_with_window(window: int) -> LakeConfig:
+    table = {
+        "id": "crm.customers",
+        "source": {"prefix": "crm/customers/"},
+        "target": {"database": "crm", "table": "customers"},
+        "mode": "append",
+        "trigger": {"min_interval_seconds": window},
+    }
+    return parse_config({"tables": [table]})
+
+
+def stage_with_sweep(schedule: str):
+    from infra.app import cdk_json_context
+
+    context = cdk_json_context()
+    context["lakeloader:stages"]["dev"]["sweep_schedule"] = schedule
+    return resolve_stage(context)
+
+
+def test_a_batched_table_needs_a_sweep_at_least_as_often_as_its_window():
+    check_batching_windows(stage_with_sweep("rate(5 minutes)"), lake_with_window(300))
+    check_batching_windows(stage_with_sweep("cron(0/5 * * * ? *)"), lake_with_window(300))
+    check_batching_windows(stage_with_sweep("off"), lake_with_window(0))  # no batched table
+    with pytest.raises(SettingsError) as slow:
+        check_batching_windows(stage_with_sweep("rate(15 minutes)"), lake_with_window(300))
+    assert str(slow.value).startswith(
+        "cdk.json context lakeloader:stages.dev.sweep_schedule is rate(15 minutes)"
+    )
+    assert "crm.customers" in str(slow.value)
+    with pytest.raises(SettingsError, match=r"sweep_schedule is off, but table\(s\) crm.customers set"):
+        check_batching_windows(stage_with_sweep("off"), lake_with_window(300))

@@ -11,6 +11,7 @@ and can act while a batch "runs" (an object arrives, the lock is taken over).
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -221,3 +222,72 @@ def test_a_table_locked_by_another_run_is_skipped_untouched(ledger, table, merge
     assert result.status == "skipped" and calls == []
     assert statuses(ledger, table) == {"LOAD00000001.parquet": ("pending", None)}
     assert ledger.list_runs(table.id) == []
+
+
+# -- one run, several tables (the trigger groups due tables: --lakeloader_table_id a,b) -----------
+
+
+def other_table(table: TableConfig) -> TableConfig:
+    return table.model_copy(
+        update={
+            "id": table.id + "_2",
+            "source": table.source.model_copy(update={"prefix": "crm/public/orders/"}),
+            "target": table.target.model_copy(update={"table": "orders"}),
+        }
+    )
+
+
+def test_tables_drained_together_are_isolated(ledger, table, monkeypatch):
+    """Two tables in one run, in parallel: one's bad file fails that table alone (its objects,
+    its run record, its lock); the other's batch commits and its run succeeds."""
+    second = other_table(table)
+    both_running = threading.Barrier(2, timeout=30)  # passes only if the two merges overlap
+
+    def run_tables(spark, tables, inputs, *, catalog, run_id, progress):
+        (current,) = tables
+        both_running.wait()
+        if current.id == table.id:
+            return [TableResult(current.id, status="failed", files=1, error="ReadError: 1.parquet: corrupt")]
+        return [ok(current, inserted=len(inputs[current.id]))]
+
+    monkeypatch.setattr("lakeloader.runner.run_tables", run_tables)
+    land(ledger, table, "1.parquet")
+    land(ledger, second, "1.parquet", "2.parquet")
+
+    results = jobs.drain_tables(
+        "spark", [table, second], ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid", parallel=2
+    )
+
+    assert [(r.table_id, r.status) for r in results] == [(table.id, "failed"), (second.id, "ok")]
+    assert statuses(ledger, table) == {"1.parquet": ("failed", "ReadError: 1.parquet: corrupt")}
+    assert statuses(ledger, second) == {"1.parquet": ("done", None), "2.parquet": ("done", None)}
+    ((failed_run,), (good_run,)) = ledger.list_runs(table.id), ledger.list_runs(second.id)
+    assert (failed_run.status, failed_run.error) == ("failed", "ReadError: 1.parquet: corrupt")
+    assert (good_run.status, good_run.counts["inserted"]) == ("succeeded", 2)
+    assert ledger.get_lock(table.id) is None and ledger.get_lock(second.id) is None
+
+
+def test_a_table_whose_ledger_fails_mid_run_leaves_the_others_alone(ledger, table, monkeypatch, clock):
+    """A lost lock raises out of drain_table: drain_tables turns it into that table's failed result."""
+    second = other_table(table)
+
+    def run_tables(spark, tables, inputs, *, catalog, run_id, progress):
+        (current,) = tables
+        if current.id == table.id:  # the first table's lock is taken over while its batch runs
+            clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
+            assert ledger.acquire_lock(table.id, "other-run")
+            land(ledger, table, "late.parquet")
+        return [ok(current, inserted=1)]
+
+    monkeypatch.setattr("lakeloader.runner.run_tables", run_tables)
+    land(ledger, table, "1.parquet")
+    land(ledger, second, "1.parquet")
+
+    results = jobs.drain_tables(
+        "spark", [table, second], ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid", parallel=1
+    )
+
+    assert results[0].status == "failed" and results[0].error.startswith("LockLostError: ")
+    assert results[1].status == "ok"
+    assert statuses(ledger, second) == {"1.parquet": ("done", None)}
+    assert statuses(ledger, table)["late.parquet"] == ("pending", None)  # left to the lock's holder

@@ -1,0 +1,256 @@
+"""Batched arrivals: the batching window, the sweep that picks deferred tables up, runs shared by
+several tables, FLEX runs.
+
+Real: the trigger and the ledger against DynamoDB and Glue on moto's server over HTTP, the config
+items as `cdk deploy` writes them (config_store.config_items), a clock the test moves. The job
+side of a run is the ledger's documented drain protocol (acquire, next_batch, finish, release)
+without Spark, which tests/unit/test_drain.py and tests/spark cover.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
+import aws_fixtures  # noqa: E402
+from aws_fixtures import moto_api  # noqa: E402
+
+from lakeloader import trigger as trigger_module  # noqa: E402
+from lakeloader.config import LakeConfig  # noqa: E402
+from lakeloader.config_store import config_items, sync_items  # noqa: E402
+from lakeloader.ledger import DONE, PENDING, Ledger, new_run_id  # noqa: E402
+from lakeloader.trigger import Trigger, TriggerSettings  # noqa: E402
+from tests.unit.test_trigger import RAW, World, s3_event, s3_record  # noqa: E402
+
+moto_server = aws_fixtures.moto_server
+aws_endpoint = aws_fixtures.aws_endpoint
+WINDOW = 300
+START = float(int(time.time()))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def world(aws_endpoint: str, clock: Clock):
+    trigger_module.clear_caches()
+    world = World(aws_endpoint)
+    world.ledger = Ledger(world.dynamodb, world.ledger_table, world.runs_table, clock=clock)
+    yield world
+    trigger_module.clear_caches()
+
+
+def table(table_id: str, *, window: int = 0, execution_class: str = "STANDARD") -> dict:
+    database, name = table_id.split(".")
+    return {
+        "id": table_id,
+        "source": {"prefix": f"{database}/{name}/", "format": "parquet", "cdc": "none"},
+        "target": {"database": database, "table": name},
+        "keys": ["id"],
+        "trigger": {"min_interval_seconds": window, "execution_class": execution_class},
+    }
+
+
+def deploy(world: World, *tables: dict) -> None:
+    """Write the config table as the deploy's config-sync custom resource does."""
+    sync_items(world.config_table, config_items(LakeConfig(tables=list(tables))), client=world.dynamodb)
+
+
+def make_trigger(world: World, clock: Clock, **env: str) -> Trigger:
+    settings = TriggerSettings.from_env(world.env(**env))
+    return Trigger(settings, dynamodb=world.dynamodb, glue=world.glue, clock=clock)
+
+
+def starts(world: World) -> list[dict]:
+    """Every StartJobRun request the trigger sends (moto ignores ExecutionClass; the request shows it)."""
+    sent: list[dict] = []
+    world.glue.meta.events.register(
+        "provide-client-params.glue.StartJobRun", lambda params, **_: sent.append(dict(params))
+    )
+    return sent
+
+
+def land(trigger: Trigger, table_id: str, name: str, cid: str) -> dict:
+    database, table_name = table_id.split(".")
+    return trigger.handle(s3_event(s3_record(f"{database}/{table_name}/{name}", etag=name)), cid)
+
+
+def run_job(ledger: Ledger, table_ids: list[str]) -> dict[str, list[str]]:
+    """What a job run does per table (lakeloader.jobs.drain_table without Spark): drained keys."""
+    drained: dict[str, list[str]] = {}
+    for table_id in table_ids:
+        run_id = new_run_id()
+        assert ledger.acquire_lock(table_id, run_id)
+        drained[table_id] = []
+        while batch := ledger.next_batch(table_id, run_id):
+            drained[table_id] += [o.key.rsplit("/", 1)[1] for o in batch]
+            ledger.finish(table_id, batch, run_id, DONE)
+    return drained
+
+
+def table_ids_of(request: dict) -> list[str]:
+    return request["Arguments"]["--lakeloader_table_id"].split(",")
+
+
+def test_arrivals_inside_the_window_wait_and_ride_the_next_run(world, clock):
+    deploy(world, table("crm.customers", window=WINDOW))
+    trigger, sent = make_trigger(world, clock), starts(world)
+
+    # an arrival of a batched table is recorded, and waits for the sweep
+    first = land(trigger, "crm.customers", "1.parquet", "req-1")
+    assert (first["recorded"], first["started"]) == (1, {})
+    assert first["deferred"] == [
+        {"table_id": "crm.customers", "reason": "batching_window", "min_interval_seconds": WINDOW}
+    ]
+    assert sent == []
+
+    # the sweep starts its run (no run yet, so the window is open), which drains it
+    swept = trigger.sweep("sweep-1")
+    assert list(swept["started"]) == ["crm.customers"] and len(sent) == 1
+    assert run_job(world.ledger, table_ids_of(sent[0])) == {"crm.customers": ["1.parquet"]}
+
+    # two more arrivals inside the window; sweeps inside it start nothing
+    clock.now += 60
+    land(trigger, "crm.customers", "2.parquet", "req-2")
+    clock.now += 60
+    land(trigger, "crm.customers", "3.parquet", "req-3")
+    for _ in range(2):
+        clock.now += 60
+        inside = trigger.sweep("sweep-inside")
+        assert inside["started"] == {}
+        [deferred] = inside["deferred"]
+        assert deferred["reason"] == "batching_window" and deferred["due_at"] == START + WINDOW
+    assert len(sent) == 1
+    assert {o.key: o.status for o in world.ledger.objects("crm.customers")} == {
+        "crm/customers/1.parquet": DONE,
+        "crm/customers/2.parquet": PENDING,
+        "crm/customers/3.parquet": PENDING,
+    }
+
+    # the window since the last run start has passed: one run takes both, each exactly once
+    clock.now = START + WINDOW
+    due = trigger.sweep("sweep-due")
+    assert list(due["started"]) == ["crm.customers"] and len(sent) == 2
+    assert run_job(world.ledger, table_ids_of(sent[1])) == {"crm.customers": ["2.parquet", "3.parquet"]}
+    objects = world.ledger.objects("crm.customers")
+    assert [(o.status, o.attempts) for o in objects] == [(DONE, 1)] * 3
+    assert trigger.sweep("sweep-after")["started"] == {}  # nothing left: no empty run
+
+
+def test_a_table_without_a_window_starts_at_once_as_before(world, clock):
+    deploy(world, table("crm.customers"), table("sales.orders", window=WINDOW))
+    trigger, sent = make_trigger(world, clock), starts(world)
+    summary = trigger.handle(
+        s3_event(
+            s3_record("crm/customers/1.parquet", etag="a"), s3_record("sales/orders/1.parquet", etag="b")
+        ),
+        "req-1",
+    )
+    assert list(summary["started"]) == ["crm.customers"]
+    assert [d["table_id"] for d in summary["deferred"]] == ["sales.orders"]
+    assert [table_ids_of(r) for r in sent] == [["crm.customers"]]
+    assert "ExecutionClass" not in sent[0]
+
+
+def test_the_sweep_groups_due_tables_and_keeps_each_tables_lock(world, clock):
+    ids = ["a.t1", "a.t2", "a.t3", "a.t4"]
+    deploy(world, *(table(t, window=WINDOW) for t in ids))
+    trigger, sent = make_trigger(world, clock, TABLES_PER_RUN="2"), starts(world)
+    for t in ids:
+        land(trigger, t, "1.parquet", f"req-{t}")
+    assert world.ledger.acquire_lock("a.t2", "a-running-run")  # a run of a.t2 is in progress
+
+    swept = trigger.sweep("sweep-1")
+
+    # a.t2 is left to the run that holds it; the others share runs of at most two tables
+    assert [table_ids_of(r) for r in sent] == [["a.t1", "a.t3"], ["a.t4"]]
+    assert swept["started"] == {
+        "a.t1": sent_run(world, 0),
+        "a.t3": sent_run(world, 0),
+        "a.t4": sent_run(world, 1),
+    }
+    assert [(d["table_id"], d["reason"]) for d in swept["deferred"]] == [("a.t2", "run_in_progress")]
+    for t in ("a.t1", "a.t3", "a.t4"):  # each table reserved on its own lock, noting the shared run
+        lock = world.ledger.get_lock(t)
+        assert (lock.state, lock.engine_run_id) == ("starting", swept["started"][t])
+    # the run drains each of its tables under that table's lock; the busy table is untouched
+    assert run_job(world.ledger, ["a.t1", "a.t3"]) == {"a.t1": ["1.parquet"], "a.t3": ["1.parquet"]}
+    assert [o.status for o in world.ledger.objects("a.t2")] == [PENDING]
+    assert world.ledger.get_lock("a.t2").holder == "a-running-run"
+
+
+def sent_run(world: World, index: int) -> str:
+    runs = sorted(world.glue_runs(), key=lambda r: r["StartedOn"])
+    return runs[index]["Id"]
+
+
+def test_flex_tables_run_flex_and_apart_from_standard_ones(world, clock):
+    deploy(
+        world,
+        table("a.fast"),
+        table("a.slow", execution_class="FLEX"),
+        table("a.slow2", execution_class="FLEX"),
+    )
+    trigger, sent = make_trigger(world, clock, TABLES_PER_RUN="5"), starts(world)
+    for t in ("a.fast", "a.slow", "a.slow2"):
+        world.ledger.record_object(
+            t, trigger_module.ObjectRef(RAW, f"a/{t.split('.')[1]}/1.parquet", etag="e"), correlation_id="c"
+        )
+    trigger.sweep("sweep-1")
+    by_tables = {",".join(table_ids_of(r)): r for r in sent}
+    assert set(by_tables) == {"a.fast", "a.slow,a.slow2"}
+    assert "ExecutionClass" not in by_tables["a.fast"]
+    # a FLEX run is never queued: Glue refuses job-run queuing for FLEX
+    flex = by_tables["a.slow,a.slow2"]
+    assert (flex["ExecutionClass"], flex["JobRunQueuingEnabled"]) == ("FLEX", False)
+
+
+def test_a_start_refused_for_capacity_gives_the_window_back(world, clock):
+    deploy(world, table("crm.customers", window=WINDOW))
+    job = world.create_glue_job(max_concurrent_runs=1)
+    trigger = make_trigger(world, clock, GLUE_JOB_NAME=job)
+    land(trigger, "crm.customers", "1.parquet", "req-1")
+    other = boto3.client("glue", endpoint_url=world.endpoint, region_name="us-east-1")
+    moto_api(
+        world.endpoint,
+        "state-manager/set-transition",
+        {"model_name": "glue::job_run", "transition": {"progression": "manual", "times": 1_000_000}},
+    )
+    try:
+        other.start_job_run(JobName=job)  # the job's one slot is taken
+        refused = trigger.sweep("sweep-1")
+    finally:
+        moto_api(world.endpoint, "state-manager/unset-transition", {"model_name": "glue::job_run"})
+    assert refused["started"] == {}
+    assert [d["reason"] for d in refused["deferred"]] == ["concurrent_runs_exceeded"]
+    assert world.ledger.get_lock("crm.customers") is None
+    # no run started, so no window was used up: the next sweep, a minute later, starts it
+    clock.now += 60
+    assert list(trigger.sweep("sweep-2")["started"]) == ["crm.customers"]
+
+
+def test_two_triggers_racing_for_one_window_start_one_run(world, clock):
+    deploy(world, table("crm.customers", window=WINDOW))
+    first, second = make_trigger(world, clock), make_trigger(world, clock)
+    land(first, "crm.customers", "1.parquet", "req-1")
+    assert list(first.sweep("sweep-a")["started"]) == ["crm.customers"]
+    run_job(world.ledger, ["crm.customers"])  # the run ended and released the lock
+    land(second, "crm.customers", "2.parquet", "req-2")
+    late = second.sweep("sweep-b")  # the lock is free, but the window is not over
+    assert late["started"] == {} and late["deferred"][0]["reason"] == "batching_window"
+    assert second.ledger.claim_window("crm.customers", WINDOW) is None
