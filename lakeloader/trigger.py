@@ -649,33 +649,33 @@ class Trigger:
         return summary
 
     def sweep(self, correlation_id: str, table_ids: list[str] | None = None) -> dict[str, Any]:
-        """Start a run for every enabled table with pending (or orphaned running) objects."""
+        """Start runs for the enabled tables with pending (or orphaned running) objects, batched
+        tables only once their window has passed."""
         summary = _empty_summary(correlation_id)
         summary["action"] = "sweep"
         routes = [r for r in self.routes() if r.enabled and (not table_ids or r.table_id in table_ids)]
-        waiting = [r for r in routes if self.ledger.has_pending(r.table_id, include_orphaned=True)]
+        # a batched table inside its window is not due, pending or not: one read instead of a query
         now = self.clock()
-        due = []
-        for route in waiting:
-            opens_at = (
-                self.ledger.window_opens_at(route.table_id, route.min_interval_seconds)
-                if route.batched
-                else 0
-            )
-            if opens_at <= now:
-                due.append(route)
-            else:
-                summary["deferred"].append(
-                    {"table_id": route.table_id, "reason": "batching_window", "due_at": opens_at}
-                )
+        in_window = {
+            r.table_id: opens_at
+            for r in routes
+            if r.batched
+            and (opens_at := self.ledger.window_opens_at(r.table_id, r.min_interval_seconds)) > now
+        }
+        due = [
+            r
+            for r in routes
+            if r.table_id not in in_window and self.ledger.has_pending(r.table_id, include_orphaned=True)
+        ]
         summary["tables_checked"] = len(routes)
-        summary["tables_waiting"] = len(waiting)
+        summary["tables_waiting"] = len(due)
+        summary["tables_in_window"] = len(in_window)
         _log(
             logging.INFO,
             "sweep.checked",
             tables=len(routes),
-            waiting=[r.table_id for r in waiting],
             due=[r.table_id for r in due],
+            in_window=len(in_window),
         )
         errors = self._start_all(due, correlation_id, summary)
         self._finish(summary, errors)
