@@ -5,7 +5,7 @@ as ``lakeloader/__init__.py``, ``ledger.py`` and ``trigger.py``). Environment:
 CONFIG_TABLE, LEDGER_TABLE, RUNS_TABLE, GLUE_JOB_NAME, EMR_APPLICATION_ID,
 EMR_JOB_ROLE_ARN, EMR_ENTRY_POINT, EMR_EXTRA_ARGS (JSON list), RAW_BUCKET,
 LOG_LEVEL; optional CONFIG_CACHE_SECONDS, START_LEASE_SECONDS,
-EVENTBRIDGE_KEYS_ENCODED.
+EVENTBRIDGE_KEYS_ENCODED, TABLES_PER_RUN (tables the sweep puts in one run; default 1).
 """
 
 from __future__ import annotations
