@@ -18,7 +18,8 @@ policies with IAM's wildcard and condition rules (tests/infra/iam_eval.py):
   plus its entry point, the library in spark.submit.pyFiles and the application's S3 logs.
 * S3-arrival Lambda (lakeloader.trigger): config Scan (load_routes); ledger PutItem/GetItem/Query
   (record, get_object, has_pending); runs GetItem/PutItem/UpdateItem/DeleteItem (get_lock,
-  reserve_start, note_engine_run, release_lock); glue:StartJobRun; emr-serverless:StartJobRun with
+  reserve_start, note_engine_run, release_lock; window_opens_at, claim_window, unclaim_window for
+  batched tables); glue:StartJobRun (FLEX runs too: same action); emr-serverless:StartJobRun with
   iam:PassRole of the EMR role; its log group; its dead-letter queue.
 * Config sync Lambda (lakeloader.config_store.sync_items): Scan and BatchWriteItem.
 * Maintenance state machine: the Glue .sync integration and sns:Publish on failure; the schedule's
@@ -258,7 +259,7 @@ def arrival_needs(stack: Stack) -> dict[str, list[Need]]:
         stack, env["LEDGER_TABLE"], ["PutItem", "GetItem", "Query"], "Ledger.record/has_pending"
     )
     needs += dynamodb(
-        stack, env["RUNS_TABLE"], ["GetItem", "PutItem", "UpdateItem", "DeleteItem"], "the table lock"
+        stack, env["RUNS_TABLE"], ["GetItem", "PutItem", "UpdateItem", "DeleteItem"], "table lock, window"
     )
     needs += kms(stack.table_key_arn(env["LEDGER_TABLE"]), ["Encrypt", "GenerateDataKey"], "ledger writes")
     needs.append(
