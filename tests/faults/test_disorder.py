@@ -1,0 +1,87 @@
+"""Seeded disorder, in this process: files shuffled, re-delivered, replayed and late, loaded in
+random rounds; the table must equal the oracle's after every round's last file is in."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lakeloader.inputs import list_inputs
+from lakeloader.runner import run_tables
+from lakeloader.spark import CATALOG
+from tests.faults import oracle
+
+pytestmark = pytest.mark.spark
+
+TOMBSTONES = "needs tombstones (issue #10 part 1): a change older than its key's delete re-creates the key"
+
+
+def name_of(table) -> str:
+    return f"{CATALOG}.{table.target.database}.{table.target.table}"
+
+
+def deliver(spark, table, raw, work: oracle.Workload, rounds_seed: int) -> list[list[oracle.RawFile]]:
+    """Land the workload's files round by round, running the table after each round (as the CLI does:
+    every file under the prefix is offered again; the consumed ones must be skipped)."""
+    rounds = work.rounds(random.Random(rounds_seed))
+    for n, files in enumerate(rounds):
+        for file in files:
+            file.write(raw.root / "src")
+        (result,) = run_tables(
+            spark,
+            [table],
+            {table.id: list_inputs(str(raw.root), table.source.prefix)},
+            catalog=CATALOG,
+            run_id=f"round-{n}",
+            progress=lambda message: None,
+            log_consumed=True,
+        )
+        assert result.status == "ok", result.error
+        assert result.files == len(files), f"round {n}: consumed {result.files} files, landed {len(files)}"
+    return rounds
+
+
+def merge_case(spark, raw, make_table, seed: int, *, safe: bool) -> oracle.Diff:
+    table = make_table()
+    work = oracle.workload(seed, safe=safe)
+    deliver(spark, table, raw, work, seed)
+    actual = [tuple(r) for r in spark.sql(f"SELECT {oracle.COLUMNS} FROM {name_of(table)}").collect()]
+    return oracle.compare(
+        actual, oracle.expected_merge(work.files), faults=work.faults, changes=work.changes, pending=not safe
+    )
+
+
+def test_merge_table_equals_the_oracle_under_disorder(spark, raw, make_table):
+    diff = merge_case(spark, raw, make_table, 11, safe=True)
+    assert diff.clean, diff
+
+
+@pytest.mark.xfail(strict=True, reason=TOMBSTONES)
+def test_merge_ignores_changes_older_than_a_delete_under_disorder(spark, raw, make_table):
+    diff = merge_case(spark, raw, make_table, 13, safe=False)
+    assert diff.clean, diff
+
+
+def scd2_case(spark, raw, make_table, seed: int, *, safe: bool) -> tuple[oracle.Diff, list[str]]:
+    table = make_table(mode="scd2")
+    work = oracle.workload(seed, ties=False, safe=safe)
+    rounds = deliver(spark, table, raw, work, seed)
+    query = f"SELECT id, name, city, valid_from, valid_to, is_current FROM {name_of(table)}"
+    actual = [tuple(r) for r in spark.sql(query).collect()]
+    expected = oracle.expected_scd2(rounds)
+    diff = oracle.compare(actual, expected, faults=work.faults, changes=work.changes, pending=not safe)
+    return diff, oracle.chain_problems(actual)
+
+
+def test_scd2_chains_equal_the_oracle_under_disorder(spark, raw, make_table):
+    diff, problems = scd2_case(spark, raw, make_table, 21, safe=True)
+    assert not problems, problems
+    assert diff.clean, diff
+
+
+@pytest.mark.xfail(strict=True, reason=TOMBSTONES)
+def test_scd2_ignores_changes_older_than_a_delete_under_disorder(spark, raw, make_table):
+    diff, problems = scd2_case(spark, raw, make_table, 22, safe=False)
+    assert not problems, problems
+    assert diff.clean, diff
