@@ -10,7 +10,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup test lint unit spark infra e2e demo demo-local synth clean mutate
+.PHONY: setup test lint unit spark infra e2e faults demo demo-local synth clean mutate
 
 setup: $(STAMP)
 
@@ -38,6 +38,9 @@ infra: $(STAMP)
 	$(PY) -m pytest tests/infra
 e2e: $(STAMP)
 	$(PY) -m pytest tests/e2e
+# crashes, concurrent writers, disorder and duplicate triggers against an oracle; prints the figures
+faults: $(STAMP)
+	$(PY) -m pytest tests/faults
 
 # the real loop on the embedded AWS emulator: deploy, land examples/raw, Lambda-triggered Glue runs
 demo: $(STAMP)
