@@ -94,6 +94,17 @@ class Source(_Strict):
         return self.csv or CsvOptions()
 
 
+NEW_TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.merge.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.delete.mode": "merge-on-read",
+    "write.merge.distribution-mode": "none",
+}
+"""What a table lakeloader creates gets unless target.properties says otherwise (README "Table
+defaults", measured in benchmarks/RESULTS.md). Tables that exist keep their properties."""
+
+
 class Target(_Strict):
     """The Iceberg table the source is merged into."""
 
@@ -313,6 +324,61 @@ class QualityConfig(_Strict):
         return value
 
 
+DEBEZIUM_UNAVAILABLE = "__debezium_unavailable_value"
+
+
+class TombstoneSettings(_Strict):
+    """Deletes leave a tombstone (key, sequence tuple, when recorded) in `<table>__tombstones`, so a
+    change older than the delete that arrives later is ignored instead of bringing the row back."""
+
+    enabled: bool = True
+    retain_days: float = Field(
+        default=7,
+        gt=0,
+        description="Days `lakeloader maintain` keeps a tombstone. Cover the longest re-delivery window "
+        "of the source: a DMS task resumed or restarted from an earlier checkpoint, a Debezium connector "
+        "replaying from its last committed offset, a late file from a backfill",
+    )
+
+
+class PartialUpdates(_Strict):
+    """Updates that leave some columns out: keep the table's current value for them.
+
+    Debezium writes `__debezium_unavailable_value` for an unchanged TOASTed column; DMS can write
+    NULL for an unchanged LOB column (limited LOB mode)."""
+
+    columns: Literal["all"] | list[str] = Field(
+        default="all",
+        description="Columns an update may leave out: 'all' (every column but the keys and the "
+        "sequence columns) or a list",
+    )
+    placeholder: str | None = Field(
+        default=None,
+        description="Value meaning 'unchanged' in an update (string and binary columns). "
+        f"Default for cdc: debezium: {DEBEZIUM_UNAVAILABLE}; none otherwise",
+    )
+    ignore_nulls: bool = Field(
+        default=False, description="NULL in an update means 'unchanged' (DMS LOB columns)"
+    )
+
+    @field_validator("columns")
+    @classmethod
+    def _some_columns(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("columns must name at least one column (or be 'all')")
+            if len({c.lower() for c in value}) != len(value):
+                raise ValueError(f"duplicate columns in {value}")
+        return value
+
+    @field_validator("placeholder")
+    @classmethod
+    def _not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value:
+            raise ValueError("placeholder must not be empty (use ignore_nulls for NULL)")
+        return value
+
+
 class CompactionSettings(_Strict):
     """rewrite_data_files: bin-pack small files (or sort them) towards the target size."""
 
@@ -442,6 +508,15 @@ class TableConfig(_Strict):
     )
     schema_evolution: Literal["evolve", "freeze", "fail"] = "evolve"
     engine: Literal["glue", "emr"] = Field(default="glue", description="Engine that runs this table on AWS")
+    tombstones: TombstoneSettings = Field(
+        default_factory=TombstoneSettings,
+        description="Deletes leave tombstones so later-arriving older changes stay deleted (merge, scd2)",
+    )
+    partial_updates: PartialUpdates | None = Field(
+        default=None,
+        description="Keep the current value of columns an update leaves out (placeholder or NULL; "
+        "merge, scd2)",
+    )
     quality: QualityConfig = Field(
         default_factory=QualityConfig, description="Data quality rules, checked before publishing (WAP)"
     )
@@ -504,6 +579,31 @@ class TableConfig(_Strict):
             self._check_scd2()
         return self
 
+    @model_validator(mode="after")
+    def _partial_updates(self) -> TableConfig:
+        partial = self.partial_updates
+        if partial is None:
+            return self
+        where = "partial_updates"
+        if self.mode not in ("merge", "scd2"):
+            raise ValueError(f"{where} applies to mode merge or scd2, not {self.mode!r}")
+        if self.source.cdc == "none":
+            raise ValueError(
+                f"{where} needs a CDC source (cdc: dms or debezium): only updates leave columns out"
+            )
+        if self.unchanged_placeholder is None and not partial.ignore_nulls:
+            raise ValueError(
+                f"{where}: nothing marks a column as unchanged; give placeholder: '...' or ignore_nulls: true"
+            )
+        if isinstance(partial.columns, list):
+            fixed = {k.lower() for k in self.keys} | {c.lower() for c in self.sequence_columns}
+            if self.mode == "scd2":
+                fixed |= {c.lower() for c in self.scd2_options.columns}
+            bad = [c for c in partial.columns if c.lower() in fixed]
+            if bad:
+                raise ValueError(f"{where}.columns must not name key, sequence or scd2 columns: {bad}")
+        return self
+
     def _check_scd2(self) -> None:
         if not self.keys:
             raise ValueError("mode 'scd2' needs keys: [...] (the business key columns)")
@@ -523,6 +623,15 @@ class TableConfig(_Strict):
     @property
     def scd2_options(self) -> Scd2Options:
         return self.scd2 or Scd2Options()
+
+    @property
+    def unchanged_placeholder(self) -> str | None:
+        """The value meaning 'unchanged' in an update (partial_updates), if any."""
+        if self.partial_updates is None:
+            return None
+        if self.partial_updates.placeholder is not None:
+            return self.partial_updates.placeholder
+        return DEBEZIUM_UNAVAILABLE if self.source.cdc == "debezium" else None
 
     @property
     def sequence_columns(self) -> list[str]:

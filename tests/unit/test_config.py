@@ -185,3 +185,57 @@ def test_published_json_schema_is_current_and_accepts_the_shipped_config():
     published = json.loads((ROOT / "config" / "tables.schema.json").read_text())
     assert published == json_schema(), "regenerate with: python -m lakeloader.config"
     jsonschema.validate(yaml.safe_load((ROOT / "config" / "tables.yaml").read_text()), published)
+
+
+def test_tombstone_and_partial_update_defaults():
+    dms, debezium = parse_config(
+        {
+            "tables": [
+                table(partial_updates={"ignore_nulls": True}),
+                table(
+                    id="crm.events",
+                    source={"prefix": "crm/events", "cdc": "debezium"},
+                    target={"database": "crm", "table": "events"},
+                    partial_updates={"columns": ["body"]},
+                ),
+            ]
+        }
+    ).tables
+    assert (dms.tombstones.enabled, dms.tombstones.retain_days) == (True, 7)
+    assert dms.unchanged_placeholder is None and dms.partial_updates.columns == "all"
+    assert debezium.unchanged_placeholder == "__debezium_unavailable_value"
+    assert parse_config({"tables": [table()]}).tables[0].partial_updates is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"tombstones": {"retain_days": 0}}, "-> tombstones.retain_days: Input should be greater than 0"),
+        ({"tombstones": {"keep": 3}}, "-> tombstones.keep: Extra inputs are not permitted"),
+        (
+            {"partial_updates": {}},
+            "-> (table): partial_updates: nothing marks a column as unchanged; give placeholder",
+        ),
+        (
+            {"mode": "append", "partial_updates": {"ignore_nulls": True}},
+            "-> (table): partial_updates applies to mode merge or scd2, not 'append'",
+        ),
+        (
+            {"source": {"prefix": "x/", "cdc": "none"}, "partial_updates": {"ignore_nulls": True}},
+            "-> (table): partial_updates needs a CDC source",
+        ),
+        (
+            {"partial_updates": {"columns": ["Customer_ID", "body"], "ignore_nulls": True}},
+            "partial_updates.columns must not name key, sequence or scd2 columns: ['Customer_ID']",
+        ),
+        (
+            {"partial_updates": {"columns": ["last_update_time"], "placeholder": "?"}},
+            "must not name key, sequence or scd2 columns: ['last_update_time']",
+        ),
+        ({"partial_updates": {"columns": []}}, "-> partial_updates.columns: columns must name"),
+        ({"partial_updates": {"placeholder": ""}}, "-> partial_updates.placeholder: placeholder must"),
+    ],
+)
+def test_tombstone_and_partial_update_errors_name_the_table_and_field(overrides, expected):
+    message = error_of({"tables": [table(**overrides)]})
+    assert "table 'crm.customers'" in message and expected in message
