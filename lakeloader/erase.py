@@ -29,6 +29,10 @@ and, for merge-on-read tables, in the data file a position delete merely masks.
    ``LAKELOADER_ERASURE_SALT`` to make it an HMAC (a bare hash of a low-entropy key
    such as a customer number can be reversed by trying every value).
 
+Steps 1-6 also erase the subject's tombstones (:mod:`lakeloader.tombstones`) from the side
+table ``<table>__tombstones`` (key and sequence columns only): by key, or for ``--where`` by the
+keys of the rows it matches (the predicate itself when it names only columns the side table holds).
+
 Key syntax: ``--key 42`` (or ``--key id=42``) for a one-column key;
 ``--key order_id=1,line_no=2`` for a composite key (every key column, once).
 Values are cast to the column's type; a value holding ',' or '=' needs ``--where``.
@@ -52,12 +56,12 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import cdc
+from lakeloader import cdc, tombstones
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
 from lakeloader.maintenance import call_procedure, procedure_table, timestamp_literal
-from lakeloader.merge import consumed_file_ids
+from lakeloader.merge import consumed_file_ids, table_exists
 from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.sql import literal, qualified, quote
 
@@ -68,7 +72,7 @@ AUDIT_COLUMNS = (
     "erased_at TIMESTAMP, who STRING, table_id STRING, target STRING, rows_erased BIGINT, "
     "predicate_kind STRING, subjects INT, predicate_sha256 STRING, snapshots_expired INT, "
     "files_deleted BIGINT, orphan_files_removed BIGINT, snapshots_verified INT, verified BOOLEAN, "
-    "object_versions_purged BIGINT"
+    "object_versions_purged BIGINT, tombstones_erased BIGINT"
 )
 S3_SCHEMES = ("s3", "s3a", "s3n")
 # table properties that put data or metadata files outside the table's location
@@ -96,6 +100,7 @@ class ErasureResult:
     files_deleted: int = 0
     orphan_files_removed: int = 0
     object_versions_purged: int = 0
+    tombstones_erased: int = 0
     versioned_locations: list[str] = field(default_factory=list)  # s3:// prefixes purged of old versions
     snapshots_verified: int = 0
     data_files_verified: int = 0
@@ -114,6 +119,7 @@ class ErasureResult:
             f"rewrote {self.data_files_rewritten:,} data file(s) that still held deleted rows",
             f"expired {self.snapshots_expired:,} snapshot(s), deleting {self.files_deleted:,} file(s)",
             f"removed {self.orphan_files_removed:,} orphan file(s)",
+            f"erased {self.tombstones_erased:,} tombstone(s) of the subject",
             f"purged {self.object_versions_purged:,} noncurrent object version(s) and delete marker(s) "
             f"under {', '.join(self.versioned_locations)}"
             if self.versioned_locations
@@ -357,9 +363,61 @@ def _audit(spark: SparkSession, catalog: str, result: ErasureResult, erased_at: 
         result.snapshots_verified,
         result.verified,
         result.object_versions_purged,
+        result.tombstones_erased,
     )
     spark.createDataFrame([row], AUDIT_COLUMNS).writeTo(target).append()
     return f"{AUDIT_DATABASE}.{AUDIT_TABLE}"
+
+
+def _erase_tombstones(
+    spark: SparkSession,
+    catalog: str,
+    table: TableConfig,
+    name: str,
+    subjects: list[dict[str, str]] | None,
+    where: str | None,
+    started: datetime,
+    retried: Callable,
+    result: ErasureResult,
+    progress: Progress,
+) -> tuple[str | None, str | None]:
+    """Erase the subject's tombstones like its rows; returns (side table, predicate over it) for the
+    purge of old object versions and the verification, (None, None) when there is nothing to do."""
+    side_name = table.target.table + tombstones.SUFFIX
+    side = qualified(catalog, table.target.database, side_name)
+    if not table_exists(spark, side):
+        return None, None
+    side_schema = spark.table(side).schema
+    if subjects is None:
+        assert where is not None
+        try:
+            spark.table(side).where(where).schema  # noqa: B018 - resolves: names only columns it holds
+            predicate = f"({where})"
+        except AnalysisException:  # names other columns: the keys of the rows it matches
+            keys = ", ".join(quote(cdc.find_column(spark.table(name).columns, k) or k) for k in table.keys)
+            matched = spark.sql(f"SELECT DISTINCT {keys} FROM {name} WHERE ({where})").collect()
+            subjects = [{k: str(row[i]) for i, k in enumerate(table.keys)} for row in matched]
+            if not subjects:
+                result.notes.append(
+                    "note: --where matches no current row and names columns the tombstones do not hold; "
+                    "tombstones (key and sequence only) of already deleted subjects stay until "
+                    "tombstones.retain_days: erase them with --key"
+                )
+                return side, None
+    if subjects is not None:
+        predicate = key_predicate(subjects, side_schema)
+    result.tombstones_erased = spark.sql(f"SELECT count(*) FROM {side} WHERE {predicate}").first()[0]
+    progress(f"{result.tombstones_erased:,} tombstone(s) match")
+    if not result.tombstones_erased:
+        return side, predicate
+    retried("delete tombstones", lambda: spark.sql(f"DELETE FROM {side} WHERE {predicate}").collect())
+    side_arg = f"table => {literal(qualified(table.target.database, side_name))}"
+    expire = [side_arg, f"older_than => {timestamp_literal(datetime.now(UTC))}", "retain_last => 1"]
+    # rewrite_manifests: the DELETE's manifest entries keep the removed file's column bounds
+    for procedure, args in (("rewrite_manifests", [side_arg]), ("expire_snapshots", expire)):
+        retried(f"tombstones: {procedure}", lambda p=procedure, a=args: call_procedure(spark, catalog, p, a))
+    _remove_orphans(spark, side, started)
+    return side, predicate
 
 
 def erase(
@@ -403,6 +461,10 @@ def erase(
 
     result.rows_erased = spark.sql(f"SELECT count(*) FROM {name} WHERE {predicate}").first()[0]
     progress(f"{result.rows_erased:,} current row(s) match")
+    # Before the rows go: a --where that names other columns finds the subject's keys through them.
+    side, side_predicate = _erase_tombstones(
+        spark, catalog, table, name, subjects if keys else None, where, started, retried, result, progress
+    )
     if result.rows_erased:
         retried("delete", lambda: spark.sql(f"DELETE FROM {name} WHERE {predicate}").collect())
     crash_point("erase:after_delete")
@@ -449,16 +511,15 @@ def erase(
             "`lakeloader run` over the same raw_root would load them again (the ledger keeps them done on "
             "AWS). Remove the subject from the raw zone too."
         )
-    result.versioned_locations = [
-        location
-        for location in table_locations(spark, name)
-        if urlparse(location).scheme in S3_SCHEMES
-    ]
+    locations = table_locations(spark, name) + (table_locations(spark, side) if side else [])
+    result.versioned_locations = [loc for loc in locations if urlparse(loc).scheme in S3_SCHEMES]
     for location in result.versioned_locations:
         progress(f"deleting noncurrent object versions under {location}")
         result.object_versions_purged += purge_noncurrent_versions(location)
     progress("verifying every remaining snapshot and data file")
     result.snapshots_verified, result.data_files_verified, problems = verify(spark, name, predicate)
+    if side and side_predicate:
+        problems += [f"tombstones: {p}" for p in verify(spark, side, side_predicate)[2]]
     for location in result.versioned_locations:
         left = remaining_versions(location)
         if left:

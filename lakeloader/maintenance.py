@@ -13,7 +13,10 @@ Per table, in this order (each step configurable under the table's `maintenance:
 5. ``expire_snapshots`` -- older than ``older_than_days``, keeping ``retain_last``;
 6. ``remove_orphan_files`` -- files no snapshot references, older than
    ``older_than_hours`` (at least 24: a younger file may belong to a commit still
-   in flight).
+   in flight);
+7. ``purge_tombstones`` -- deletes the tombstones (:mod:`lakeloader.tombstones`)
+   recorded more than ``tombstones.retain_days`` ago, then compacts the side table's
+   small appended files and expires its snapshots like the table's.
 
 Writers and maintenance collide: a step whose commit conflicts with a concurrent
 commit (``CommitFailedException``, ``ValidationException`` "found conflicting
@@ -33,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
-from lakeloader import cdc
+from lakeloader import cdc, tombstones
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
@@ -48,6 +51,7 @@ STEPS = (
     "rewrite_manifests",
     "expire_snapshots",
     "remove_orphan_files",
+    "purge_tombstones",
 )
 
 
@@ -213,6 +217,29 @@ def _plan(
             return call_procedure(spark, catalog, "remove_orphan_files", args)
 
         steps.append(("remove_orphan_files", remove_orphans))
+
+    def purge_tombstones() -> dict[str, int]:
+        side_name = table.target.table + tombstones.SUFFIX
+        side = qualified(catalog, table.target.database, side_name)
+        cutoff = (now or datetime.now(UTC)) - timedelta(days=table.tombstones.retain_days)
+        counts = tombstones.purge(spark, side, timestamp_literal(cutoff))
+        if not counts:  # no side table: no delete was ever loaded
+            return counts
+        side_arg = f"table => {literal(qualified(table.target.database, side_name))}"
+        rewritten = call_procedure(spark, catalog, "rewrite_data_files", [side_arg])
+        counts["tombstone_files_rewritten"] = rewritten.get("rewritten_data_files_count", 0)
+        if settings.snapshots.enabled:
+            older = (now or datetime.now(UTC)) - timedelta(days=settings.snapshots.older_than_days)
+            args = [
+                side_arg,
+                f"older_than => {timestamp_literal(older)}",
+                f"retain_last => {settings.snapshots.retain_last}",
+            ]
+            expired = call_procedure(spark, catalog, "expire_snapshots", args)
+            counts["tombstone_files_expired"] = sum(v for k, v in expired.items() if k.startswith("deleted_"))
+        return counts
+
+    steps.append(("purge_tombstones", purge_tombstones))
     return steps
 
 
@@ -313,6 +340,7 @@ def summary_table(results: list[MaintenanceResult]) -> str:
         "manifests",
         "expired files",
         "orphans",
+        "tombstones purged",
         "retries",
         "seconds",
     )
@@ -329,6 +357,7 @@ def summary_table(results: list[MaintenanceResult]) -> str:
 
         expired = steps.get("expire_snapshots")
         orphans = steps.get("remove_orphan_files")
+        purged = steps.get("purge_tombstones")
         rows.append(
             (
                 r.table_id,
@@ -340,6 +369,7 @@ def summary_table(results: list[MaintenanceResult]) -> str:
                 if expired
                 else "-",
                 str(orphans.counts.get("orphan_files_removed", 0)) if orphans else "-",
+                str(purged.counts.get("tombstones_purged", 0)) if purged else "-",
                 str(sum(max(0, s.attempts - 1) for s in r.steps)),
                 f"{r.seconds:.1f}",
             )

@@ -56,7 +56,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import cdc, schema
+from lakeloader import cdc, partial, schema, tombstones
 from lakeloader.config import TableConfig
 from lakeloader.errors import BadInputError, LakeloaderError
 from lakeloader.sequence import newer_sql
@@ -73,9 +73,15 @@ HASH, STATE, PREV, LATE, EFFECTIVE, NEXT, FIRST = (
     "_ll_first",
 )
 T_LAST, T_HASH, T_CURRENT, T_FROM = "_ll_t_last", "_ll_t_hash", "_ll_t_current", "_ll_t_from"
+TOMBSTONE = "_ll_tombstone"
 # Stable JSON for hashing: UTC timestamps, NULL fields left out (so a column added
 # later, NULL in old rows, does not change their hash).
 JSON_OPTIONS = {"timeZone": "UTC", "ignoreNullFields": "true"}
+
+
+def _held(i: int) -> str:
+    """The current version's value of the i-th partial_updates column."""
+    return f"_ll_t_cur_{i}"
 
 
 def merge_key(i: int) -> str:
@@ -142,6 +148,7 @@ class Scd2Batch:
     deleted: int
     late: int
     unchanged: int
+    tombstones: int
 
     @property
     def empty(self) -> bool:
@@ -172,33 +179,52 @@ def prepare(
 
     seq_meta = cdc.seq_columns_of(changes)
     events = schema.align(changes, data_schema, extra=[cdc.OP, *seq_meta, cdc.FILE_POS, cdc.ROW_POS])
-    events = events.withColumn(cdc.SEQ, F.col(cdc.SEQ).cast(seq_type)).withColumn(
-        HASH, _hash(tracked_columns(table, data_names))
-    )
+    events = events.withColumn(cdc.SEQ, F.col(cdc.SEQ).cast(seq_type))
 
     # The key's latest known point in time and its current version, for the batch's keys only.
     versions = spark.table(name).join(events.select(*keys), on=keys, how="left_semi")
     # The tie-breakers the versions hold (data columns of the change that opened each version).
     breakers = [c for c in (cdc.find_column(data_names, n) for n in table.sequence_columns[1:]) if c]
     held = [f"_ll_t_tb_{i}" for i in range(len(breakers))]
+    # Columns an update may leave out (partial_updates): the current version's values stand in.
+    partial_names = partial.columns(table, data_names)
     state = versions.groupBy(*[F.col(k) for k in keys]).agg(
         F.max(F.coalesce(F.col(vt), F.col(vf))).alias(T_LAST),
         F.max(F.when(F.col(cur), F.col(hs))).alias(T_HASH),
         F.coalesce(F.max(F.col(cur)), F.lit(False)).alias(T_CURRENT),
         F.max(F.when(F.col(cur), F.col(vf))).alias(T_FROM),
         *[F.max(F.when(F.col(cur), F.col(b))).alias(h) for b, h in zip(breakers, held, strict=True)],
+        *[
+            F.first(F.when(F.col(cur), F.col(c)), ignorenulls=True).alias(_held(i))
+            for i, c in enumerate(partial_names)
+        ],
     )
     events = events.join(state, on=keys, how="left")
+    # The sequence columns as the table holds them, which a tombstone (lakeloader.tombstones) records.
+    seq_names = [c for c in (cdc.find_column(data_names, n) for n in table.sequence_columns) if c]
+    seq_types = [data_schema[c].dataType for c in seq_names]
+    tomb = tombstones.lookup(spark, table, name, keys, seq_names, seq_types, events.select(*keys))
+    if tomb is not None:
+        events = events.join(tomb, on=keys, how="left")
+    buried = tombstones.buried(events.columns, [quote(c) for c in seq_names])
     # Newer than the current version: the whole tuple; than a deleted key's end: its time only.
     newer_than_current = newer_sql(
         [quote(c) for c in (T_FROM, *held)], [quote(c) for c in (cdc.SEQ, *breakers)]
     )
+    # A key without a current version: late if not after its history's end, or (an insert or update)
+    # not newer than its tombstone -- a delete the history does not record.
     events = events.withColumn(
         LATE,
         F.when(F.col(T_CURRENT), ~F.expr(newer_than_current))
-        .when(F.col(T_LAST).isNotNull(), F.col(cdc.SEQ) <= F.col(T_LAST))
-        .otherwise(F.lit(False)),
+        .when(F.col(T_LAST).isNotNull() & (F.col(cdc.SEQ) <= F.col(T_LAST)), F.lit(True))
+        .otherwise((F.col(cdc.OP) != "D") & buried),
     )
+    # Left-out values: from the key's earlier (not late) changes in the batch, else its current version.
+    events, filled = partial.fill(events, table, partition=(LATE,), names=partial_names)
+    for column, i in ((c, filled[c.lower()]) for c in partial_names):
+        stand_in = F.when(F.col(T_CURRENT), F.col(_held(i)))
+        events = events.withColumn(column, F.when(F.col(partial.keep(i)), stand_in).otherwise(F.col(column)))
+    events = events.withColumn(HASH, _hash(tracked_columns(table, data_names)))
 
     # Same key and valid_from: the last change (sequence tuple, then file, then row) wins.
     tie = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE), F.col(cdc.SEQ)).orderBy(
@@ -218,6 +244,17 @@ def prepare(
         ),
     )
     events = events.withColumn(EFFECTIVE, ~F.col(LATE) & ~F.col(STATE).eqNullSafe(F.col(PREV)))
+    # A delete that closes nothing (the key is absent then) leaves a tombstone, unless an insert or
+    # update of the key precedes it in the batch: so a re-run after a crash between the tombstone's
+    # append and the MERGE never buries one of its own changes.
+    only_deletes_before = F.max((F.col(cdc.OP) != "D").cast("int")).over(
+        in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    events = events.withColumn(
+        TOMBSTONE,
+        (F.col(cdc.OP) == "D") & ~F.col(LATE) & ~F.col(EFFECTIVE) & (only_deletes_before == 0)
+        & F.lit(tombstones.enabled(table, seq_names)),
+    )
 
     # Among effective changes: the next one ends a version; the first one closes the table's current.
     chain = Window.partitionBy(*[F.col(k) for k in keys], F.col(EFFECTIVE)).orderBy(F.col(cdc.SEQ))
@@ -233,7 +270,10 @@ def prepare(
         F.sum(is_open.cast("int")).alias("opened"),
         F.sum((is_open & F.col(PREV).isNotNull()).cast("int")).alias("superseded"),
         F.sum((F.col(EFFECTIVE) & (F.col(cdc.OP) == "D")).cast("int")).alias("deleted"),
+        F.sum(F.col(TOMBSTONE).cast("int")).alias("tombstones"),
     ).first()
+    if counts["tombstones"]:  # before the MERGE: see lakeloader.tombstones
+        tombstones.record(spark, table, name, events.filter(F.col(TOMBSTONE)), keys, seq_names)
 
     key_types = {k: data_schema[k].dataType for k in keys}
     surrogate = F.sha2(
@@ -276,6 +316,7 @@ def prepare(
         deleted=counts["deleted"] or 0,
         late=counts["late"] or 0,
         unchanged=counts["unchanged"] or 0,
+        tombstones=counts["tombstones"] or 0,
     )
 
 
@@ -302,8 +343,8 @@ def notes(batch: Scd2Batch) -> list[str]:
     lines = []
     if batch.late:
         lines.append(
-            f"scd2: {batch.late:,} late change(s) not newer than their key's latest version ignored "
-            "(history is never rewritten)"
+            f"scd2: {batch.late:,} late change(s) not newer than their key's latest version or delete "
+            "ignored (history is never rewritten)"
         )
     if batch.unchanged:
         lines.append(

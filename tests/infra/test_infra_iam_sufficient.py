@@ -36,6 +36,7 @@ from urllib.parse import urlparse
 import pytest
 
 from lakeloader.jobs import METRICS_NAMESPACE
+from lakeloader.tombstones import SUFFIX as TOMBSTONES
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, matches, role_statements
 
 ARN = f"{REGION}:{ACCOUNT}"
@@ -156,12 +157,14 @@ def lake_needs(stack: Stack, args: dict[str, str], code_urls: list[str]) -> list
         location = stack.database_location(database)
         table_root = f"{location}/{table['target']['table']}"
         assert table_root.startswith(args["warehouse"]), table_root
-        for path in ("data/00000-0-a.parquet", "metadata/00001-b.metadata.json"):
-            arn = s3_arn(f"{table_root}/{path}")
-            for action in ("GetObject", "PutObject", "DeleteObject", "AbortMultipartUpload"):
-                needs.append(
-                    Need(f"s3:{action}", arn, f"{table['id']}: Iceberg S3FileIO ({path.split('/')[0]})")
-                )
+        side_root = f"{location}/{table['target']['table']}{TOMBSTONES}"  # lakeloader.tombstones
+        for root in (table_root, side_root):
+            for path in ("data/00000-0-a.parquet", "metadata/00001-b.metadata.json"):
+                arn = s3_arn(f"{root}/{path}")
+                for action in ("GetObject", "PutObject", "DeleteObject", "AbortMultipartUpload"):
+                    needs.append(
+                        Need(f"s3:{action}", arn, f"{table['id']}: Iceberg S3FileIO ({root}/{path})")
+                    )
         needs.append(
             Need(
                 "s3:ListBucket",
@@ -173,10 +176,11 @@ def lake_needs(stack: Stack, args: dict[str, str], code_urls: list[str]) -> list
         catalog = f"arn:aws:glue:{ARN}:catalog"
         database_arn = f"arn:aws:glue:{ARN}:database/{database}"
         table_arn = f"arn:aws:glue:{ARN}:table/{database}/{table['target']['table']}"
+        side_arn = f"{table_arn}{TOMBSTONES}"
         for resource in (catalog, database_arn):
             needs.append(Need("glue:GetDatabase", resource, f"{table['id']}: CREATE NAMESPACE IF NOT EXISTS"))
         for action in ("GetTable", "CreateTable", "UpdateTable"):
-            for resource in (catalog, database_arn, table_arn):
+            for resource in (catalog, database_arn, table_arn, side_arn):
                 needs.append(Need(f"glue:{action}", resource, f"{table['id']}: Iceberg GlueCatalog"))
     needs += kms(stack.bucket_key_arn(raw.netloc), ["Decrypt"], "raw objects are SSE-KMS")
     needs += kms(curated_key, ["Decrypt", "GenerateDataKey"], "warehouse objects are SSE-KMS (multipart too)")

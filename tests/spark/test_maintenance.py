@@ -117,6 +117,7 @@ def test_maintain_compacts_rewrites_deletes_expires_and_removes_orphans(spark, r
         "rewrite_manifests",
         "expire_snapshots",
         "remove_orphan_files",
+        "purge_tombstones",
     ]
     assert steps["rewrite_data_files"].counts["rewritten_data_files_count"] >= 5
     assert steps["remove_orphan_files"].counts["orphan_files_removed"] == 1 and not orphan.exists()

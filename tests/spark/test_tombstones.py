@@ -1,0 +1,190 @@
+"""Tombstones: a delete stays deleted against older changes that arrive later (merge and scd2)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pytest
+
+from lakeloader import tombstones
+from lakeloader.inputs import list_inputs
+from lakeloader.maintenance import maintain_table
+from lakeloader.merge import load_table
+from lakeloader.spark import CATALOG
+
+pytestmark = pytest.mark.spark
+
+T0 = datetime(2026, 11, 1, 8, 0, 0)
+DMS = pa.schema(
+    [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
+)
+
+
+def change(op: str, id_: int, name: str | None, minute: int) -> dict:
+    return {"Op": op, "id": id_, "name": name, "last_update_time": T0 + timedelta(minutes=minute)}
+
+
+def load(spark, table, raw):
+    files = list_inputs(str(raw.root), table.source.prefix)
+    return load_table(spark, table, files, catalog=CATALOG, run_id="run")
+
+
+def target(table) -> str:
+    return f"{CATALOG}.{table.target.database}.{table.target.table}"
+
+
+def rows(spark, table) -> list[tuple]:
+    return [tuple(r) for r in spark.sql(f"SELECT id, name FROM {target(table)} ORDER BY id").collect()]
+
+
+def current(spark, table) -> list[tuple]:
+    """SCD2: the current versions."""
+    query = f"SELECT id, name FROM {target(table)} WHERE is_current ORDER BY id"
+    return [tuple(r) for r in spark.sql(query).collect()]
+
+
+def held_tombstones(spark, table) -> list[tuple]:
+    name = f"{target(table)}{tombstones.SUFFIX}"
+    return [tuple(r) for r in spark.sql(f"SELECT id, last_update_time FROM {name} ORDER BY 1, 2").collect()]
+
+
+@pytest.fixture(params=["merge", "scd2"])
+def mode(request) -> str:
+    return request.param
+
+
+def test_late_update_after_a_delete_stays_deleted_across_batches(spark, raw, make_table, mode):
+    table = make_table(mode=mode)
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 5, "a", 0), change("I", 6, "b", 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-1000.parquet", [change("D", 5, "a", 120)], DMS)
+    load(spark, table, raw)
+    # delivered later, stamped 09:00: older than the delete
+    late = [change("U", 5, "zombie", 60), change("U", 6, "b2", 60)]
+    raw.write_parquet("src/20261101-1001.parquet", late, DMS)
+    result = load(spark, table, raw)
+    live = rows if mode == "merge" else current
+    assert live(spark, table) == [(6, "b2")]
+    assert any("late change(s)" in note for note in result.notes)
+
+
+def test_late_insert_after_deleting_a_key_the_table_never_held(spark, raw, make_table, mode):
+    table = make_table(mode=mode)
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-1000.parquet", [change("D", 5, None, 120)], DMS)
+    load(spark, table, raw)
+    assert held_tombstones(spark, table) == [(5, T0 + timedelta(minutes=120))]
+    raw.write_parquet("src/20261101-1001.parquet", [change("I", 5, "zombie", 60)], DMS)
+    result = load(spark, table, raw)
+    live = rows if mode == "merge" else current
+    assert live(spark, table) == [(1, "a")]
+    assert result.inserted == 0
+
+
+@pytest.mark.parametrize("delete_first", [True, False], ids=["delete-file-first", "insert-file-first"])
+def test_within_one_batch_in_either_file_order(spark, raw, make_table, mode, delete_first):
+    table = make_table(mode=mode)
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0)], DMS)
+    load(spark, table, raw)
+    files = [("D", 5, None, 120), ("I", 5, "zombie", 60)]
+    if not delete_first:
+        files.reverse()
+    for n, (op, id_, name, minute) in enumerate(files):
+        raw.write_parquet(f"src/20261101-09{n:02d}.parquet", [change(op, id_, name, minute)], DMS)
+    load(spark, table, raw)
+    live = rows if mode == "merge" else current
+    assert live(spark, table) == [(1, "a")]
+    # and the delete still guards the key afterwards
+    raw.write_parquet("src/20261101-1100.parquet", [change("U", 5, "zombie2", 90)], DMS)
+    load(spark, table, raw)
+    assert live(spark, table) == [(1, "a")]
+
+
+def test_a_newer_change_brings_the_key_back(spark, raw, make_table, mode):
+    table = make_table(mode=mode)
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 5, "a", 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-1000.parquet", [change("D", 5, "a", 120)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-1100.parquet", [change("I", 5, "back", 180)], DMS)
+    result = load(spark, table, raw)
+    live = rows if mode == "merge" else current
+    assert live(spark, table) == [(5, "back")] and result.inserted == 1
+
+
+def test_a_replayed_delete_and_a_replayed_older_insert_change_nothing(spark, raw, make_table, mode):
+    table = make_table(mode=mode)
+    raw.write_parquet("src/20261101-0800.parquet", [change("D", 5, None, 120)], DMS)
+    load(spark, table, raw)
+    # the same delete (same stamp) and an insert stamped exactly at the delete: a replay, not newer
+    raw.write_parquet("src/20261101-0801.parquet", [change("D", 5, None, 120)], DMS)
+    raw.write_parquet("src/20261101-0802.parquet", [change("I", 6, "x", 120)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0803.parquet", [change("I", 5, "same-instant", 120)], DMS)
+    result = load(spark, table, raw)
+    live = rows if mode == "merge" else current
+    assert live(spark, table) == [(6, "x")]
+    assert result.inserted == 0
+
+
+def test_maintain_purges_only_expired_tombstones(spark, raw, make_table):
+    table = make_table(tombstones={"retain_days": 7})
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0), change("I", 2, "b", 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0900.parquet", [change("D", 1, None, 60)], DMS)
+    load(spark, table, raw)
+    side = f"{target(table)}{tombstones.SUFFIX}"
+    spark.sql(f"UPDATE {side} SET {tombstones.RECORDED_AT} = {tombstones.RECORDED_AT} - INTERVAL 8 DAYS")
+    raw.write_parquet("src/20261101-0901.parquet", [change("D", 2, None, 60)], DMS)
+    load(spark, table, raw)
+    result = maintain_table(spark, table, catalog=CATALOG, now=datetime.now(UTC))
+    step = next(s for s in result.steps if s.step == "purge_tombstones")
+    assert (step.status, step.counts["tombstones_purged"], step.counts["tombstones_kept"]) == ("ok", 1, 1)
+    assert held_tombstones(spark, table) == [(2, T0 + timedelta(minutes=60))]
+
+
+@pytest.mark.parametrize("how", ["key", "where"])
+def test_erase_removes_the_subjects_tombstones_from_every_snapshot(spark, raw, make_table, how):
+    from lakeloader.erase import erase
+
+    table = make_table()
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "ann", 0), change("I", 2, "bob", 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0900.parquet", [change("D", 1, None, 60), change("D", 2, None, 60)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0901.parquet", [change("I", 3, "cy", 61)], DMS)
+    load(spark, table, raw)
+    assert [k for k, _ in held_tombstones(spark, table)] == [1, 2]
+    if how == "key":
+        result = erase(spark, table, catalog=CATALOG, keys=["1"], who="tester")
+    else:  # names only the key: applies to the tombstones as written
+        result = erase(spark, table, catalog=CATALOG, where="id = 1", who="tester")
+    assert result.verified and result.tombstones_erased == 1
+    assert [k for k, _ in held_tombstones(spark, table)] == [2]
+    side = f"{target(table)}{tombstones.SUFFIX}"
+    for (snapshot,) in spark.sql(f"SELECT snapshot_id FROM {side}.snapshots").collect():
+        assert spark.sql(f"SELECT * FROM {side} VERSION AS OF {snapshot} WHERE id = 1").count() == 0
+    # erased means forgotten: a late insert of the subject's key is loaded again like any new key
+    # (only the new file: the expired snapshots no longer record the older ones as loaded)
+    raw.write_parquet("src/20261101-0902.parquet", [change("I", 1, "ann-again", 30)], DMS)
+    files = [f for f in list_inputs(str(raw.root), table.source.prefix) if f.name.endswith("0902.parquet")]
+    load_table(spark, table, files, catalog=CATALOG, run_id="after-erasure")
+    assert rows(spark, table) == [(1, "ann-again"), (3, "cy")]
+
+
+def test_erase_by_a_where_on_other_columns_finds_the_keys_through_the_rows(spark, raw, make_table):
+    from lakeloader.erase import erase
+
+    table = make_table()
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "ann", 0), change("D", 7, None, 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0900.parquet", [change("D", 1, None, 60)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0901.parquet", [change("I", 1, "ann", 61)], DMS)
+    load(spark, table, raw)  # ann is back, her tombstone stays
+    assert [k for k, _ in held_tombstones(spark, table)] == [1, 7]
+    result = erase(spark, table, catalog=CATALOG, where="name = 'ann'", who="tester")
+    assert result.verified and result.tombstones_erased == 1
+    assert [k for k, _ in held_tombstones(spark, table)] == [7]
