@@ -376,3 +376,26 @@ def test_run_ids_are_validated(ledger: Ledger):
         ledger.end_run(T, "r", "running")
     with pytest.raises(ValueError):
         ledger.finish(T, [], "r", "bogus")
+
+
+# -- the batching window ---------------------------------------------------------------------
+
+
+def test_the_window_admits_one_start_per_interval_and_a_failed_start_gives_it_back(ledger, clock):
+    start = int(clock.now)
+    assert ledger.window_opens_at("w.t", 300) == 0.0  # never started: open
+    assert ledger.claim_window("w.t", 300) == (start, None)
+    assert ledger.window_opens_at("w.t", 300) == start + 300
+    clock.now += 299
+    assert ledger.claim_window("w.t", 300) is None  # inside the window
+    clock.now += 1
+    assert ledger.claim_window("w.t", 300) == (start + 300, start)
+    # that start failed: the claim is undone, back to the previous start
+    ledger.unclaim_window("w.t", start + 300, start)
+    assert ledger.window_opens_at("w.t", 300) == start + 300
+    # undoing a claim another start has replaced meanwhile changes nothing
+    assert ledger.claim_window("w.t", 300) == (start + 300, start)
+    ledger.unclaim_window("w.t", start, None)
+    assert ledger.window_opens_at("w.t", 300) == start + 600
+    # the window item is no run: run listings skip it
+    assert ledger.list_runs("w.t") == []
