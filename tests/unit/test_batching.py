@@ -24,7 +24,7 @@ from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config_store import config_items, sync_items  # noqa: E402
 from lakeloader.ledger import DONE, PENDING, Ledger, new_run_id  # noqa: E402
-from lakeloader.trigger import Trigger, TriggerSettings  # noqa: E402
+from lakeloader.trigger import SettingsError, Trigger, TriggerSettings  # noqa: E402
 from tests.unit.test_trigger import RAW, World, s3_event, s3_record  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
@@ -252,3 +252,10 @@ def test_two_triggers_racing_for_one_window_start_one_run(world, clock):
     late = second.sweep("sweep-b")  # the lock is free, but the window is not over
     assert (late["started"], late["tables_in_window"]) == ({}, 1)
     assert second.ledger.claim_window("crm.customers", WINDOW) is None
+
+
+def test_tables_per_run_must_be_a_whole_number_of_at_least_one(world):
+    assert TriggerSettings.from_env(world.env()).tables_per_run == 1  # unset: a run per table
+    for bad in ("0", "2.5", "many"):
+        with pytest.raises(SettingsError, match="TABLES_PER_RUN must be"):
+            TriggerSettings.from_env(world.env(TABLES_PER_RUN=bad))
