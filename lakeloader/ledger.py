@@ -841,11 +841,12 @@ class Ledger:
         if not holder:
             raise ValueError("lock holder must not be empty")
         now = self.clock()
-        condition = "attribute_not_exists(run_id) OR expires_at < :now OR holder = :holder"
-        values: dict[str, Any] = {":now": _n(int(now)), ":holder": _s(holder)}
+        condition = "attribute_not_exists(run_id) OR expires_at < :now"
+        values: dict[str, Any] = {":now": _n(int(now))}
         names: dict[str, str] = {}
         if take_over_start:
-            condition += " OR #state = :starting"
+            condition += " OR holder = :holder OR #state = :starting"
+            values[":holder"] = _s(holder)
             values[":starting"] = _s(LOCK_STARTING)
             names["#state"] = "state"
         kwargs: dict[str, Any] = {
@@ -883,7 +884,8 @@ class Ledger:
     def reserve_start(
         self, table_id: str, holder: str, *, ttl_seconds: int = DEFAULT_START_LEASE_SECONDS
     ) -> bool:
-        """Trigger side: reserve the table while starting a run; never takes over a live lock."""
+        """Trigger side: reserve the table while starting a run; never takes over a live lock, not
+        even its own: copies of one invocation (same holder) running at once get one reservation."""
         return self._put_lock(table_id, holder, LOCK_STARTING, ttl_seconds, take_over_start=False)
 
     def renew_lock(self, table_id: str, holder: str, *, ttl_seconds: int = DEFAULT_LOCK_TTL_SECONDS) -> bool:

@@ -38,7 +38,10 @@ For one event batch (S3 notification records — direct, wrapped in SQS or SNS
 Any other start failure is logged, the table deferred, and the invocation then
 raises ``TriggerError`` so Lambda retries it and its error metric shows it; the
 retry is idempotent (recorded objects come back as pending duplicates, a start
-that got through is found on the lock). A *sweep* event (``{"lakeloader":
+that got through is found on the lock, and copies of one invocation running at
+once get one reservation: the others defer; an invocation that died between
+reserving and starting leaves its reservation to lapse after
+``START_LEASE_SECONDS``, then the sweep starts the run). A *sweep* event (``{"lakeloader":
 {"action": "sweep"}}`` or an EventBridge "Scheduled Event") starts runs for
 every enabled table that has pending objects and whose window (if any) has
 passed, ``TABLES_PER_RUN`` tables a run — the safety net for deferrals and
@@ -715,14 +718,14 @@ class Trigger:
             if lock.holder == holder and lock.engine_run_id:
                 _log(logging.INFO, "run.already_started", table_id=table_id, run_id=lock.engine_run_id)
                 return _StartOutcome(run_id=lock.engine_run_id)
-            if lock.holder != holder:
-                return self._deferred(
-                    table_id,
-                    "run_in_progress",
-                    lock_holder=lock.holder,
-                    lock_state=lock.state,
-                    lock_expires_at=lock.expires_at,
-                )
+            # Held by another run, or by a copy of this invocation still starting one: wait for it.
+            return self._deferred(
+                table_id,
+                "run_in_progress",
+                lock_holder=lock.holder,
+                lock_state=lock.state,
+                lock_expires_at=lock.expires_at,
+            )
         if not self.ledger.reserve_start(table_id, holder, ttl_seconds=self.settings.start_lease_seconds):
             lock = self.ledger.get_lock(table_id)
             return self._deferred(
