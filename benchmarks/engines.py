@@ -31,6 +31,11 @@ MOR = {
     "write.update.mode": "merge-on-read",
     "write.delete.mode": "merge-on-read",
 }
+COW = {
+    "write.merge.mode": "copy-on-write",
+    "write.update.mode": "copy-on-write",
+    "write.delete.mode": "copy-on-write",
+}  # spelled out: a new lakeloader table defaults to merge-on-read (README "Table defaults")
 DB = "bench"
 
 

@@ -7,7 +7,8 @@
 Scenarios
   batch   one CDC batch (70% updates, 20% inserts, 10% deletes, duplicates per key) into a base table,
           copy-on-write and merge-on-read
-  growth  a fixed-size batch into tables of growing size (copy-on-write); time ratio per size step
+  growth  a fixed-size batch into tables of growing size, merge-on-read and copy-on-write; time ratio
+          per size step
   small   many small batches into a merge-on-read table, then compaction: files before/after and the
           query speed-up
 
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import data
-from benchmarks.engines import DB, MOR, AwsSampleEngine, LakeloaderEngine, PyIcebergEngine, SparkTables
+from benchmarks.engines import COW, DB, MOR, AwsSampleEngine, LakeloaderEngine, PyIcebergEngine, SparkTables
 
 SCENARIOS = ("batch", "growth", "small")
 
@@ -111,6 +112,7 @@ class Case:
     peak_mib: dict[str, int] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     checksum: Any = None
+    mode: str = ""
     note: str = ""
     skipped: str = ""
 
@@ -246,7 +248,7 @@ class Bench:
         )
         base = self.base(s.batch_rows)
         batch = self.batch(s.batch_changes, s.batch_rows)
-        for mode, props in (("copy-on-write", {}), ("merge-on-read", MOR)):
+        for mode, props in (("copy-on-write", COW), ("merge-on-read", MOR)):
             for name, engine in self.engines.items():
                 case = Case("batch", mode, name, s.batch_rows, batch.changes)
                 if name == "pyiceberg":
@@ -266,25 +268,29 @@ class Bench:
         s = self.sizes
         sizes = self.args.growth_sizes or s.growth_rows
         self.log(
-            f"scenario growth: {s.growth_changes:,} changes into {', '.join(f'{n:,}' for n in sizes)} rows"
+            f"scenario growth: {s.growth_changes:,} changes into {', '.join(f'{n:,}' for n in sizes)} rows, "
+            + " and ".join(self.args.growth_modes)
         )
         for rows in sizes:
             base = self.base(rows)
             # same size and mix at every step; updates/deletes hit keys spread over the whole table
             batch = self.batch(s.growth_changes, rows, batch_no=1)
-            for name, engine in self.engines.items():
-                case = Case("growth", f"{rows:,} rows", name, rows, batch.changes)
-                if name == "pyiceberg" and (skip := self.skip_pyiceberg(rows)):
-                    case.skipped = skip
-                    self.cases.append(case)
-                    print(case.row())
-                    continue
-                label = f"growth_{rows}_{name.replace('-', '_')}"
-                self.log(f"  loading {rows:,}-row base table for {name}")
-                engine.create(label, base, {})
-                self.run_case(case, engine, label, batch, s.growth_reps)
-                if engine.spark_based and not self.args.keep_tables:
-                    self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
+            for mode in self.args.growth_modes:
+                for name, engine in self.engines.items():
+                    if name == "pyiceberg" and mode == "merge-on-read":
+                        continue  # PyIceberg writes copy-on-write only; its copy-on-write line stands
+                    case = Case("growth", f"{rows:,} rows, {mode}", name, rows, batch.changes, mode=mode)
+                    if name == "pyiceberg" and (skip := self.skip_pyiceberg(rows)):
+                        case.skipped = skip
+                        self.cases.append(case)
+                        print(case.row())
+                        continue
+                    label = f"growth_{rows}_{mode[:3]}_{name.replace('-', '_')}"
+                    self.log(f"  loading {rows:,}-row base table for {name} ({mode})")
+                    engine.create(label, base, MOR if mode == "merge-on-read" else COW)
+                    self.run_case(case, engine, label, batch, s.growth_reps)
+                    if engine.spark_based and not self.args.keep_tables:
+                        self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
 
     def scenario_small(self) -> None:
         s = self.sizes
@@ -398,17 +404,20 @@ class Bench:
                 lines.append(
                     f"  {scenario:<7} {name:<28} lakeloader {ours.median:7.2f}s  " + "  ".join(parts)
                 )
-        growth: dict[str, list[Case]] = {}
+        growth: dict[tuple[str, str], list[Case]] = {}
         for case in self.cases:
             if case.scenario == "growth" and case.seconds:
-                growth.setdefault(case.engine, []).append(case)
-        for engine, cases in growth.items():
+                growth.setdefault((case.engine, case.mode), []).append(case)
+        for (engine, mode), cases in growth.items():
             steps = [
                 f"{a.rows:,}->{b.rows:,} rows ({b.rows / a.rows:.0f}x): time x{b.median / a.median:.2f}"
                 for a, b in zip(cases, cases[1:], strict=False)
             ]
+            if len(cases) > 2:
+                first, last = cases[0], cases[-1]
+                steps.append(f"{first.rows:,}->{last.rows:,} rows: time x{last.median / first.median:.2f}")
             if steps:
-                lines.append(f"  growth  {engine:<11} " + "; ".join(steps))
+                lines.append(f"  growth  {engine:<11} {mode[:3]} " + "; ".join(steps))
         checks: dict[tuple[str, str], set] = {}
         for case in self.cases:
             if case.checksum is not None:
@@ -477,6 +486,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--growth-sizes",
         type=lambda s: tuple(int(float(x)) for x in s.split(",")),
         help="comma-separated table sizes for the growth scenario (default 1e6,4e6,16e6)",
+    )
+    parser.add_argument(
+        "--growth-modes",
+        default="merge-on-read,copy-on-write",
+        type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
+        help="comma-separated write modes the growth scenario runs (default both)",
     )
     parser.add_argument("--pyiceberg-max-rows", type=int, default=4_000_000)
     parser.add_argument("--driver-memory", default="4g")
