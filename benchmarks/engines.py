@@ -35,7 +35,7 @@ COW = {
     "write.merge.mode": "copy-on-write",
     "write.update.mode": "copy-on-write",
     "write.delete.mode": "copy-on-write",
-}  # spelled out: a new lakeloader table defaults to merge-on-read (README "Table defaults")
+}  # spelled out: a new lakeloader table defaults to merge-on-read (README "Performance")
 DB = "bench"
 
 

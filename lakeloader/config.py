@@ -101,8 +101,8 @@ NEW_TABLE_PROPERTIES = {
     "write.delete.mode": "merge-on-read",
     "write.merge.distribution-mode": "none",
 }
-"""What a table lakeloader creates gets unless target.properties says otherwise (README "Table
-defaults", measured in benchmarks/RESULTS.md). Tables that exist keep their properties."""
+"""What a table lakeloader creates gets unless target.properties says otherwise (README
+"Performance", measured in benchmarks/RESULTS.md). Tables that exist keep their properties."""
 
 
 class Target(_Strict):
