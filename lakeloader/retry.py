@@ -41,7 +41,8 @@ CONFLICT_MESSAGES = re.compile(
     r"conflicting files|found new (?:position |equality )?delete|found conflicting|"
     r"missing required files to delete|missing data files|"
     r"cannot commit, .*concurrent|cannot fast-forward|is not an ancestor|"
-    r"found new conflicting|cannot determine history|concurrent modification|deleted by a concurrent",
+    r"found new conflicting|cannot determine history|concurrent modification|deleted by a concurrent|"
+    r"could not be found in the latest snapshot",
     re.IGNORECASE,
 )
 
