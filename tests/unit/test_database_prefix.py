@@ -20,7 +20,7 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 import lakeloader.maintenance  # noqa: E402
 import lakeloader.spark  # noqa: E402
-from lakeloader import jobs, quality  # noqa: E402
+from lakeloader import jobs, quality, tombstones  # noqa: E402
 from lakeloader.config import TableConfig, parse_config  # noqa: E402
 from lakeloader.config_store import PARTITION_KEY, config_items, to_item  # noqa: E402
 from lakeloader.merge import TableResult  # noqa: E402
@@ -64,6 +64,9 @@ def test_prefix_moves_every_table_to_its_stage_database():
     target = qualified("glue_catalog", prefixed[0].target.database, prefixed[0].target.table)
     assert quality.quarantine_name(target, prefixed[0]) == (
         "`glue_catalog`.`lakeloader_dev_crm`.`customers__quarantine`"
+    )
+    assert tombstones.side_table(f"{target}.`branch_audit_1`", prefixed[0]) == (
+        "`glue_catalog`.`lakeloader_dev_crm`.`customers__tombstones`"
     )
 
 
