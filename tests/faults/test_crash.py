@@ -112,17 +112,6 @@ def test_killed_after_the_commit_before_the_input_log_the_next_run_applies_nothi
     assert diff.clean, diff
 
 
-BRANCH_INPUTS = (
-    "bug: merge.consumed_file_ids counts every snapshot's input files, also those of an audit branch a "
-    "killed run never published, so the next run skips them and they are lost (count main's ancestry only)"
-)
-INPUT_LOG_GAP = (
-    "bug: a run that finds a file already committed (killed before log_inputs) skips it without adding it "
-    "to the input log; once that snapshot expires, a run loads the file again"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=BRANCH_INPUTS)
 def test_killed_before_an_audit_branch_is_published_the_next_run_loses_nothing(lake):
     table = lake.add(spec(quality={"rules": [{"not_null": ["name"]}]}))
     work = oracle.workload(33, events=60)
@@ -181,7 +170,6 @@ def test_killed_during_an_erasure_the_rerun_verifies_and_no_run_brings_the_subje
     check(lake, table, work, "SIGKILL during an erasure", expected)
 
 
-@pytest.mark.xfail(strict=True, reason=INPUT_LOG_GAP)
 def test_killed_after_the_commit_then_snapshots_expire_the_files_are_still_known(lake):
     """The input log must learn of files whose commit outlived a killed run, or expiring that
     commit's snapshot makes the next run load them again (an append table doubles them)."""
