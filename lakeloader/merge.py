@@ -6,7 +6,10 @@ The rules, for `mode: merge`:
 * a change is applied only when its sequence tuple is newer than the row the table
   holds (lakeloader.sequence: NULL is the oldest, an equal tuple is the same change):
   late and replayed files change nothing;
-* deleting a missing key is a no-op; a re-delivered full-load row updates;
+* a delete leaves a tombstone (lakeloader.tombstones), also for a key the table does not
+  hold; an insert or update not newer than the key's tombstone is late and ignored;
+* an update that leaves columns out keeps their values (lakeloader.partial);
+* a re-delivered full-load row updates;
 * the batch's input files are recorded in the snapshot summary, so a retried
   run skips files an earlier commit already consumed.
 """
@@ -21,18 +24,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import cdc, quality, scd2, schema
-from lakeloader.config import TableConfig
+from lakeloader import cdc, partial, quality, scd2, schema, tombstones
+from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
 from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
 from lakeloader.sequence import newer_sql
 from lakeloader.sql import literal, qualified, quote
 
 ACTION = "_ll_action"
+ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
 SUMMARY_FILE_IDS = "lakeloader.input-ids"
 SUMMARY_FILE_NAMES = "lakeloader.input-files"
 SUMMARY_RUN_ID = "lakeloader.run-id"
@@ -103,17 +107,39 @@ def table_exists(spark: SparkSession, name: str) -> bool:
         return False
 
 
+def committed_file_ids(spark: SparkSession, name: str) -> set[str]:
+    """Input files recorded by the snapshots `main` descends from.
+
+    Only main's ancestry counts: an audit branch that a killed run never published consumed nothing.
+    The snapshots come from the table's metadata in one call, not from a Spark job.
+    """
+    parser = spark.sparkContext._jvm.org.apache.iceberg.TableMetadataParser
+    metadata = json.loads(parser.toJson(iceberg_table(spark, name).operations().current()))
+    snapshots = {s["snapshot-id"]: s for s in metadata.get("snapshots", [])}
+    ids: set[str] = set()
+    snapshot = snapshots.get(metadata.get("current-snapshot-id"))
+    while snapshot is not None:
+        recorded = snapshot.get("summary", {}).get(SUMMARY_FILE_IDS)
+        ids.update(recorded.split(",") if recorded else ())
+        snapshot = snapshots.get(snapshot.get("parent-snapshot-id"))
+    return ids
+
+
+def logged_file_ids(spark: SparkSession, catalog: str, table_id: str) -> set[str]:
+    """The table's files in the input log (see `log_inputs`)."""
+    log = qualified(catalog, *INPUT_LOG)
+    if not table_exists(spark, log):
+        return set()
+    rows = spark.sql(f"SELECT file_id FROM {log} WHERE table_id = {literal(table_id)}").collect()
+    return {row.file_id for row in rows}
+
+
 def consumed_file_ids(
     spark: SparkSession, name: str, *, catalog: str | None = None, table_id: str = ""
 ) -> set[str]:
-    """Input files recorded by the table's snapshots, plus (given `catalog`) the input log's."""
-    rows = spark.sql(f"SELECT summary[{literal(SUMMARY_FILE_IDS)}] AS ids FROM {name}.snapshots").collect()
-    ids = {fid for row in rows if row.ids for fid in row.ids.split(",")}
-    log = qualified(catalog, *INPUT_LOG) if catalog else None
-    if log and table_exists(spark, log):
-        logged = spark.sql(f"SELECT file_id FROM {log} WHERE table_id = {literal(table_id)}").collect()
-        ids.update(row.file_id for row in logged)
-    return ids
+    """Input files committed to the table, plus (given `catalog`) the input log's."""
+    ids = committed_file_ids(spark, name)
+    return ids | logged_file_ids(spark, catalog, table_id) if catalog else ids
 
 
 def log_inputs(spark: SparkSession, catalog: str, table_id: str, files: list[InputFile], run_id: str) -> None:
@@ -133,9 +159,18 @@ def log_inputs(spark: SparkSession, catalog: str, table_id: str, files: list[Inp
     frame.withColumn("logged_at", F.current_timestamp()).writeTo(log).append()
 
 
+def iceberg_table(spark: SparkSession, name: str):
+    """The org.apache.iceberg.Table `name` (SQL spelling) names, refreshed: catalog I/O, no Spark job."""
+    spark3_util = spark.sparkContext._jvm.org.apache.iceberg.spark.Spark3Util
+    table = spark3_util.loadIcebergTable(spark._jsparkSession, name)
+    table.refresh()
+    return table
+
+
 def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
-    row = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
-    return row.snapshot_id if row else None
+    """The snapshot `main` points at (None for an empty table)."""
+    snapshot = iceberg_table(spark, name).currentSnapshot()
+    return snapshot.snapshotId() if snapshot is not None else None
 
 
 def create_table(spark: SparkSession, name: str, table: TableConfig, data: DataFrame) -> None:
@@ -150,7 +185,7 @@ def create_table(spark: SparkSession, name: str, table: TableConfig, data: DataF
             column = cdc.find_column(data.columns, _partition_column(expr)) or _partition_column(expr)
             transforms.append(expr.replace(_partition_column(expr), quote(column)))
         partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
-    properties = {"format-version": "2", **table.target.properties}
+    properties = {**NEW_TABLE_PROPERTIES, **table.target.properties}
     props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {name} ({columns}) USING iceberg{partitioning} TBLPROPERTIES ({props})"
@@ -165,50 +200,84 @@ def _partition_column(expr: str) -> str:
 
 
 def classify(
-    spark: SparkSession, name: str, batch: DataFrame, table: TableConfig, seq: list[str]
+    spark: SparkSession,
+    name: str,
+    batch: DataFrame,
+    table: TableConfig,
+    seq: list[str],
+    *,
+    small: bool = False,
+    key_values: dict[str, list[str]] | None = None,
 ) -> DataFrame:
     """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
 
     `seq`: the sequence columns the table holds, in tuple order (empty: every change is newer).
+    `small`: the batch is one partition (cdc.is_small); its matches are broadcast back onto it.
+    `key_values`: SQL literals of every value a key column (target spelling) takes in the batch
+    (cdc.Changes), so the target is filtered by them instead of probed with a join (one job less).
     """
     keys = [cdc.find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
     target_cols.append(F.lit(True).alias("_ll_exists"))
     held = [f"_ll_tseq_{i}" for i in range(len(seq))]
     target_cols.extend(F.col(c).alias(h) for c, h in zip(seq, held, strict=True))
-    target = spark.table(name).select(*target_cols)
-    # Probe the target with the batch's keys first: an inner join lets Spark broadcast the (small)
-    # key set and stream the target scan, instead of shuffling and sorting every target key for a
-    # left join (benchmarks/RESULTS.md); only the few matches are then joined back onto the batch.
-    probe = batch.select(*[F.col(k).alias(f"_ll_k_{i}") for i, k in enumerate(keys)])
-    probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
-    matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
+    target = tombstones.probe_side(spark, table, name, spark.table(name).select(*target_cols), keys, seq)
+    # Find the batch's keys in the target without shuffling the table (benchmarks/RESULTS.md): a small
+    # batch's key values filter the target scan; otherwise an inner join lets Spark broadcast the key
+    # set and stream the scan. Only the few matches are then joined back onto the batch.
+    listed = [(i, key_values[k]) for i, k in enumerate(keys) if k in (key_values or {})]
+    if listed:
+        # One SQL expression, not Column.isin: that makes one py4j call per value.
+        matched = target.filter(" AND ".join(f"{quote(f'_ll_t_{i}')} IN ({', '.join(v)})" for i, v in listed))
+    else:
+        probe = batch.select(*[F.col(k).alias(f"_ll_k_{i}") for i, k in enumerate(keys)])
+        probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
+        matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
+    matched = tombstones.one_per_key(matched, len(keys))  # a key's row and its tombstone: one row
     condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
-    joined = batch.join(matched, on=condition, how="left")
+    joined = batch.join(F.broadcast(matched) if small else matched, on=condition, how="left")
     newer = F.expr(newer_sql([quote(h) for h in held], [quote(c) for c in seq])) if seq else F.lit(True)
     exists = F.col("_ll_exists").isNotNull()
     is_delete = F.col(cdc.OP) == "D"
+    # A delete of a key the table does not hold still leaves a tombstone: its insert may come later.
+    absent = "tombstone" if tombstones.enabled(table, seq) else "skip"
     action = (
         F.when(is_delete & exists & newer, "delete")
-        .when(is_delete, "skip")
+        .when(is_delete & ~exists, absent)
+        .when(is_delete | (exists & ~newer), "skip")
+        .when(tombstones.buried(joined.columns, [quote(c) for c in seq]), "late")
         .when(~exists, "insert")
-        .when(newer, "update")
-        .otherwise("skip")
+        .otherwise("update")
     )
     return joined.withColumn(ACTION, action).drop(
         *[c for c in joined.columns if c.startswith("_ll_t")], "_ll_exists"
     )
 
 
-def merge_sql(name: str, view: str, columns: list[str], keys: list[str], seq: list[str]) -> str:
+def merge_sql(
+    name: str,
+    view: str,
+    columns: list[str],
+    keys: list[str],
+    seq: list[str],
+    filled: dict[str, int] | None = None,
+    key_values: dict[str, list[str]] | None = None,
+) -> str:
     """The one MERGE statement. It repeats the newer-than guard over the whole sequence tuple, so a
-    commit landing between classification and MERGE is never undone."""
+    commit landing between classification and MERGE is never undone. `filled`: lakeloader.partial.
+
+    `key_values`: SQL literals of every value a key column takes in the source. The redundant
+    `t.key IN (...)` it adds changes no outcome, but lets Spark drop the target rows the batch does
+    not touch before the join's shuffle instead of shuffling the whole table (benchmarks/RESULTS.md).
+    """
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
+    for column, values in (key_values or {}).items():
+        on += f" AND t.{quote(column)} IN ({', '.join(values)})"
     newer = newer_sql([f"t.{quote(c)}" for c in seq], [f"s.{quote(c)}" for c in seq]) if seq else ""
     guard = f" AND {newer}" if seq else ""
-    sets = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)
+    set_terms, value_terms = partial.merge_values(columns, filled or {}, seq)
+    sets, values = ", ".join(set_terms), ", ".join(value_terms)
     cols = ", ".join(quote(c) for c in columns)
-    values = ", ".join(f"s.{quote(c)}" for c in columns)
     return (
         f"MERGE INTO {name} t USING {quote(view)} s ON {on} "
         f"WHEN MATCHED AND s.{quote(ACTION)} = 'delete'{guard} THEN DELETE "
@@ -236,12 +305,14 @@ def load_table(
     name = qualified(catalog, table.target.database, table.target.table)
     exists = table_exists(spark, name)
     if exists:
-        consumed = consumed_file_ids(
-            spark, name, catalog=catalog if log_consumed else None, table_id=table.id
-        )
+        logged = logged_file_ids(spark, catalog, table.id) if log_consumed else set()
+        consumed = committed_file_ids(spark, name) | logged
         skipped = [f for f in files if file_id(f) in consumed]
         if skipped:
             progress(f"{len(skipped)} file(s) already committed, skipped")
+        unlogged = [f for f in skipped if file_id(f) not in logged]
+        if log_consumed and unlogged:  # committed by a run that was killed before it logged them
+            log_inputs(spark, catalog, table.id, unlogged, run_id)
         files = [f for f in files if file_id(f) not in consumed]
     result.files = len(files)
     if not files:
@@ -250,52 +321,54 @@ def load_table(
         return result
 
     progress(f"reading {len(files)} file(s), {sum(f.size for f in files):,} bytes")
-    changes = cdc.read_changes(spark, table, files)
-    data = changes.select(*cdc.data_columns(changes))
-    if not exists:
-        progress(f"creating table {table.qualified_target}")
-        typed = schema.typed_columns(data)  # an all-NULL column has no type yet: added once it has one
-        create_table(
-            spark, name, table, scd2.with_scd2_columns(table, typed) if table.mode == "scd2" else typed
-        )
-
-    # The whole plan is checked (raising on anything not allowed) before one schema commit.
-    plan = schema.plan_schema(
-        table.id,
-        spark.table(name).schema,
-        data.schema,
-        policy=table.schema_evolution,
-        keys=table.keys,
-        managed=scd2.managed_columns(table),
-    )
-    if plan.changes_table:
-        progress("schema: " + "; ".join(plan.describe_drift()))
-        schema.apply_plan(
-            spark, plan, catalog=catalog, database=table.target.database, table=table.target.table
-        )
-    result.notes.extend(plan.notes)
-    target_schema = spark.table(name).schema
-    # Only the sequence columns the table holds order against it (one the schema policy kept out
-    # reads NULL on both sides); the batch's own order uses every one it carries.
-    held = [cdc.find_column(target_schema.fieldNames(), c) for c in table.sequence_columns]
-    seq = [c for c in held if c is not None]
-
-    summary = {
-        SUMMARY_RUN_ID: run_id,
-        SUMMARY_TABLE_ID: table.id,
-        SUMMARY_FILE_IDS: ",".join(file_id(f) for f in files),
-        SUMMARY_FILE_NAMES: json.dumps([f.name for f in files[:NAMES_IN_SUMMARY]]),
-    }
-    # Materialise once: later steps see a fixed batch, and MERGE refuses sources whose
-    # plan holds non-deterministic expressions (row positions).
-    changes = changes.localCheckpoint(eager=True)
+    # Validated and materialised in one Spark job: later steps see a fixed batch, and MERGE refuses
+    # sources whose plan holds non-deterministic expressions (row positions).
+    read = cdc.read_changes(spark, table, files)
+    changes, result.changes = read.rows, read.count
     try:
-        result.changes = changes.count()
+        data = changes.select(*cdc.data_columns(changes))
+        if not exists:
+            progress(f"creating table {table.qualified_target}")
+            typed = schema.typed_columns(data)  # an all-NULL column has no type yet: added once it has one
+            create_table(
+                spark, name, table, scd2.with_scd2_columns(table, typed) if table.mode == "scd2" else typed
+            )
+
+        # The whole plan is checked (raising on anything not allowed) before one schema commit.
+        plan = schema.plan_schema(
+            table.id,
+            spark.table(name).schema,
+            data.schema,
+            policy=table.schema_evolution,
+            keys=table.keys,
+            managed=scd2.managed_columns(table),
+        )
+        if plan.changes_table:
+            progress("schema: " + "; ".join(plan.describe_drift()))
+            schema.apply_plan(
+                spark, plan, catalog=catalog, database=table.target.database, table=table.target.table
+            )
+        result.notes.extend(plan.notes)
+        target_schema = spark.table(name).schema
+        # Only the sequence columns the table holds order against it (one the schema policy kept out
+        # reads NULL on both sides); the batch's own order uses every one it carries.
+        held = [cdc.find_column(target_schema.fieldNames(), c) for c in table.sequence_columns]
+        seq = [c for c in held if c is not None]
+        # A small batch's key values (cdc.Changes), spelled as the table spells its key columns.
+        spelled = {k: cdc.find_column(target_schema.fieldNames(), k) for k in read.key_values}
+        keyed = {spelled[k]: _literals(v) for k, v in read.key_values.items() if spelled[k]}
+
+        summary = {
+            SUMMARY_RUN_ID: run_id,
+            SUMMARY_TABLE_ID: table.id,
+            SUMMARY_FILE_IDS: ",".join(file_id(f) for f in files),
+            SUMMARY_FILE_NAMES: json.dumps([f.name for f in files[:NAMES_IN_SUMMARY]]),
+        }
         crash_point("after_read")
 
         def commit(target: str, batch: DataFrame) -> None:  # target: the table, or its WAP audit branch
             if table.mode == "merge":
-                _merge(spark, target, table, batch, target_schema, seq, summary, result, progress)
+                _merge(spark, target, table, batch, target_schema, seq, summary, result, progress, keyed)
             elif table.mode == "scd2":
                 _scd2(spark, target, table, batch, target_schema, summary, result, progress)
             else:
@@ -318,15 +391,23 @@ def load_table(
     return result
 
 
-def _merge(spark, name, table, changes, target_schema, seq, summary, result, progress) -> None:
+def _merge(spark, name, table, changes, target_schema, seq, summary, result, progress, key_values) -> None:
+    small = cdc.is_small(changes)
+    changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
     latest = cdc.latest_per_key(changes, table.keys)
-    aligned = schema.align(latest, target_schema, extra=[cdc.OP])
+    extra = [cdc.OP, *partial.extra_columns(filled, with_source=bool(seq))]
+    aligned = schema.align(latest, target_schema, extra=extra)
     # Checkpointed, not cached: a cache would be recomputed after a commit to the table, and the
     # counts reported must be what this MERGE was given (its own guard handles the rest).
-    classified = classify(spark, name, aligned, table, seq).filter(F.col(ACTION) != "skip")
-    classified = classified.localCheckpoint(eager=True)
+    classified = classify(spark, name, aligned, table, seq, small=small, key_values=key_values)
+    classified = classified.filter(F.col(ACTION) != "skip")
+    # The counts per action are observed while the checkpoint is written: no extra Spark job.
+    observation = Observation(f"lakeloader_classified_{uuid.uuid4().hex[:12]}")
+    tally = [F.sum((F.col(ACTION) == a).cast("long")).alias(a) for a in ACTIONS]
+    classified = classified.observe(observation, *tally).localCheckpoint(eager=True)
     try:
-        counts = {row[ACTION]: row["count"] for row in classified.groupBy(ACTION).count().collect()}
+        observed = observation.get
+        counts = {action: observed[action] for action in ACTIONS if observed[action]}
         result.inserted, result.updated, result.deleted = (
             counts.get(a, 0) for a in ("insert", "update", "delete")
         )
@@ -334,14 +415,19 @@ def _merge(spark, name, table, changes, target_schema, seq, summary, result, pro
             f"{result.changes:,} change(s): {result.inserted:,} to insert, {result.updated:,} to update, "
             f"{result.deleted:,} to delete"
         )
-        if not counts:
+        keys = [cdc.find_column(target_schema.fieldNames(), k) for k in table.keys]
+        if counts.get("delete") or counts.get("tombstone"):  # before the MERGE: see lakeloader.tombstones
+            deletes = classified.filter(F.col(ACTION).isin("delete", "tombstone"))
+            tombstones.record(spark, table, name, deletes, keys, seq)
+        if counts.get("late"):
+            result.notes.append(f"{counts['late']:,} late change(s) older than their key's delete ignored")
+        if not counts.keys() & {"insert", "update", "delete"}:
             result.notes.append("nothing newer than the table; no commit")
             return
         view = f"lakeloader_batch_{uuid.uuid4().hex[:12]}"
-        classified.createOrReplaceTempView(view)
+        classified.filter(F.col(ACTION).isin("insert", "update", "delete")).createOrReplaceTempView(view)
         try:
-            keys = [cdc.find_column(target_schema.fieldNames(), k) for k in table.keys]
-            statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq)
+            statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq, filled, key_values)
             if before_merge is not None:
                 before_merge(spark, name)
             with commit_properties(spark, summary):
@@ -350,6 +436,11 @@ def _merge(spark, name, table, changes, target_schema, seq, summary, result, pro
             spark.catalog.dropTempView(view)
     finally:
         classified.unpersist()
+
+
+def _literals(values: list) -> list[str]:
+    """Key values (cdc.LISTABLE: strings and integers, as JSON gave them) as SQL literals."""
+    return [literal(v) if isinstance(v, str) else str(int(v)) for v in values]
 
 
 def _scd2(spark, name, table, changes, target_schema, summary, result, progress) -> None:

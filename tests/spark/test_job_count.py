@@ -1,0 +1,54 @@
+"""A small batch costs a bounded number of Spark jobs (issue 11: fixed cost dominates small batches).
+
+The count is deterministic -- it follows from the plan, not from timing -- so a ceiling can be a
+test. `python -m benchmarks.jobs` lists the jobs one by one (benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pyarrow as pa
+import pytest
+
+from lakeloader.inputs import list_inputs
+from lakeloader.merge import load_table
+from lakeloader.spark import CATALOG
+
+pytestmark = pytest.mark.spark
+
+MAX_JOBS = 8
+DMS = pa.schema(
+    [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
+)
+T0 = datetime(2026, 11, 1, 8, 0, 0)
+
+
+def jobs_of(spark, table, raw, run_id: str):
+    """The run's result and the number of Spark jobs it started."""
+    context = spark.sparkContext
+    context.setLocalProperty("spark.jobGroup.id", run_id)
+    try:
+        result = load_table(spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id=run_id)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return result, len(context.statusTracker().getJobIdsForGroup(run_id))
+
+
+def test_a_small_batch_runs_at_most_eight_spark_jobs(spark, raw, make_table):
+    table = make_table()  # a new table's defaults (merge-on-read)
+    base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
+    raw.write_parquet("src/20261101-0800.parquet", base, DMS)
+    jobs_of(spark, table, raw, f"create-{table.id}")  # creating the table is not the steady state
+
+    for batch in range(1, 4):  # the second batch on meets the tombstones the first one's deletes left
+        stamp = T0.replace(minute=batch)
+        changes = [{"Op": "U", "id": i, "name": f"u{batch}", "last_update_time": stamp} for i in range(0, 30)]
+        changes += [{"Op": "D", "id": 30 + batch, "name": None, "last_update_time": stamp}]
+        changes += [
+            {"Op": "I", "id": 1000 * batch + i, "name": "new", "last_update_time": stamp} for i in range(5)
+        ]
+        raw.write_parquet(f"src/20261101-09{batch:02d}.parquet", changes, DMS)
+        result, jobs = jobs_of(spark, table, raw, f"batch{batch}-{table.id}")
+        assert (result.status, result.inserted, result.updated, result.deleted) == ("ok", 5, 30, 1)
+        assert jobs <= MAX_JOBS, f"batch {batch}: {jobs} Spark jobs (python -m benchmarks.jobs lists them)"
