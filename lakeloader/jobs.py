@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 from lakeloader import quality
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.inputs import InputFile
-from lakeloader.ledger import Ledger, LedgerObject, new_run_id
+from lakeloader.ledger import Ledger, LedgerObject, LockLostError, new_run_id
 from lakeloader.merge import TableResult
 
 METRICS_NAMESPACE = "lakeloader"  # infra.settings.METRICS_NAMESPACE: the dashboard reads it
@@ -92,6 +92,11 @@ def drain_table(
         return TableResult(table.id, status="skipped", notes=["another run holds the table lock"])
     ledger.start_run(table.id, run_id, cid)
     total = TableResult(table.id, status="skipped")
+
+    def still_holds_lock() -> None:  # right before each commit: a run whose lease lapsed must not commit
+        if not ledger.renew_lock(table.id, run_id):
+            raise LockLostError(f"table {table.id!r}: run {run_id!r} no longer holds the table lock")
+
     try:
         while batch := ledger.next_batch(table.id, run_id):
             files = [_input_file(obj, raw_root) for obj in batch]
@@ -103,6 +108,7 @@ def drain_table(
                 catalog=catalog,
                 run_id=run_id,
                 progress=lambda m: _log("progress", message=m),
+                before_commit=still_holds_lock,
             )
             status = "failed" if result.status == "failed" else "done"
             ledger.finish(table.id, batch, run_id, status, error=result.error)

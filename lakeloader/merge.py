@@ -295,8 +295,12 @@ def load_table(
     run_id: str,
     progress: Progress = lambda message: None,
     log_consumed: bool = False,
+    before_commit: Callable[[], None] = lambda: None,
 ) -> TableResult:
     """Merge `files` into the table's target. Raises on bad input; commits nothing then.
+
+    `before_commit` runs right before the commit and may raise to stop it (a drain that lost its
+    table lock must not commit what the run that took over has applied already).
 
     `log_consumed` keeps the consumed files in the input log too (for runs without a ledger).
     """
@@ -368,11 +372,23 @@ def load_table(
 
         def commit(target: str, batch: DataFrame) -> None:  # target: the table, or its WAP audit branch
             if table.mode == "merge":
-                _merge(spark, target, table, batch, target_schema, seq, summary, result, progress, keyed)
+                _merge(
+                    spark,
+                    target,
+                    table,
+                    batch,
+                    target_schema,
+                    seq,
+                    summary,
+                    result,
+                    progress,
+                    keyed,
+                    before_commit,
+                )
             elif table.mode == "scd2":
-                _scd2(spark, target, table, batch, target_schema, summary, result, progress)
+                _scd2(spark, target, table, batch, target_schema, summary, result, progress, before_commit)
             else:
-                _write(spark, target, table, batch, target_schema, summary, result)
+                _write(spark, target, table, batch, target_schema, summary, result, before_commit)
 
         # Quality gates (write-audit-publish) and commit-conflict retries: lakeloader.quality.
         result.quality = quality.write_audit_publish(
@@ -391,7 +407,9 @@ def load_table(
     return result
 
 
-def _merge(spark, name, table, changes, target_schema, seq, summary, result, progress, key_values) -> None:
+def _merge(
+    spark, name, table, changes, target_schema, seq, summary, result, progress, key_values, before_commit
+) -> None:
     small = cdc.is_small(changes)
     changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
     latest = cdc.latest_per_key(changes, table.keys)
@@ -430,6 +448,7 @@ def _merge(spark, name, table, changes, target_schema, seq, summary, result, pro
             statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq, filled, key_values)
             if before_merge is not None:
                 before_merge(spark, name)
+            before_commit()
             with commit_properties(spark, summary):
                 spark.sql(statement)
         finally:
@@ -443,7 +462,7 @@ def _literals(values: list) -> list[str]:
     return [literal(v) if isinstance(v, str) else str(int(v)) for v in values]
 
 
-def _scd2(spark, name, table, changes, target_schema, summary, result, progress) -> None:
+def _scd2(spark, name, table, changes, target_schema, summary, result, progress, before_commit) -> None:
     """SCD type 2: close and open versions in one MERGE (see lakeloader.scd2)."""
     batch = scd2.prepare(spark, name, table, changes, target_schema)
     try:
@@ -459,6 +478,7 @@ def _scd2(spark, name, table, changes, target_schema, summary, result, progress)
         view = f"lakeloader_scd2_{uuid.uuid4().hex[:12]}"
         batch.source.createOrReplaceTempView(view)
         try:
+            before_commit()
             with commit_properties(spark, summary):
                 spark.sql(scd2.merge_sql(name, view, table, target_schema))
         finally:
@@ -467,7 +487,7 @@ def _scd2(spark, name, table, changes, target_schema, summary, result, progress)
         batch.checkpoint.unpersist()
 
 
-def _write(spark, name, table, changes, target_schema, summary, result) -> None:
+def _write(spark, name, table, changes, target_schema, summary, result, before_commit) -> None:
     """`append` adds every change row; `overwrite` replaces the table with the batch's latest rows."""
     rows = changes
     if table.mode == "overwrite":
@@ -478,6 +498,7 @@ def _write(spark, name, table, changes, target_schema, summary, result) -> None:
     writer = aligned.writeTo(name)
     for key, value in summary.items():
         writer = writer.option(f"snapshot-property.{key}", value)
+    before_commit()
     if table.mode == "append":
         writer.append()
         result.inserted = result.changes

@@ -67,10 +67,12 @@ def run_tables(
     run_id: str,
     progress: Progress = stderr_progress,
     log_consumed: bool = False,
+    before_commit: Callable[[], None] = lambda: None,
 ) -> list[TableResult]:
     """Load each table; one table's failure is recorded and never stops the others.
 
     `log_consumed`: remember consumed files in the input log (runs that have no ledger).
+    `before_commit`: see `lakeloader.merge.load_table`.
     """
     results = []
     for position, table in enumerate(tables, start=1):
@@ -88,6 +90,7 @@ def run_tables(
                 run_id=run_id,
                 progress=table_progress,
                 log_consumed=log_consumed,
+                before_commit=before_commit,
             )
         except LakeloaderError as exc:
             # A failed quality gate carries its rule outcomes into the run record.

@@ -252,7 +252,10 @@ def prepare(
     )
     events = events.withColumn(
         TOMBSTONE,
-        (F.col(cdc.OP) == "D") & ~F.col(LATE) & ~F.col(EFFECTIVE) & (only_deletes_before == 0)
+        (F.col(cdc.OP) == "D")
+        & ~F.col(LATE)
+        & ~F.col(EFFECTIVE)
+        & (only_deletes_before == 0)
         & F.lit(tombstones.enabled(table, seq_names)),
     )
 

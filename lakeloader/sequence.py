@@ -31,4 +31,3 @@ def newer_sql(held: Sequence[str], incoming: Sequence[str]) -> str:
             f"WHEN {h} IS DISTINCT FROM {s} THEN ({h} IS NULL OR ({s} IS NOT NULL AND {s} > {h}))"
         )
     return "(CASE " + " ".join(branches) + " ELSE FALSE END)"
-

@@ -157,9 +157,11 @@ def purge(spark: SparkSession, tomb: str, cutoff: str) -> dict[str, int]:
     if not _exists(spark, tomb):
         return {}
     expired = F.expr(f"{quote(RECORDED_AT)} < {cutoff}")
-    counts = spark.table(tomb).agg(
-        F.sum(expired.cast("int")).alias("purged"), F.count(F.lit(1)).alias("held")
-    ).first()
+    counts = (
+        spark.table(tomb)
+        .agg(F.sum(expired.cast("int")).alias("purged"), F.count(F.lit(1)).alias("held"))
+        .first()
+    )
     purged = counts["purged"] or 0
     if purged:
         spark.sql(f"DELETE FROM {tomb} WHERE {quote(RECORDED_AT)} < {cutoff}")

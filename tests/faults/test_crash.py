@@ -196,5 +196,3 @@ def test_killed_after_the_commit_then_snapshots_expire_the_files_are_still_known
         changes=work.changes,
     )
     assert diff.clean, diff
-
-

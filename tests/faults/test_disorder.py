@@ -14,6 +14,7 @@ from tests.faults import oracle
 
 pytestmark = pytest.mark.spark
 
+
 def name_of(table) -> str:
     return f"{CATALOG}.{table.target.database}.{table.target.table}"
 
@@ -44,9 +45,7 @@ def merge_case(spark, raw, make_table, seed: int, *, safe: bool) -> oracle.Diff:
     work = oracle.workload(seed, safe=safe)
     deliver(spark, table, raw, work, seed)
     actual = [tuple(r) for r in spark.sql(f"SELECT {oracle.COLUMNS} FROM {name_of(table)}").collect()]
-    return oracle.compare(
-        actual, oracle.expected_merge(work.files), faults=work.faults, changes=work.changes, pending=False
-    )
+    return oracle.compare(actual, oracle.expected_merge(work.files), faults=work.faults, changes=work.changes)
 
 
 def test_merge_table_equals_the_oracle_under_disorder(spark, raw, make_table):

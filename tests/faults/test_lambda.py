@@ -84,4 +84,3 @@ def test_one_invocation_retried_ten_times_at_once_starts_one_run(world: World):
     record("concurrent retries of one invocation", runs)
     assert (runs, reported) == (1, 1), f"{runs} Glue runs started for one object"
     assert len(world.ledger.objects("crm.customers")) == 1
-
