@@ -36,6 +36,11 @@ from lakeloader.sequence import newer_sql
 from lakeloader.sql import literal, qualified, quote
 
 ACTION = "_ll_action"
+# A batch's key values filter the target when they are few, or when the table holds this many times
+# more rows than the list: for a table not much larger, planning a long IN list costs more than the
+# scan it saves (benchmarks/RESULTS.md: 10k keys into 100k rows, merge-on-read 2.4 s listed, 1.6 s not).
+SHORT_KEY_LIST = 1_000
+LISTED_KEYS_MIN_RATIO = 50
 ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
 SUMMARY_FILE_IDS = "lakeloader.input-ids"
 SUMMARY_FILE_NAMES = "lakeloader.input-files"
@@ -165,6 +170,12 @@ def iceberg_table(spark: SparkSession, name: str):
     table = spark3_util.loadIcebergTable(spark._jsparkSession, name)
     table.refresh()
     return table
+
+
+def _table_records(spark: SparkSession, name: str) -> int:
+    """The rows the table's data files hold, from the snapshot summary (no Spark job)."""
+    snapshot = iceberg_table(spark, name).currentSnapshot()
+    return int(snapshot.summary().get("total-records") or 0) if snapshot is not None else 0
 
 
 def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
@@ -358,9 +369,12 @@ def load_table(
         # reads NULL on both sides); the batch's own order uses every one it carries.
         held = [cdc.find_column(target_schema.fieldNames(), c) for c in table.sequence_columns]
         seq = [c for c in held if c is not None]
-        # A small batch's key values (cdc.Changes), spelled as the table spells its key columns.
+        # A small batch's key values (cdc.Changes), spelled as the table spells its key columns: a
+        # short list always, a long one only when the table is large enough to repay its planning.
         spelled = {k: cdc.find_column(target_schema.fieldNames(), k) for k in read.key_values}
-        keyed = {spelled[k]: _literals(v) for k, v in read.key_values.items() if spelled[k]}
+        listed = max((len(v) for v in read.key_values.values()), default=0)
+        worth = listed <= SHORT_KEY_LIST or _table_records(spark, name) >= LISTED_KEYS_MIN_RATIO * listed
+        keyed = {spelled[k]: _literals(v) for k, v in read.key_values.items() if spelled[k] and worth}
 
         summary = {
             SUMMARY_RUN_ID: run_id,
