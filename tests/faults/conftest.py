@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,26 @@ class Lake:
             yaml.safe_dump({"raw_root": str(self.raw), "warehouse": self.warehouse, "tables": self.tables})
         )
         return TableConfig.model_validate(spec)
+
+    def run_here(self, table: Any) -> Any:
+        """The next run in this process, as `lakeloader run` makes it (every file under the prefix
+        offered, input log kept); fails the test if the table failed."""
+        from lakeloader.inputs import list_inputs
+        from lakeloader.runner import run_tables
+        from lakeloader.spark import CATALOG
+
+        self.refresh(f"{CATALOG}.{table.target.database}.{table.target.table}")
+        (result,) = run_tables(
+            self.spark,
+            [table],
+            {table.id: list_inputs(str(self.raw), table.source.prefix)},
+            catalog=CATALOG,
+            run_id=f"here-{uuid.uuid4().hex[:6]}",
+            progress=lambda message: None,
+            log_consumed=True,
+        )
+        assert result.status != "failed", result.error
+        return result
 
     def start(self, *args: str, crash_at: str | None = None) -> subprocess.Popen:
         """`lakeloader ARGS --config ...` in its own process group (so nothing it starts outlives it)."""

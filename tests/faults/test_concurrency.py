@@ -14,7 +14,6 @@ import pytest
 from lakeloader import jobs, merge
 from lakeloader.inputs import list_inputs
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
-from lakeloader.runner import run_tables
 from lakeloader.spark import CATALOG
 from tests.aws_fixtures import aws_endpoint, create_dynamodb_table, moto_server, unique_name  # noqa: F401
 from tests.faults import oracle
@@ -173,11 +172,11 @@ def test_maintenance_racing_a_writer(lake):
     work = oracle.workload(44, events=100)
     rounds = work.rounds(random.Random(44), most=3)
     land(lake, table, rounds[0])
-    run(lake, table)
+    lake.run_here(table)
     maintaining = lake.start("maintain", "--table", table.id)
     for files in rounds[1:]:
         land(lake, table, files)
-        run(lake, table)
+        lake.run_here(table)
     code, out, err = lake.finish(maintaining)
     assert code == 0, f"{out}\n{causes(err)}"
     diff = oracle.compare(
@@ -187,17 +186,3 @@ def test_maintenance_racing_a_writer(lake):
         changes=work.changes,
     )
     assert diff.clean, diff
-
-
-def run(lake, table) -> None:
-    lake.refresh(name_of(table))
-    (result,) = run_tables(
-        lake.spark,
-        [table],
-        {table.id: list_inputs(str(lake.raw), table.source.prefix)},
-        catalog=CATALOG,
-        run_id=f"writer-{uuid.uuid4().hex[:6]}",
-        progress=lambda message: None,
-        log_consumed=True,
-    )
-    assert result.status != "failed", result.error

@@ -10,9 +10,7 @@ from collections import Counter
 import pytest
 
 from lakeloader.erase import erase
-from lakeloader.inputs import list_inputs
 from lakeloader.maintenance import maintain_tables
-from lakeloader.runner import run_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
 
@@ -40,22 +38,6 @@ def name_of(table) -> str:
 def land(lake, table, files: list[oracle.RawFile]) -> None:
     for file in files:
         file.write(lake.raw / table.source.prefix)
-
-
-def run_here(lake, table):
-    """The next run, as `lakeloader run` makes it (every file under the prefix offered, input log kept)."""
-    lake.refresh(name_of(table))
-    (result,) = run_tables(
-        lake.spark,
-        [table],
-        {table.id: list_inputs(str(lake.raw), table.source.prefix)},
-        catalog=CATALOG,
-        run_id=f"next-{uuid.uuid4().hex[:6]}",
-        progress=lambda message: None,
-        log_consumed=True,
-    )
-    assert result.status != "failed", result.error
-    return result
 
 
 def rows(lake, table, columns: str = oracle.COLUMNS) -> list[tuple]:
@@ -88,12 +70,12 @@ def test_killed_after_reading_the_next_run_loads_every_file(lake):
     work = oracle.workload(31, events=60)
     first, second = halves(work)
     land(lake, table, first)
-    run_here(lake, table)
+    lake.run_here(table)
     land(lake, table, second)
 
     crash(lake, "run", "--table", table.id, at="after_read")
 
-    assert run_here(lake, table).files == len(second)
+    assert lake.run_here(table).files == len(second)
     check(lake, table, work, "SIGKILL after reading")
 
 
@@ -105,7 +87,7 @@ def test_killed_after_the_commit_before_the_input_log_the_next_run_applies_nothi
 
     crash(lake, "run", "--table", table.id, at="after_commit")
 
-    assert run_here(lake, table).files == 0  # the snapshot summary says the commit consumed them
+    assert lake.run_here(table).files == 0  # the snapshot summary says the commit consumed them
     expected = sorted(c.row for f in work.files for c in f.changes)
     faults = work.faults + Counter({"SIGKILL after commit": 1})
     diff = oracle.compare(rows(lake, table), expected, faults=faults, changes=work.changes)
@@ -117,12 +99,12 @@ def test_killed_before_an_audit_branch_is_published_the_next_run_loses_nothing(l
     work = oracle.workload(33, events=60)
     first, second = halves(work)
     land(lake, table, first)
-    run_here(lake, table)
+    lake.run_here(table)
     land(lake, table, second)
 
     crash(lake, "run", "--table", table.id, at="before_publish")
 
-    assert run_here(lake, table).files == len(second)
+    assert lake.run_here(table).files == len(second)
     check(lake, table, work, "SIGKILL before publishing an audit branch")
     refs = {r.name: r.snapshot_id for r in lake.spark.sql(f"SELECT * FROM {name_of(table)}.refs").collect()}
     left = [ref for ref, snapshot in refs.items() if ref != "main" and snapshot == refs["main"]]
@@ -135,7 +117,7 @@ def test_killed_during_maintenance_the_table_is_intact_and_maintenance_finishes(
     first, second = halves(work)
     for files in (first[:2], first[2:]):
         land(lake, table, files)
-        run_here(lake, table)
+        lake.run_here(table)
 
     crash(lake, "maintain", "--table", table.id, at="maintain:rewrite_data_files")
 
@@ -144,7 +126,7 @@ def test_killed_during_maintenance_the_table_is_intact_and_maintenance_finishes(
     (again,) = maintain_tables(lake.spark, [table], catalog=CATALOG)
     assert again.status == "ok", again.error
     land(lake, table, second)
-    run_here(lake, table)
+    lake.run_here(table)
     check(lake, table, work, "run after a killed maintenance")
 
 
@@ -152,7 +134,7 @@ def test_killed_during_an_erasure_the_rerun_verifies_and_no_run_brings_the_subje
     table = lake.add(spec())
     work = oracle.workload(35, events=60)
     land(lake, table, work.files)
-    run_here(lake, table)
+    lake.run_here(table)
     expected = oracle.expected_merge(work.files)
     subject = sorted(expected)[0]
 
@@ -165,7 +147,7 @@ def test_killed_during_an_erasure_the_rerun_verifies_and_no_run_brings_the_subje
         f"SELECT count(*) FROM lakeloader.lakeloader_audit.erasures WHERE table_id = '{table.id}'"
     ).first()[0]
     assert history == 1  # the killed erasure never wrote its audit record; the re-run did
-    assert run_here(lake, table).files == 0
+    assert lake.run_here(table).files == 0
     del expected[subject]
     check(lake, table, work, "SIGKILL during an erasure", expected)
 
@@ -180,14 +162,14 @@ def test_killed_after_the_commit_then_snapshots_expire_the_files_are_still_known
     first, second = halves(work)
     land(lake, table, first)
     crash(lake, "run", "--table", table.id, at="after_commit")
-    run_here(lake, table)
+    lake.run_here(table)
     land(lake, table, second)
-    run_here(lake, table)
+    lake.run_here(table)
     lake.refresh(name_of(table))
     (maintained,) = maintain_tables(lake.spark, [table], catalog=CATALOG)
     assert maintained.status == "ok", maintained.error
 
-    assert run_here(lake, table).files == 0
+    assert lake.run_here(table).files == 0
     expected = sorted(c.row for f in work.files for c in f.changes)
     diff = oracle.compare(
         rows(lake, table),
