@@ -77,7 +77,7 @@ def merges(monkeypatch) -> list[list[str]]:
     calls: list[list[str]] = []
 
     def install(table: TableConfig, outcome: Merge) -> list[list[str]]:
-        def run_tables(spark, tables, inputs, *, catalog, run_id, progress):
+        def run_tables(spark, tables, inputs, *, catalog, run_id, progress, before_commit):
             assert [t.id for t in tables] == [table.id] and spark == "spark" and catalog == "glue_catalog"
             names = [f.name for f in inputs[table.id]]
             calls.append(names)
@@ -243,7 +243,7 @@ def test_tables_drained_together_are_isolated(ledger, table, monkeypatch):
     second = other_table(table)
     both_running = threading.Barrier(2, timeout=30)  # passes only if the two merges overlap
 
-    def run_tables(spark, tables, inputs, *, catalog, run_id, progress):
+    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, before_commit):
         (current,) = tables
         both_running.wait()
         if current.id == table.id:
@@ -271,7 +271,7 @@ def test_a_table_whose_ledger_fails_mid_run_leaves_the_others_alone(ledger, tabl
     """A lost lock raises out of drain_table: drain_tables turns it into that table's failed result."""
     second = other_table(table)
 
-    def run_tables(spark, tables, inputs, *, catalog, run_id, progress):
+    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, before_commit):
         (current,) = tables
         if current.id == table.id:  # the first table's lock is taken over while its batch runs
             clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
