@@ -48,6 +48,16 @@ ENDPOINT_ENV = "LAKELOADER_TEST_MOTO_ENDPOINT"
 HOST = "127.0.0.1"
 
 
+class ManualClock:
+    """A clock the test moves by hand (`clock.now += ...`): the ledger's and the trigger's `clock=`."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def unique_name(prefix: str) -> str:
     """A resource name no other test uses, e.g. ``ledger-1a2b3c4d``."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"

@@ -15,7 +15,13 @@ from lakeloader import jobs, merge
 from lakeloader.inputs import list_inputs
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
 from lakeloader.spark import CATALOG
-from tests.aws_fixtures import aws_endpoint, create_dynamodb_table, moto_server, unique_name  # noqa: F401
+from tests.aws_fixtures import (  # noqa: F401
+    ManualClock,
+    aws_endpoint,
+    create_dynamodb_table,
+    moto_server,
+    unique_name,
+)
 from tests.faults import oracle
 from tests.faults.test_crash import land, name_of, rows, spec
 
@@ -82,14 +88,6 @@ def s3_raw(spark, aws_endpoint):  # noqa: F811 - a pytest fixture
     return s3, bucket
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_two_drains_after_a_lost_lock_lease(spark, make_table, s3_raw, tmp_path, monkeypatch):
     """Drain A stalls in its MERGE past its lease; drain B takes the expired lock and drains everything,
     A's files included; then A's MERGE runs. The table is as one run leaves it; the run history says
@@ -97,7 +95,7 @@ def test_two_drains_after_a_lost_lock_lease(spark, make_table, s3_raw, tmp_path,
     s3, bucket = s3_raw
     table = make_table(source={"prefix": f"t{uuid.uuid4().hex[:8]}/"})
     client = boto3.client("dynamodb", region_name="us-east-1")
-    clock = Clock()
+    clock = ManualClock(time.time())
     ledger = Ledger(
         client,
         create_dynamodb_table(client, unique_name("ledger"), "table_id", "object_id"),

@@ -18,7 +18,7 @@ import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
 import aws_fixtures  # noqa: E402
-from aws_fixtures import moto_api  # noqa: E402
+from aws_fixtures import ManualClock, moto_api  # noqa: E402
 
 from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
@@ -33,21 +33,13 @@ WINDOW = 300
 START = float(int(time.time()))
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def world(aws_endpoint: str, clock: Clock):
+def world(aws_endpoint: str, clock: ManualClock):
     trigger_module.clear_caches()
     world = World(aws_endpoint)
     world.ledger = Ledger(world.dynamodb, world.ledger_table, world.runs_table, clock=clock)
@@ -71,7 +63,7 @@ def deploy(world: World, *tables: dict) -> None:
     sync_items(world.config_table, config_items(LakeConfig(tables=list(tables))), client=world.dynamodb)
 
 
-def make_trigger(world: World, clock: Clock, **env: str) -> Trigger:
+def make_trigger(world: World, clock: ManualClock, **env: str) -> Trigger:
     settings = TriggerSettings.from_env(world.env(**env))
     return Trigger(settings, dynamodb=world.dynamodb, glue=world.glue, clock=clock)
 

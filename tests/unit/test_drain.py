@@ -20,7 +20,7 @@ import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
 import aws_fixtures  # noqa: E402
-from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
+from aws_fixtures import ManualClock, create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader import jobs  # noqa: E402
 from lakeloader.config import TableConfig  # noqa: E402
@@ -33,17 +33,9 @@ aws_endpoint = aws_fixtures.aws_endpoint
 PAUSED: list[bool] = []  # non-empty while the stubbed merge acts: its ledger calls are not the run's
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock(1_700_000_000.0)
 
 
 @pytest.fixture
