@@ -61,8 +61,9 @@ from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
 from lakeloader.maintenance import call_procedure, procedure_table, timestamp_literal
-from lakeloader.merge import consumed_file_ids, table_exists
+from lakeloader.merge import consumed_file_ids
 from lakeloader.retry import RetryPolicy, retry_on_conflict
+from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, quote
 
 Progress = Callable[[str], None]

@@ -41,6 +41,7 @@ from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
 from lakeloader.retry import RetryPolicy, retry_on_conflict
+from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified
 
 Progress = Callable[[str], None]
@@ -261,9 +262,7 @@ def maintain_table(
     started = time.monotonic()
     result = MaintenanceResult(table.id)
     name = qualified(catalog, table.target.database, table.target.table)
-    try:
-        spark.table(name).schema  # noqa: B018 - resolves the table
-    except Exception:  # noqa: BLE001 - AnalysisException: not loaded yet
+    if not table_exists(spark, name):
         result.status = "skipped"
         result.error = f"table {table.qualified_target} does not exist yet (nothing loaded)"
         progress(result.error)

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.utils import AnalysisException
 
 from lakeloader import cdc, partial, quality, scd2, schema, tombstones
 from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
 from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
 from lakeloader.sequence import newer_sql
+from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, quote
 
 ACTION = "_ll_action"
@@ -102,14 +102,6 @@ def commit_properties(spark: SparkSession, properties: dict[str, str]) -> Iterat
         yield
     finally:
         thread_local.remove()
-
-
-def table_exists(spark: SparkSession, name: str) -> bool:
-    try:
-        spark.table(name).schema  # noqa: B018 - resolves the table
-        return True
-    except AnalysisException:
-        return False
 
 
 def committed_file_ids(spark: SparkSession, name: str) -> set[str]:

@@ -162,3 +162,14 @@ def build_session(settings: SparkSettings) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("LAKELOADER_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def table_exists(spark: SparkSession, name: str) -> bool:
+    """Whether the catalog holds table `name` (catalog I/O only, no Spark job)."""
+    from pyspark.sql.utils import AnalysisException
+
+    try:
+        spark.table(name).schema  # noqa: B018 - resolves the table
+        return True
+    except AnalysisException:
+        return False

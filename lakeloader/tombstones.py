@@ -33,6 +33,7 @@ from pyspark.sql import types as T
 
 from lakeloader.config import TableConfig
 from lakeloader.sequence import newer_sql
+from lakeloader.spark import table_exists
 from lakeloader.sql import qualified, quote
 
 SUFFIX = "__tombstones"
@@ -55,14 +56,6 @@ def enabled(table: TableConfig, seq: list[str]) -> bool:
     return table.tombstones.enabled and table.mode in ("merge", "scd2") and bool(seq)
 
 
-def _exists(spark: SparkSession, tomb: str) -> bool:
-    try:
-        spark.table(tomb).schema  # noqa: B018 - resolves the table (catalog only, no Spark job)
-        return True
-    except Exception:  # noqa: BLE001 - AnalysisException: no tombstone written yet
-        return False
-
-
 def _newest(spark: SparkSession, tomb: str, keys: list[str], seq: list[str], seq_types: list[T.DataType]):
     """The tombstone rows as (keys..., TOMB struct); a sequence column the side table lacks reads NULL."""
     held = {f.name.lower(): f.name for f in spark.table(tomb).schema.fields}
@@ -80,7 +73,7 @@ def probe_side(
     """`target` (merge.classify's probe side: `_ll_t_<i>` keys, `_ll_exists`, `_ll_tseq_<i>`) plus one
     row per tombstone, whose TOMB column holds its sequence tuple. Unchanged when there is none."""
     tomb = side_table(name, table)
-    if not enabled(table, seq) or not _exists(spark, tomb):
+    if not enabled(table, seq) or not table_exists(spark, tomb):
         return target
     aliases = [f"_ll_t_{i}" for i in range(len(keys))]
     types = [target.schema[f"_ll_tseq_{j}"].dataType for j in range(len(seq))]
@@ -122,7 +115,7 @@ def lookup(
 ) -> DataFrame | None:
     """The newest tombstone (TOMB) of each of `batch_keys`' keys, or None when there are none (scd2)."""
     tomb = side_table(name, table)
-    if not enabled(table, seq) or not _exists(spark, tomb):
+    if not enabled(table, seq) or not table_exists(spark, tomb):
         return None
     rows = _newest(spark, tomb, keys, seq, seq_types).join(batch_keys, on=keys, how="left_semi")
     return rows.groupBy(*keys).agg(F.max(F.col(TOMB)).alias(TOMB))
@@ -136,7 +129,7 @@ def record(
     tomb = side_table(name, table)
     columns = list(dict.fromkeys([*keys, *seq]))
     fields = {f.name: f.dataType for f in deletes.schema.fields}
-    if not _exists(spark, tomb):
+    if not table_exists(spark, tomb):
         spec = ", ".join(f"{quote(c)} {fields[c].simpleString()}" for c in columns)
         spark.sql(
             f"CREATE TABLE IF NOT EXISTS {tomb} ({spec}, {quote(RECORDED_AT)} timestamp) USING iceberg "
@@ -154,7 +147,7 @@ def record(
 
 def purge(spark: SparkSession, tomb: str, cutoff: str) -> dict[str, int]:
     """Delete the tombstones recorded before `cutoff` (a SQL timestamp literal); counts for the summary."""
-    if not _exists(spark, tomb):
+    if not table_exists(spark, tomb):
         return {}
     expired = F.expr(f"{quote(RECORDED_AT)} < {cutoff}")
     counts = (
