@@ -1,0 +1,127 @@
+"""Every name that crosses the line between the CDK app (`infra/`) and the code it deploys.
+
+Standard library only: `infra/`, the Glue/EMR jobs and the Lambda bundle all import it,
+so a name spelt here cannot drift between the side that sets it and the side that reads it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# --- job arguments ------------------------------------------------------------------------------
+# Glue passes `--<name> value`; the EMR scripts take `--<name without the prefix, "_" -> "-">`.
+# Both entry points hand the job a dict keyed by these names.
+
+ARG_CONFIG_TABLE = "lakeloader_config_table"
+ARG_LEDGER_TABLE = "lakeloader_ledger_table"
+ARG_RUNS_TABLE = "lakeloader_runs_table"
+ARG_RAW_ROOT = "lakeloader_raw_root"
+ARG_WAREHOUSE = "lakeloader_warehouse"
+ARG_TABLE_ID = "lakeloader_table_id"
+ARG_CORRELATION_ID = "lakeloader_correlation_id"
+ARG_DATABASE_PREFIX = "lakeloader_database_prefix"
+ARG_PARALLEL_TABLES = "lakeloader_parallel_tables"
+
+# Set in the job's DefaultArguments at deploy; a job cannot start without them.
+JOB_REQUIRED_ARGS = (ARG_CONFIG_TABLE, ARG_LEDGER_TABLE, ARG_RUNS_TABLE, ARG_RAW_ROOT, ARG_WAREHOUSE)
+# Per run, or per stage; absent means "" (all tables, no correlation id, the config's names, 1).
+INGEST_OPTIONAL_ARGS = (ARG_TABLE_ID, ARG_CORRELATION_ID, ARG_DATABASE_PREFIX, ARG_PARALLEL_TABLES)
+MAINTAIN_OPTIONAL_ARGS = (ARG_TABLE_ID, ARG_CORRELATION_ID, ARG_DATABASE_PREFIX)
+
+
+def glue_arg(name: str) -> str:
+    """`lakeloader_table_id` -> `--lakeloader_table_id` (Glue job argument)."""
+    return f"--{name}"
+
+
+def emr_arg(name: str) -> str:
+    """`lakeloader_table_id` -> `--table-id` (the EMR scripts' argparse option)."""
+    return "--" + name.removeprefix("lakeloader_").replace("_", "-")
+
+
+# --- S3-arrival Lambda environment --------------------------------------------------------------
+
+ENV_CONFIG_TABLE = "CONFIG_TABLE"
+ENV_LEDGER_TABLE = "LEDGER_TABLE"
+ENV_RUNS_TABLE = "RUNS_TABLE"
+ENV_GLUE_JOB_NAME = "GLUE_JOB_NAME"
+ENV_EMR_APPLICATION_ID = "EMR_APPLICATION_ID"
+ENV_EMR_JOB_ROLE_ARN = "EMR_JOB_ROLE_ARN"
+ENV_EMR_ENTRY_POINT = "EMR_ENTRY_POINT"
+ENV_EMR_EXTRA_ARGS = "EMR_EXTRA_ARGS"  # JSON list of strings
+ENV_RAW_BUCKET = "RAW_BUCKET"
+ENV_LOG_LEVEL = "LOG_LEVEL"
+ENV_TABLES_PER_RUN = "TABLES_PER_RUN"
+ENV_CONFIG_CACHE_SECONDS = "CONFIG_CACHE_SECONDS"
+ENV_START_LEASE_SECONDS = "START_LEASE_SECONDS"
+ENV_EVENTBRIDGE_KEYS_ENCODED = "EVENTBRIDGE_KEYS_ENCODED"
+ENV_POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
+ENV_POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+
+# The event the scheduled sweep sends the S3-arrival Lambda.
+SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}
+
+# --- which table a raw object belongs to -------------------------------------------------------
+# Synth validates prefixes with this rule and the Lambda routes keys with it.
+
+
+def normalise_prefix(prefix: str) -> str:
+    """No leading '/', exactly one trailing '/' ("" stays "")."""
+    prefix = prefix.strip().lstrip("/")
+    if not prefix:
+        return ""
+    return prefix if prefix.endswith("/") else prefix + "/"
+
+
+def longest_prefix_match(key: str, prefixes: Iterable[tuple[str, T]]) -> T | None:
+    """The value whose (non-empty) prefix is the longest prefix of `key`; ties go to the smaller value."""
+    key = key.lstrip("/")
+    candidates = [(len(prefix), value) for prefix, value in prefixes if prefix and key.startswith(prefix)]
+    if not candidates:
+        return None
+    longest = max(length for length, _ in candidates)
+    return min((value for length, value in candidates if length == longest), key=str)
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+# CloudWatch namespace the jobs and the Lambda publish to and the dashboard reads.
+METRICS_NAMESPACE = "lakeloader"
+
+# --- Iceberg in Spark ---------------------------------------------------------------------------
+
+# The Spark catalog name of the Glue Data Catalog on Glue and EMR (and in emulated runs).
+GLUE_CATALOG = "glue_catalog"
+# The catalog name of a laptop run (Hadoop catalog on local disk, or Glue in the emulator).
+LOCAL_CATALOG = "lakeloader"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+
+def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
+    """Spark settings for Iceberg tables in the Glue Data Catalog, stored under `warehouse`."""
+    prefix = f"spark.sql.catalog.{catalog}"
+    return {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        f"{prefix}.warehouse": warehouse,
+    }
+
+
+# --- run ids ------------------------------------------------------------------------------------
+
+
+def new_run_id(now: float | None = None) -> str:
+    """The one run-id format, time-sortable: e.g. 20240501T120000123Z-9f3a1c (sorts newest-last).
+
+    The Lambda, the Glue/EMR drain and `lakeloader run` all name runs with it.
+    """
+    moment = datetime.fromtimestamp(time.time() if now is None else now, tz=UTC)
+    return moment.strftime("%Y%m%dT%H%M%S") + f"{moment.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
