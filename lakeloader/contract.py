@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -79,14 +79,16 @@ def normalise_prefix(prefix: str) -> str:
     return prefix if prefix.endswith("/") else prefix + "/"
 
 
-def longest_prefix_match(key: str, prefixes: Iterable[tuple[str, T]]) -> T | None:
-    """The value whose (non-empty) prefix is the longest prefix of `key`; ties go to the smaller value."""
+def longest_prefix_match(key: str, items: Iterable[T], prefix_of: Callable[[T], str]) -> T | None:
+    """The item whose (non-empty) prefix is the longest prefix of `key`; on a tie, the first one."""
     key = key.lstrip("/")
-    candidates = [(len(prefix), value) for prefix, value in prefixes if prefix and key.startswith(prefix)]
-    if not candidates:
-        return None
-    longest = max(length for length, _ in candidates)
-    return min((value for length, value in candidates if length == longest), key=str)
+    best: T | None = None
+    best_length = 0
+    for item in items:
+        prefix = prefix_of(item)
+        if prefix and key.startswith(prefix) and len(prefix) > best_length:
+            best, best_length = item, len(prefix)
+    return best
 
 
 # --- metrics ------------------------------------------------------------------------------------
