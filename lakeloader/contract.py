@@ -103,6 +103,7 @@ GLUE_CATALOG = "glue_catalog"
 # The catalog name of a laptop run (Hadoop catalog on local disk, or Glue in the emulator).
 LOCAL_CATALOG = "lakeloader"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+ICEBERG_SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 
 
 def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
@@ -110,7 +111,7 @@ def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
     prefix = f"spark.sql.catalog.{catalog}"
     return {
         "spark.sql.extensions": ICEBERG_EXTENSIONS,
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        prefix: ICEBERG_SPARK_CATALOG,
         f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
         f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         f"{prefix}.warehouse": warehouse,
