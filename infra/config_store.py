@@ -16,6 +16,7 @@ from constructs import Construct
 from infra.functions import PythonFunction, lambda_source
 from infra.settings import Stage
 from infra.storage import removal_policy
+from lakeloader import contract
 from lakeloader.config import LakeConfig
 from lakeloader.config_store import config_items, items_json
 
@@ -67,7 +68,7 @@ class ConfigStore(Construct):
             source_dir=lambda_source("config_sync"),
             lakeloader_modules=["__init__.py", "config_store.py"],
             key=key,
-            environment={"LOG_LEVEL": "INFO"},
+            environment={contract.ENV_LOG_LEVEL: "INFO"},
             timeout=Duration.minutes(5),
         )
         self.config_table.grant(

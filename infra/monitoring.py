@@ -8,7 +8,7 @@
   executions, and a dashboard of runs, rows merged and failures.
 
 The jobs publish `RunsSucceeded`, `RunsFailed` and `RowsMerged` to the `lakeloader`
-namespace (infra.settings.METRICS_NAMESPACE); the dashboard searches them under any dimensions.
+namespace (lakeloader.contract.METRICS_NAMESPACE); the dashboard searches them under any dimensions.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.settings import METRICS_NAMESPACE, Stage
+from infra.settings import Stage
+from lakeloader.contract import METRICS_NAMESPACE
 
 FIVE_MINUTES = Duration.minutes(5)
 GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]

@@ -17,6 +17,7 @@ from constructs import Construct
 from infra.nag import acknowledge_wildcards
 from infra.settings import Stage
 from infra.storage import stage_log_group
+from lakeloader.contract import ARG_CORRELATION_ID, ARG_TABLE_ID, glue_arg
 
 
 class MaintenanceWorkflow(Construct):
@@ -49,8 +50,8 @@ class MaintenanceWorkflow(Construct):
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
             arguments=sfn.TaskInput.from_object(
                 {
-                    "--lakeloader_table_id": sfn.JsonPath.string_at("$.table_id"),
-                    "--lakeloader_correlation_id": sfn.JsonPath.string_at("$$.Execution.Name"),
+                    glue_arg(ARG_TABLE_ID): sfn.JsonPath.string_at("$.table_id"),
+                    glue_arg(ARG_CORRELATION_ID): sfn.JsonPath.string_at("$$.Execution.Name"),
                 }
             ),
             result_path="$.run",

@@ -22,12 +22,10 @@ from infra.catalog import Catalog, glue_arns, grant_warehouse
 from infra.config_store import ConfigStore
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.packaging import REPO_ROOT, emr_deps_archive, glue_wheels_zip, lakeloader_zip
-from infra.settings import METRICS_NAMESPACE, GlueJobSettings, SettingsError, Stage
+from infra.settings import GlueJobSettings, SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, WAREHOUSE_PREFIX, LakeStorage
-from lakeloader import versions
+from lakeloader import contract, versions
 from lakeloader.config import LakeConfig
-
-ICEBERG_CATALOG = "glue_catalog"
 
 # What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog): CloudFormation owns the
 # databases, so no job creates or changes one.
@@ -105,18 +103,6 @@ _WORKER_TYPES = {
 }
 
 
-def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
-    """Spark settings for Iceberg tables in the Glue Data Catalog, stored in `warehouse`."""
-    prefix = f"spark.sql.catalog.{ICEBERG_CATALOG}"
-    return {
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
-        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-        f"{prefix}.warehouse": warehouse,
-    }
-
-
 def glue_conf_argument(conf: dict[str, str]) -> str:
     """Glue takes one `--conf`; more settings ride in its value: "a=b --conf c=d ..."."""
     return " --conf ".join(f"{key}={value}" for key, value in conf.items())
@@ -178,17 +164,23 @@ class Processing(Construct):
         self.glue_wheels = GlueWheelsAsset(self, "GlueWheels", path=str(glue_wheels_zip()))
         self.emr_dependencies = s3_assets.Asset(self, "EmrDependencies", path=str(emr_deps_archive()))
 
-        # The arguments every lakeloader job resolves (glue_jobs/*.py); the per-run ones default to "".
+        # Both engines' Spark settings for Iceberg tables in the Glue Data Catalog.
+        self.iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
+        # What every job needs to start (contract.JOB_REQUIRED_ARGS), for both engines.
+        required = {
+            contract.ARG_CONFIG_TABLE: store.config_table.table_name,
+            contract.ARG_LEDGER_TABLE: store.ledger_table.table_name,
+            contract.ARG_RUNS_TABLE: store.runs_table.table_name,
+            contract.ARG_RAW_ROOT: storage.raw_root,
+            contract.ARG_WAREHOUSE: storage.warehouse,
+        }
+        # The Glue jobs' defaults; the per-run arguments default to "".
         self.job_arguments = {
-            "--lakeloader_config_table": store.config_table.table_name,
-            "--lakeloader_ledger_table": store.ledger_table.table_name,
-            "--lakeloader_runs_table": store.runs_table.table_name,
-            "--lakeloader_raw_root": storage.raw_root,
-            "--lakeloader_warehouse": storage.warehouse,
-            "--lakeloader_table_id": "",
-            "--lakeloader_correlation_id": "",
+            **{contract.glue_arg(name): value for name, value in required.items()},
+            contract.glue_arg(contract.ARG_TABLE_ID): "",
+            contract.glue_arg(contract.ARG_CORRELATION_ID): "",
             # the stage's Glue databases are <prefix><config database> (infra.catalog)
-            "--lakeloader_database_prefix": catalog.database_prefix,
+            contract.glue_arg(contract.ARG_DATABASE_PREFIX): catalog.database_prefix,
         }
 
         # --- roles ---------------------------------------------------------------------
@@ -253,7 +245,7 @@ class Processing(Construct):
         common_glue_arguments = {
             **self.job_arguments,
             "--datalake-formats": "iceberg",
-            "--conf": glue_conf_argument(iceberg_spark_conf(storage.warehouse)),
+            "--conf": glue_conf_argument(self.iceberg_conf),
             "--enable-job-insights": "true",
             "--job-bookmark-option": "job-bookmark-disable",
             "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
@@ -272,7 +264,7 @@ class Processing(Construct):
             arguments={
                 **common_glue_arguments,
                 # how many of a run's tables (the trigger groups batching.tables_per_run) drain at once
-                "--lakeloader_parallel_tables": str(settings.batching.parallel_tables),
+                contract.glue_arg(contract.ARG_PARALLEL_TABLES): str(settings.batching.parallel_tables),
             },
             library=library,
             storage=storage,
@@ -310,7 +302,7 @@ class Processing(Construct):
         emr = settings.emr
         # What lakeloader's EMR runs need; the stage's emr.spark_defaults add to it (check_emr_tables).
         self.emr_lakeloader_conf = {
-            **iceberg_spark_conf(storage.warehouse),
+            **self.iceberg_conf,
             "spark.jars": versions.EMR_ICEBERG_JAR,
             **emr_python_conf(),
             "spark.submit.pyFiles": self.library.s3_object_url,
@@ -374,22 +366,12 @@ class Processing(Construct):
                 },
             }
         # What the S3-arrival Lambda appends to its EMR runs' entryPointArguments (EMR_EXTRA_ARGS).
-        self.emr_entry_point_arguments = [
-            "--config-table",
-            store.config_table.table_name,
-            "--ledger-table",
-            store.ledger_table.table_name,
-            "--runs-table",
-            store.runs_table.table_name,
-            "--raw-root",
-            storage.raw_root,
-            "--warehouse",
-            storage.warehouse,
-            "--parallel-tables",
-            str(settings.batching.parallel_tables),
-        ]
+        emr_arguments = {**required, contract.ARG_PARALLEL_TABLES: str(settings.batching.parallel_tables)}
         if catalog.database_prefix:
-            self.emr_entry_point_arguments += ["--database-prefix", catalog.database_prefix]
+            emr_arguments[contract.ARG_DATABASE_PREFIX] = catalog.database_prefix
+        self.emr_entry_point_arguments = [
+            part for name, value in emr_arguments.items() for part in (contract.emr_arg(name), value)
+        ]
 
         acknowledge_wildcards(
             self.glue_role,
@@ -565,7 +547,9 @@ class Processing(Construct):
                 sid="PublishMetrics",
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": [METRICS_NAMESPACE, "Glue"]}},
+                conditions={
+                    "StringEquals": {"cloudwatch:namespace": [contract.METRICS_NAMESPACE, "Glue"]}
+                },
             )
         )
         if stage.settings.lake_formation:

@@ -24,9 +24,6 @@ from lakeloader import versions
 
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
 
-# CloudWatch namespace of the metrics lakeloader's jobs and Lambda publish (the dashboard reads it).
-METRICS_NAMESPACE = "lakeloader"
-
 
 class SettingsError(ValueError):
     """The cdk.json context is invalid; the message names the key."""

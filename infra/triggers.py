@@ -30,12 +30,12 @@ from infra.config_store import ConfigStore
 from infra.functions import PythonFunction, lambda_source
 from infra.nag import acknowledge, acknowledge_wildcards
 from infra.processing import Processing
-from infra.settings import METRICS_NAMESPACE, SettingsError, Stage
+from infra.settings import SettingsError, Stage
 from infra.storage import LakeStorage
+from lakeloader import contract
 from lakeloader.config import LakeConfig
 
 ARRIVAL_MODULES = ["__init__.py", "ledger.py", "trigger.py"]
-SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}
 BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
 
@@ -131,19 +131,19 @@ class Triggers(Construct):
             lakeloader_modules=ARRIVAL_MODULES,
             key=storage.key,
             environment={
-                "CONFIG_TABLE": store.config_table.table_name,
-                "LEDGER_TABLE": store.ledger_table.table_name,
-                "RUNS_TABLE": store.runs_table.table_name,
-                "GLUE_JOB_NAME": processing.ingest_job.job_name,
-                "EMR_APPLICATION_ID": processing.emr_application.attr_application_id,
-                "EMR_JOB_ROLE_ARN": processing.emr_role.role_arn,
-                "EMR_ENTRY_POINT": processing.emr_ingest_entry_point.s3_object_url,
-                "EMR_EXTRA_ARGS": stack.to_json_string(processing.emr_entry_point_arguments),
-                "RAW_BUCKET": storage.raw.bucket_name,
-                "POWERTOOLS_SERVICE_NAME": "lakeloader-s3-arrival",
-                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
-                "LOG_LEVEL": settings.log_level,
-                "TABLES_PER_RUN": str(stage.settings.batching.tables_per_run),
+                contract.ENV_CONFIG_TABLE: store.config_table.table_name,
+                contract.ENV_LEDGER_TABLE: store.ledger_table.table_name,
+                contract.ENV_RUNS_TABLE: store.runs_table.table_name,
+                contract.ENV_GLUE_JOB_NAME: processing.ingest_job.job_name,
+                contract.ENV_EMR_APPLICATION_ID: processing.emr_application.attr_application_id,
+                contract.ENV_EMR_JOB_ROLE_ARN: processing.emr_role.role_arn,
+                contract.ENV_EMR_ENTRY_POINT: processing.emr_ingest_entry_point.s3_object_url,
+                contract.ENV_EMR_EXTRA_ARGS: stack.to_json_string(processing.emr_entry_point_arguments),
+                contract.ENV_RAW_BUCKET: storage.raw.bucket_name,
+                contract.ENV_POWERTOOLS_SERVICE_NAME: "lakeloader-s3-arrival",
+                contract.ENV_POWERTOOLS_METRICS_NAMESPACE: contract.METRICS_NAMESPACE,
+                contract.ENV_LOG_LEVEL: settings.log_level,
+                contract.ENV_TABLES_PER_RUN: str(stage.settings.batching.tables_per_run),
             },
             timeout=Duration.seconds(settings.timeout_seconds),
             memory_mb=settings.memory_mb,
@@ -242,7 +242,7 @@ class Triggers(Construct):
                 targets=[
                     targets.LambdaFunction(
                         self.function,
-                        event=events.RuleTargetInput.from_object(SWEEP_EVENT),
+                        event=events.RuleTargetInput.from_object(contract.SWEEP_EVENT),
                         retry_attempts=2,
                         max_event_age=Duration.hours(1),
                     )

@@ -7,8 +7,8 @@ import zipfile
 import pytest
 
 from infra.packaging import lakeloader_zip
-from infra.processing import emr_python_conf, glue_conf_argument, iceberg_spark_conf
-from lakeloader import versions
+from infra.processing import emr_python_conf, glue_conf_argument
+from lakeloader import contract, versions
 from tests.infra import test_infra_triggers
 from tests.infra.cdk_helpers import join, stage_settings
 
@@ -86,7 +86,7 @@ def test_lakeloader_zip_has_the_package_at_its_root_and_is_deterministic():
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
         assert "lakeloader/__init__.py" in names
-        assert "lakeloader/config.py" in names
+        assert "lakeloader/config/__init__.py" in names
         assert all(n.startswith("lakeloader/") for n in names)
         assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
         assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
@@ -113,7 +113,7 @@ def test_emr_serverless_application(stage_synth):
     }
     conf = props["RuntimeConfiguration"][0]["Properties"]
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
-    for key, value in iceberg_spark_conf(f"s3://${{{curated}}}/warehouse/").items():
+    for key, value in contract.iceberg_catalog_conf("glue_catalog", f"s3://${{{curated}}}/warehouse/").items():
         assert join(conf[key]) == value
     # the documented jar of EMR Serverless images, and their Python 3.11 (the default is 3.9)
     assert conf["spark.jars"] == "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
