@@ -159,6 +159,19 @@ def test_unreadable_files_give_one_clear_line(tmp_path):
         load_config(bad)
 
 
+@pytest.mark.parametrize("given", [" /crm/x", "crm/x/", "//crm/x"])
+def test_source_prefix_is_normalised_like_the_lambda_routes_keys(given):
+    config = parse_config({"tables": [table(source={"prefix": given})]})
+    assert config.tables[0].source.prefix == "crm/x/"
+    assert config.match_key("/crm/x/LOAD1.parquet").id == "crm.customers"
+
+
+@pytest.mark.parametrize("given", ["", "  ", "/"])
+def test_an_empty_source_prefix_is_refused(given):
+    expected = "table 'crm.customers' -> source.prefix: prefix must not be empty"
+    assert expected in error_of({"tables": [table(source={"prefix": given})]})
+
+
 def test_longest_prefix_wins_when_prefixes_nest():
     config = parse_config(
         {

@@ -1,0 +1,124 @@
+"""`target:` and `scd2:` -- the Iceberg table a source lands in: name, partitions, properties, SCD2."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from lakeloader.config.base import IDENTIFIER, _Strict
+
+PARTITION_TRANSFORM = re.compile(
+    r"^\s*(?:(?P<fn>bucket|truncate)\(\s*(?P<n>\d+)\s*,\s*(?P<col1>[A-Za-z_][A-Za-z0-9_]*)\s*\)"
+    r"|(?P<time>years|months|days|hours|year|month|day|hour)\(\s*(?P<col2>[A-Za-z_][A-Za-z0-9_]*)\s*\)"
+    r"|(?P<col3>[A-Za-z_][A-Za-z0-9_]*))\s*$"
+)
+
+
+NEW_TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.merge.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.delete.mode": "merge-on-read",
+    "write.merge.distribution-mode": "none",
+}
+"""What a table lakeloader creates gets unless target.properties says otherwise (README
+"Performance", measured in benchmarks/RESULTS.md). Tables that exist keep their properties."""
+
+
+class Target(_Strict):
+    """The Iceberg table the source is merged into."""
+
+    database: str
+    table: str
+    partition_by: list[str] = Field(
+        default_factory=list,
+        description="Iceberg partition transforms: col, bucket(N, col), truncate(N, col), days(col), ...",
+    )
+    properties: dict[str, str] = Field(default_factory=dict, description="Iceberg table properties")
+
+    @field_validator("database", "table")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not IDENTIFIER.match(value):
+            raise ValueError(
+                f"{value!r} is not a valid name (letters, digits and _; not starting with a digit)"
+            )
+        return value
+
+    @field_validator("partition_by")
+    @classmethod
+    def _transforms(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not PARTITION_TRANSFORM.match(value):
+                raise ValueError(
+                    f"{value!r} is not a partition transform; use col, bucket(N, col), truncate(N, col), "
+                    "years(col), months(col), days(col) or hours(col)"
+                )
+        return values
+
+    @field_validator("properties", mode="before")
+    @classmethod
+    def _stringify(cls, values: Any) -> Any:
+        if isinstance(values, dict):
+            return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in values.items()}
+        return values
+
+    @property
+    def partition_columns(self) -> list[str]:
+        """Source columns the partition transforms read."""
+        columns = []
+        for value in self.partition_by:
+            match = PARTITION_TRANSFORM.match(value)
+            assert match is not None  # validated above
+            columns.append(match.group("col1") or match.group("col2") or match.group("col3"))
+        return columns
+
+
+class Scd2Options(_Strict):
+    """`mode: scd2` -- one row per version of each key, with its validity interval.
+
+    valid_from is the change's sequence value; valid_to is the next version's
+    valid_from (NULL while current). The surrogate key is a deterministic hash
+    of the key columns and valid_from; the change hash covers the tracked columns.
+    """
+
+    valid_from: str = Field(default="valid_from", description="Column: when the version became valid")
+    valid_to: str = Field(default="valid_to", description="Column: when it stopped (NULL while current)")
+    is_current: str = Field(default="is_current", description="Column: true on the current version")
+    surrogate_key: str = Field(
+        default="version_key", description="Column: sha256 hex of the key columns and valid_from"
+    )
+    hash: str = Field(default="row_hash", description="Column: sha256 hex of the tracked columns")
+    track: list[str] | None = Field(
+        default=None,
+        description="Columns whose change opens a new version; default: every column except the keys, "
+        "the sequence column and `ignore`",
+    )
+    ignore: list[str] = Field(default_factory=list, description="Columns never tracked (default tracking)")
+
+    @field_validator("valid_from", "valid_to", "is_current", "surrogate_key", "hash")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not IDENTIFIER.match(value):
+            raise ValueError(
+                f"{value!r} is not a valid column name (letters, digits and _; not starting with a digit)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Scd2Options:
+        names = self.columns
+        if len({n.lower() for n in names}) != len(names):
+            raise ValueError(f"valid_from, valid_to, is_current, surrogate_key and hash must differ: {names}")
+        if self.track is not None and self.ignore:
+            raise ValueError("give either track (columns to track) or ignore (columns not to), not both")
+        if self.track is not None and not self.track:
+            raise ValueError("track must name at least one column (leave it out to track every column)")
+        return self
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns lakeloader manages on an SCD2 table, in table order."""
+        return [self.valid_from, self.valid_to, self.is_current, self.surrogate_key, self.hash]
