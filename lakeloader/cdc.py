@@ -1,16 +1,7 @@
-"""Read a table's raw files and normalise their change records.
+"""Read a table's raw files and normalise their change records (DMS `Op`, Debezium `__op`/`__deleted`).
 
-Whatever the flavour, the result has the source's data columns plus:
-
-* ``_ll_op``   -- ``I`` (insert/upsert), ``U`` (update) or ``D`` (delete)
-* ``_ll_seq``, ``_ll_seq_1``, ... -- the values of the sequence columns, the change's place in
-  the order (``TableConfig.sequence_columns``; NULL where the file lacks the column: oldest)
-* ``_ll_file`` -- the raw file's name, for error messages and tie-breaking
-* ``_ll_file_pos``, ``_ll_row_pos`` -- file position in the batch, row position in the
-  file: the last resort when two changes to a key share the whole sequence tuple.
-
-DMS writes ``Op`` (I/U/D) in CDC files and no ``Op`` in full-load files.
-Debezium sinks write ``__op`` (c/r/u/d), ``__source_ts_ms`` and ``__deleted``.
+The result has the source's data columns plus the meta columns below: the operation, the sequence
+tuple and the change's file and row position, which `latest_per_key` and the merge read.
 """
 
 from __future__ import annotations
@@ -28,6 +19,10 @@ from lakeloader.config import TableConfig
 from lakeloader.errors import BadInputError
 from lakeloader.inputs import InputFile, batch_order
 
+# OP: I (insert/upsert), U (update) or D (delete). SEQ, SEQ_1, ...: the sequence columns' values
+# (TableConfig.sequence_columns; NULL, the oldest, where a file lacks one). FILE: the raw file's name,
+# for error messages. FILE_POS, ROW_POS: file position in the batch and row position in the file,
+# the last resort when two changes to a key share the whole sequence tuple.
 OP, SEQ, FILE, FILE_POS, ROW_POS = "_ll_op", "_ll_seq", "_ll_file", "_ll_file_pos", "_ll_row_pos"
 META_COLUMNS = (OP, SEQ, FILE, FILE_POS, ROW_POS)
 CDC_COLUMNS = {"dms": ("Op",), "debezium": ("__op", "__deleted"), "none": ()}

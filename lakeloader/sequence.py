@@ -1,13 +1,8 @@
 """The order of changes to one key: a tuple of sequence columns, compared element by element.
 
-Plain Python (no PySpark): the SQL comes from here once, for the batch's classification, the
-MERGE's own guard and SCD2, and is unit-tested without a JVM.
-
-The rule (README "How a batch is merged"): the incoming change is newer than the row held when its
-tuple is greater, compared left to right; NULL is the oldest value of each element and equal to
-another NULL. An equal full tuple is the same change, so it is skipped (a replay is a no-op). One
-exception keeps re-delivered full loads without any sequence working: a held row whose tuple is all
-NULL carries no order at all, and any change replaces it.
+Plain Python (no PySpark), so the one SQL text the batch's classification, the MERGE's guard and
+SCD2 use is unit-tested without a JVM. The rule (NULL oldest, an equal tuple is a replay, an all-NULL
+held row is replaced) is README "How a batch is merged", "The order of changes".
 """
 
 from __future__ import annotations

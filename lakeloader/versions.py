@@ -1,15 +1,8 @@
 """The runtime matrix: the one place that names the versions the cloud and the laptop run.
 
-Infra reads it (Glue version, EMR release, wheel platform), the local runtime is pinned to it
-(`requirements.txt`'s pyspark, the Iceberg jar `lakeloader_dev.jars` assembles), and
-`tests/unit/test_versions.py` fails when any of them drifts. Stdlib only: the Lambda bundle,
-`cdk synth` and the jobs all import it.
-
-| runtime | Spark | Iceberg | Python |
-| --- | --- | --- | --- |
-| AWS Glue 5.1 | 3.5.6 | 1.10.0 | 3.11 |
-| EMR Serverless emr-7.12.0 | 3.5.6-amzn | 1.10.0 (EMR_ICEBERG_JAR) | 3.11 (EMR_PYTHON) |
-| local (tests, CLI, emulator) | PySpark 3.5.6 | 1.10.2 jar (the 1.10 line on PyPI) | 3.11+ |
+Infra, `requirements.txt`'s pyspark and `lakeloader_dev.jars` follow it; `tests/unit/test_versions.py`
+fails when any of them drifts (table: README "Architecture"). Stdlib only: the Lambda bundle, `cdk
+synth` and the jobs all import it.
 """
 
 from __future__ import annotations
