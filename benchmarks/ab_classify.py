@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmarks import data
 from benchmarks.engines import MOR, LakeloaderEngine, SparkTables
-from benchmarks.merge import PeakRss
+from benchmarks.measure import PeakRss
 
 
 def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[str]) -> Any:

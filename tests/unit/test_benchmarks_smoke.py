@@ -45,3 +45,34 @@ def test_base_table_is_deterministic_and_chunked(tmp_path, monkeypatch):
     assert table.num_rows == 2_500 and table["id"].to_pylist() == list(range(2_500))
     assert table.equals(data.base_rows(0, 2_500).cast(table.schema))
     assert set(table["status"].to_pylist()) <= set(data.STATUSES)
+
+
+def test_ratios_compare_lakeloader_with_each_engine_step_by_step_and_check_the_results():
+    from benchmarks.measure import Case
+    from benchmarks.merge import ratios
+
+    def case(scenario, name, engine, seconds, rows=1_000, mode="", checksum=(1, 2)):
+        return Case(scenario, name, engine, rows, 10, seconds=[seconds], mode=mode, checksum=checksum)
+
+    cases = [
+        case("batch", "merge-on-read", "lakeloader", 2.0),
+        case("batch", "merge-on-read", "aws-sample", 4.0),
+        case("batch", "copy-on-write", "pyiceberg", 8.0),
+        *[
+            case("growth", f"{n} rows", "lakeloader", s, rows=n, mode="merge-on-read")
+            for n, s in ((1_000, 1.0), (2_000, 1.5), (4_000, 3.0))
+        ],
+        case("small", "8 batches", "lakeloader", 1.0, checksum=(3,)),
+        case("small", "8 batches", "aws-sample", 1.0, checksum=(4,)),
+    ]
+    assert ratios(cases) == [
+        "  batch   merge-on-read                lakeloader    2.00s  ÷ aws-sample 0.50  ÷ pyiceberg 0.25",
+        "  small   8 batches                    lakeloader    1.00s  ÷ aws-sample 1.00",
+        "  growth  lakeloader  mer 1,000->2,000 rows (2x): time x1.50; 2,000->4,000 rows (2x): time x2.00; "
+        "1,000->4,000 rows: time x3.00",
+        "  check   batch batch: same table from every engine",
+        "  check   growth 1000 rows: same table from every engine",
+        "  check   growth 2000 rows: same table from every engine",
+        "  check   growth 4000 rows: same table from every engine",
+        "  check   small 8 batches: DIFFERENT results: {(3,), (4,)}",
+    ]

@@ -1,0 +1,272 @@
+"""The merge benchmark's scenarios (batch, growth, small) and the sizes they run at; one `Bench` holds
+the SparkSession, the engines and the cases measured so far."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks import data
+from benchmarks.engines import COW, DB, MOR, AwsSampleEngine, LakeloaderEngine, PyIcebergEngine, SparkTables
+from benchmarks.measure import Case, PeakRss
+
+SCENARIOS = ("batch", "growth", "small")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    batch_rows: int
+    batch_changes: int
+    growth_rows: tuple[int, ...]
+    growth_changes: int
+    small_rows: int
+    small_batches: int
+    small_changes: int
+    reps: int
+    growth_reps: int
+    query_reps: int
+    case_warmups: int  # untimed runs of each case before its timed runs (after the global warm-up)
+
+
+FULL = Sizes(1_000_000, 100_000, (1_000_000, 4_000_000, 16_000_000), 10_000, 1_000_000, 50, 2_000, 5, 3, 5, 1)
+QUICK = Sizes(100_000, 10_000, (25_000, 100_000, 400_000), 2_500, 100_000, 8, 1_000, 3, 2, 3, 0)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, sizes: Sizes):
+        self.args = args
+        self.sizes = sizes
+        self.work = Path(args.workdir or tempfile.mkdtemp(prefix="lakeloader-bench-"))
+        self.data_dir = Path(args.data_dir) if args.data_dir else self.work / "data"
+        self.cases: list[Case] = []
+        self.extra: dict[str, Any] = {}
+        self.started = time.perf_counter()
+
+        from lakeloader.spark import SparkSettings, build_session
+        from lakeloader_dev.jars import spark_conf
+
+        self.spark = build_session(
+            SparkSettings(
+                warehouse=str(self.work / "warehouse"),
+                app_name="lakeloader-bench",
+                driver_memory=args.driver_memory,
+                shuffle_partitions=args.shuffle_partitions,
+                extra_conf=spark_conf(),
+            )
+        )
+        jvm_pid = self.spark.sparkContext._gateway.proc.pid
+        self.rss = PeakRss({"jvm": jvm_pid, "py": os.getpid()})
+        self.tables = SparkTables(self.spark)
+        self.engines: dict[str, Any] = {}
+        if "lakeloader" in args.engines:
+            self.engines["lakeloader"] = LakeloaderEngine(self.tables)
+        if "aws-sample" in args.engines:
+            self.engines["aws-sample"] = AwsSampleEngine(self.tables)
+        if "pyiceberg" in args.engines:
+            self.engines["pyiceberg"] = PyIcebergEngine(self.work / "pyiceberg")
+
+    # ----------------------------------------------------------------- helpers
+
+    def log(self, message: str) -> None:
+        elapsed = time.perf_counter() - self.started
+        print(f"[{elapsed:7.1f}s] {message}", flush=True)
+
+    def base(self, rows: int) -> list[Path]:
+        return data.write_base(self.data_dir / f"base-{rows}", rows)
+
+    def batch(self, changes: int, key_space: int, batch_no: int = 0) -> data.Batch:
+        return data.write_batch(
+            self.data_dir / f"cdc-{changes}-{key_space}-{batch_no}", changes, key_space, batch_no
+        )
+
+    def timed(self, engine: Any, label: str, batch: data.Batch, attempt: str) -> tuple[Any, dict[str, int]]:
+        sc = self.spark.sparkContext
+        group = f"bench-{attempt}-{time.monotonic_ns()}"
+        sc.setJobGroup(group, attempt)
+        self.rss.reset()
+        cpu = self.rss.cpu_seconds()
+        try:
+            applied = engine.apply(label, batch, attempt)
+        finally:
+            sc.setJobGroup("bench-untimed", "untimed")
+        applied.cpu = self.rss.cpu_seconds() - cpu
+        applied.jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+        return applied, self.rss.read()
+
+    def run_case(self, case: Case, engine: Any, label: str, batch: data.Batch, reps: int) -> Case:
+        phases: dict[str, list[float]] = {}
+        for warm in range(self.sizes.case_warmups):
+            engine.reset(label)
+            engine.apply(label, batch, f"{case.scenario}-{label}-warm{warm}")
+        for rep in range(reps):
+            engine.reset(label)
+            applied, peak = self.timed(engine, label, batch, f"{case.scenario}-{label}-{rep}")
+            case.seconds.append(applied.seconds)
+            case.cpu.append(applied.cpu)
+            case.jobs.append(applied.jobs)
+            for key, value in peak.items():
+                case.peak_mib[key] = max(case.peak_mib.get(key, 0), value)
+            for key, value in applied.phases.items():
+                phases.setdefault(key, []).append(value)
+            if rep == 0 and self.args.verify:
+                case.checksum = engine.checksum(label)
+        case.phases = {k: statistics.median(v) for k, v in phases.items()}
+        engine.reset(label)
+        self.cases.append(case)
+        print(case.row(), flush=True)
+        return case
+
+    def skip_pyiceberg(self, rows: int) -> str:
+        if rows > self.args.pyiceberg_max_rows:
+            return (
+                f"{rows:,} rows > --pyiceberg-max-rows {self.args.pyiceberg_max_rows:,}: the upsert "
+                "holds the matched target rows and the batch in Python memory, single-threaded"
+            )
+        return ""
+
+    # ----------------------------------------------------------------- scenarios
+
+    def warm_up(self) -> None:
+        self.log("warm-up: every engine once on a 20k-row table (untimed)")
+        base = self.base(20_000)
+        batch = self.batch(2_000, 20_000, batch_no=99)
+        for name, engine in self.engines.items():
+            label = f"warmup_{name.replace('-', '_')}"
+            engine.create(label, base, {})
+            engine.apply(label, batch, "warmup")
+
+    def scenario_batch(self) -> None:
+        s = self.sizes
+        self.log(
+            f"scenario batch: {s.batch_changes:,} changes into {s.batch_rows:,} rows, {s.reps} runs each"
+        )
+        base = self.base(s.batch_rows)
+        batch = self.batch(s.batch_changes, s.batch_rows)
+        for mode, props in (("copy-on-write", COW), ("merge-on-read", MOR)):
+            for name, engine in self.engines.items():
+                case = Case("batch", mode, name, s.batch_rows, batch.changes)
+                if name == "pyiceberg":
+                    if mode == "merge-on-read":
+                        continue  # PyIceberg writes copy-on-write only; its one line stands for both
+                    case.note = "(copy-on-write: PyIceberg has no merge-on-read writes)"
+                    if skip := self.skip_pyiceberg(s.batch_rows):
+                        case.skipped = skip
+                        self.cases.append(case)
+                        print(case.row())
+                        continue
+                label = f"batch_{mode[:3]}_{name.replace('-', '_')}"
+                engine.create(label, base, props)
+                self.run_case(case, engine, label, batch, s.reps)
+
+    def scenario_growth(self) -> None:
+        s = self.sizes
+        sizes = self.args.growth_sizes or s.growth_rows
+        self.log(
+            f"scenario growth: {s.growth_changes:,} changes into {', '.join(f'{n:,}' for n in sizes)} rows, "
+            + " and ".join(self.args.growth_modes)
+        )
+        for rows in sizes:
+            base = self.base(rows)
+            # same size and mix at every step; updates/deletes hit keys spread over the whole table
+            batch = self.batch(s.growth_changes, rows, batch_no=1)
+            for mode in self.args.growth_modes:
+                for name, engine in self.engines.items():
+                    if name == "pyiceberg" and mode == "merge-on-read":
+                        continue  # PyIceberg writes copy-on-write only; its copy-on-write line stands
+                    case = Case("growth", f"{rows:,} rows, {mode}", name, rows, batch.changes, mode=mode)
+                    if name == "pyiceberg" and (skip := self.skip_pyiceberg(rows)):
+                        case.skipped = skip
+                        self.cases.append(case)
+                        print(case.row())
+                        continue
+                    label = f"growth_{rows}_{mode[:3]}_{name.replace('-', '_')}"
+                    self.log(f"  loading {rows:,}-row base table for {name} ({mode})")
+                    engine.create(label, base, MOR if mode == "merge-on-read" else COW)
+                    self.run_case(case, engine, label, batch, s.growth_reps)
+                    if engine.spark_based and not self.args.keep_tables:
+                        self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
+
+    def scenario_small(self) -> None:
+        s = self.sizes
+        self.log(
+            f"scenario small: {s.small_batches} x {s.small_changes:,} changes into {s.small_rows:,} rows "
+            "(merge-on-read), then compaction"
+        )
+        base = self.base(s.small_rows)
+        batches = [
+            self.batch(s.small_changes, s.small_rows, batch_no=100 + i) for i in range(s.small_batches)
+        ]
+        for name, engine in self.engines.items():
+            case = Case("small", f"{s.small_batches} batches, per batch", name, s.small_rows, s.small_changes)
+            if name == "pyiceberg":
+                case.note = "(copy-on-write)"
+                if skip := self.skip_pyiceberg(s.small_rows):
+                    case.skipped = skip
+                    self.cases.append(case)
+                    print(case.row())
+                    continue
+            label = f"small_{name.replace('-', '_')}"
+            engine.create(label, base, MOR)
+            for i, batch in enumerate(batches):
+                applied, peak = self.timed(engine, label, batch, f"small-{i}")
+                case.seconds.append(applied.seconds)
+                case.cpu.append(applied.cpu)
+                case.jobs.append(applied.jobs)
+                for key, value in peak.items():
+                    case.peak_mib[key] = max(case.peak_mib.get(key, 0), value)
+            case.note = (case.note + f" total {sum(case.seconds):.1f}s").strip()
+            if self.args.verify:
+                case.checksum = engine.checksum(label)
+            self.cases.append(case)
+            print(case.row(), flush=True)
+            if name == "lakeloader":
+                self.compaction(engine, label)
+
+    def compaction(self, engine: Any, label: str) -> None:
+        from lakeloader.spark import CATALOG
+
+        name = self.tables.qualified(label)
+        query = f"SELECT status, count(*), round(sum(amount), 2) FROM {name} GROUP BY status"
+        before_files = engine.files(label)
+        before = self.time_query(query)
+        started = time.perf_counter()
+        self.spark.sql(
+            f"CALL {CATALOG}.system.rewrite_data_files(table => '{DB}.{label}', "
+            "options => map('rewrite-all', 'true'))"
+        )
+        self.spark.sql(
+            f"CALL {CATALOG}.system.rewrite_position_delete_files(table => '{DB}.{label}', "
+            "options => map('rewrite-all', 'true'))"
+        )
+        compact_s = time.perf_counter() - started
+        after_files = engine.files(label)
+        after = self.time_query(query)
+        self.extra["compaction"] = {
+            "files_before": before_files,
+            "files_after": after_files,
+            "compaction_seconds": compact_s,
+            "query": query,
+            "query_before_s": before,
+            "query_after_s": after,
+        }
+        mb, ma = statistics.median(before), statistics.median(after)
+        print(
+            f"  compaction (rewrite_data_files + rewrite_position_delete_files): {compact_s:.1f}s; files "
+            f"{before_files} -> {after_files}; query median {mb:.2f}s -> {ma:.2f}s (x{mb / ma:.2f} faster)",
+            flush=True,
+        )
+
+    def time_query(self, query: str) -> list[float]:
+        self.spark.sql(query).collect()  # warm
+        times = []
+        for _ in range(self.sizes.query_reps):
+            started = time.perf_counter()
+            self.spark.sql(query).collect()
+            times.append(time.perf_counter() - started)
+        return times
