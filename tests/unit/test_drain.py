@@ -1,15 +1,17 @@
-"""The drain loop's outcome (lakeloader.jobs.drain_table), without the e2e suite.
+"""The drain loop's outcome (lakeloader.drain.drain_table), without the e2e suite.
 
 Real: the Ledger code against DynamoDB on moto's server over HTTP, drain_table itself, and its
 metrics going to moto's CloudWatch. Every DynamoDB call a drain sends is checked against the job
 roles' grants as tests/infra/test_infra_iam_sufficient.py states them. Stubbed: only the Spark
-merge (`lakeloader.runner.run_tables`, monkeypatched): it is not the code under test here and is
-covered by tests/spark. The stub returns the outcome each test scripts for the files it is given
-and can act while a batch "runs" (an object arrives, the lock is taken over).
+merge (`lakeloader.ingest.run_tables`, monkeypatched with a stub of the same parameters): it is
+not the code under test here and is covered by tests/spark. The stub returns the outcome each test
+scripts for the files it is given and can act while a batch "runs" (an object arrives, the lock is
+taken over).
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 from collections.abc import Callable
@@ -22,8 +24,10 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import ManualClock, create_dynamodb_table, unique_name  # noqa: E402
 
-from lakeloader import jobs  # noqa: E402
+from lakeloader import ingest  # noqa: E402
 from lakeloader.config import TableConfig  # noqa: E402
+from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE  # noqa: E402
+from lakeloader.drain import drain_table, drain_tables  # noqa: E402
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, LockLostError, ObjectRef  # noqa: E402
 from lakeloader.merge import TableResult  # noqa: E402
 from tests.infra.test_infra_iam_sufficient import JOB_DYNAMODB_ACTIONS  # noqa: E402
@@ -63,14 +67,26 @@ def table() -> TableConfig:
 Merge = Callable[[list[str]], TableResult]
 
 
+def stand_in(monkeypatch, fake: Callable[..., list[TableResult]]) -> None:
+    """Put `fake` in place of the Spark merge; its parameters must be the real run_tables' own."""
+
+    def parameters(function: Callable) -> list[tuple[str, object]]:
+        return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()]
+
+    assert parameters(fake) == parameters(ingest.run_tables)
+    monkeypatch.setattr(ingest, "run_tables", fake)
+
+
 @pytest.fixture
 def merges(monkeypatch) -> list[list[str]]:
     """Install a scripted `run_tables`; returns the file names of each batch it was given."""
     calls: list[list[str]] = []
 
     def install(table: TableConfig, outcome: Merge) -> list[list[str]]:
-        def run_tables(spark, tables, inputs, *, catalog, run_id, progress, before_commit):
-            assert [t.id for t in tables] == [table.id] and spark == "spark" and catalog == "glue_catalog"
+        def run_tables(
+            spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish
+        ):
+            assert [t.id for t in tables] == [table.id] and spark == "spark" and catalog == GLUE_CATALOG
             names = [f.name for f in inputs[table.id]]
             calls.append(names)
             PAUSED.append(True)  # what the scripted outcome does is another actor's, not the run's
@@ -79,7 +95,7 @@ def merges(monkeypatch) -> list[list[str]]:
             finally:
                 PAUSED.pop()
 
-        monkeypatch.setattr("lakeloader.runner.run_tables", run_tables)
+        stand_in(monkeypatch, run_tables)
         return calls
 
     return install
@@ -105,8 +121,8 @@ def drain(ledger: Ledger, table: TableConfig) -> TableResult:
 
     ledger.client.meta.events.register("before-parameter-build.dynamodb", record)
     try:
-        return jobs.drain_table(
-            "spark", table, ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid-1"
+        return drain_table(
+            "spark", table, ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid-1"
         )
     finally:
         ledger.client.meta.events.unregister("before-parameter-build.dynamodb", record)
@@ -173,7 +189,7 @@ def test_a_failed_batch_stays_failed_with_its_error_and_stops_the_run(ledger, ta
     names = {
         m["MetricName"]
         for m in cloudwatch.list_metrics(
-            Namespace=jobs.METRICS_NAMESPACE, Dimensions=[{"Name": "TableId", "Value": table.id}]
+            Namespace=METRICS_NAMESPACE, Dimensions=[{"Name": "TableId", "Value": table.id}]
         )["Metrics"]
     }
     assert names == {"RunsFailed", "RowsMerged"}
@@ -216,7 +232,7 @@ def test_a_table_locked_by_another_run_is_skipped_untouched(ledger, table, merge
     assert ledger.list_runs(table.id) == []
 
 
-# -- one run, several tables (the trigger groups due tables: --lakeloader_table_id a,b) -----------
+# -- one run, several tables (the trigger groups due tables: one run's table id is a,b) ----------
 
 
 def other_table(table: TableConfig) -> TableConfig:
@@ -235,19 +251,19 @@ def test_tables_drained_together_are_isolated(ledger, table, monkeypatch):
     second = other_table(table)
     both_running = threading.Barrier(2, timeout=30)  # passes only if the two merges overlap
 
-    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, before_commit):
+    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish):
         (current,) = tables
         both_running.wait()
         if current.id == table.id:
             return [TableResult(current.id, status="failed", files=1, error="ReadError: 1.parquet: corrupt")]
         return [ok(current, inserted=len(inputs[current.id]))]
 
-    monkeypatch.setattr("lakeloader.runner.run_tables", run_tables)
+    stand_in(monkeypatch, run_tables)
     land(ledger, table, "1.parquet")
     land(ledger, second, "1.parquet", "2.parquet")
 
-    results = jobs.drain_tables(
-        "spark", [table, second], ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid", parallel=2
+    results = drain_tables(
+        "spark", [table, second], ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid", parallel=2
     )
 
     assert [(r.table_id, r.status) for r in results] == [(table.id, "failed"), (second.id, "ok")]
@@ -263,7 +279,7 @@ def test_a_table_whose_ledger_fails_mid_run_leaves_the_others_alone(ledger, tabl
     """A lost lock raises out of drain_table: drain_tables turns it into that table's failed result."""
     second = other_table(table)
 
-    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, before_commit):
+    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish):
         (current,) = tables
         if current.id == table.id:  # the first table's lock is taken over while its batch runs
             clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
@@ -271,12 +287,12 @@ def test_a_table_whose_ledger_fails_mid_run_leaves_the_others_alone(ledger, tabl
             land(ledger, table, "late.parquet")
         return [ok(current, inserted=1)]
 
-    monkeypatch.setattr("lakeloader.runner.run_tables", run_tables)
+    stand_in(monkeypatch, run_tables)
     land(ledger, table, "1.parquet")
     land(ledger, second, "1.parquet")
 
-    results = jobs.drain_tables(
-        "spark", [table, second], ledger, catalog="glue_catalog", raw_root="s3://raw/", cid="cid", parallel=1
+    results = drain_tables(
+        "spark", [table, second], ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid", parallel=1
     )
 
     assert results[0].status == "failed" and results[0].error.startswith("LockLostError: ")

@@ -1,0 +1,168 @@
+"""Drain a table's pending objects from the ledger into Iceberg, batch by batch, under its run lock.
+
+One run may drain several tables (the trigger groups due tables: ``a,b,c``): they share the Spark
+session and run ``parallel`` at a time, each under its own lock, with its own commits and its own
+run-history record, so one table's failure never touches another's.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from urllib.parse import urlparse
+
+from lakeloader import quality
+from lakeloader.config import TableConfig
+from lakeloader.contract import METRICS_NAMESPACE, new_run_id
+from lakeloader.inputs import InputFile
+from lakeloader.ledger import Ledger, LedgerObject, LockLostError
+from lakeloader.merge import TableResult
+
+_CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients
+_CLOUDWATCH: list = []
+
+
+def log_event(event: str, **fields: object) -> None:
+    """One JSON line on stdout: the job's log in CloudWatch."""
+    print(json.dumps({"event": event, **fields}, default=str), flush=True)
+
+
+def _input_file(obj: LedgerObject, raw_root: str) -> InputFile:
+    root = urlparse(raw_root)
+    root_key = root.path.lstrip("/")
+    name = obj.key[len(root_key) :] if root_key and obj.key.startswith(root_key) else obj.key
+    return InputFile(name=name, uri=obj.uri, size=obj.size or 0, version=obj.etag or obj.version_id or "")
+
+
+def drain_table(
+    spark, table: TableConfig, ledger: Ledger, *, catalog: str, raw_root: str, cid: str
+) -> TableResult:
+    """Merge every pending object of one table, batch by batch, holding the table's run lock."""
+    from lakeloader.ingest import run_tables
+
+    run_id = new_run_id()
+    if not ledger.acquire_lock(table.id, run_id):
+        log_event("table_busy", table_id=table.id, correlation_id=cid)
+        return TableResult(table.id, status="skipped", notes=["another run holds the table lock"])
+    ledger.start_run(table.id, run_id, cid)
+    total = TableResult(table.id, status="skipped")
+
+    def still_holds_lock() -> None:  # right before each commit: a run whose lease lapsed must not commit
+        if not ledger.renew_lock(table.id, run_id):
+            raise LockLostError(f"table {table.id!r}: run {run_id!r} no longer holds the table lock")
+
+    try:
+        while batch := ledger.next_batch(table.id, run_id):
+            files = [_input_file(obj, raw_root) for obj in batch]
+            log_event("batch", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(files))
+            (result,) = run_tables(
+                spark,
+                [table],
+                {table.id: files},
+                catalog=catalog,
+                run_id=run_id,
+                progress=lambda m: log_event("progress", message=m),
+                before_publish=still_holds_lock,
+            )
+            status = "failed" if result.status == "failed" else "done"
+            ledger.finish(table.id, batch, run_id, status, error=result.error)
+            _accumulate(total, result)
+            if result.status == "failed":
+                break
+    except Exception as exc:  # the lock/ledger itself failed: record it, never swallow it
+        total.status, total.error = "failed", f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        ledger.end_run(
+            table.id,
+            run_id,
+            {"ok": "succeeded", "skipped": "skipped"}.get(total.status, "failed"),
+            counts={k: getattr(total, k) for k in ("files", "changes", "inserted", "updated", "deleted")}
+            | quality.run_counts(total.quality),
+            snapshot_id=total.snapshot_id,
+            error=total.error,
+            objects=total.files,
+        )
+        ledger.release_lock(table.id, run_id)
+    log_event("table_done", correlation_id=cid, **asdict(total))
+    publish_metrics(total)
+    return total
+
+
+def publish_metrics(result: TableResult) -> None:
+    """RunsSucceeded / RunsFailed / RowsMerged per table, for the stack's dashboard and alarms.
+
+    Best effort: the data is committed already; a metrics outage is logged, not raised.
+    """
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if result.status == "skipped":
+        return
+    dimensions = [{"Name": "TableId", "Value": result.table_id}]
+    data = [
+        {
+            "MetricName": "RunsSucceeded" if result.status == "ok" else "RunsFailed",
+            "Value": 1,
+            "Unit": "Count",
+        },
+        {
+            "MetricName": "RowsMerged",
+            "Value": result.inserted + result.updated + result.deleted,
+            "Unit": "Count",
+        },
+    ]
+    with _CLIENT_LOCK:
+        if not _CLOUDWATCH:
+            _CLOUDWATCH.append(boto3.client("cloudwatch"))
+    try:
+        _CLOUDWATCH[0].put_metric_data(
+            Namespace=METRICS_NAMESPACE, MetricData=[{**d, "Dimensions": dimensions} for d in data]
+        )
+    except (BotoCoreError, ClientError) as exc:
+        log_event("metrics_not_published", table_id=result.table_id, error=str(exc))
+
+
+def drain_tables(
+    spark,
+    tables: list[TableConfig],
+    ledger: Ledger,
+    *,
+    catalog: str,
+    raw_root: str,
+    cid: str,
+    parallel: int = 1,
+) -> list[TableResult]:
+    """`drain_table` for each table, `parallel` at a time in one Spark session; results in table order.
+
+    Each table is isolated: an exception in one (its lock or ledger failed) becomes that table's
+    failed result. Iceberg commit properties are per thread (iceberg.commit_properties) and each
+    batch's temporary view has its own name, so tables sharing the session do not mix.
+    """
+
+    def one(table: TableConfig) -> TableResult:
+        try:
+            return drain_table(spark, table, ledger, catalog=catalog, raw_root=raw_root, cid=cid)
+        except Exception as exc:  # one table's failure never stops the others
+            log_event("table_failed", table_id=table.id, correlation_id=cid, error=str(exc))
+            return TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}")
+
+    if parallel <= 1 or len(tables) <= 1:
+        return [one(table) for table in tables]
+    with ThreadPoolExecutor(max_workers=min(parallel, len(tables)), thread_name_prefix="lakeloader") as pool:
+        return list(pool.map(one, tables))
+
+
+def _accumulate(total: TableResult, result: TableResult) -> None:
+    for field in ("files", "changes", "inserted", "updated", "deleted"):
+        setattr(total, field, getattr(total, field) + getattr(result, field))
+    total.seconds += result.seconds
+    total.quality = quality.combine(total.quality, result.quality)
+    total.snapshot_id = result.snapshot_id or total.snapshot_id
+    total.notes.extend(result.notes)
+    if result.status == "failed":
+        total.status, total.error = "failed", result.error
+    elif total.status != "failed" and result.status == "ok":
+        total.status = "ok"
