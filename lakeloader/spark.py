@@ -21,16 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from lakeloader.contract import (
+    GLUE_CATALOG,
+    ICEBERG_EXTENSIONS,
+    ICEBERG_SPARK_CATALOG,
+    LOCAL_CATALOG,
+    iceberg_catalog_conf,
+)
 from lakeloader.errors import LakeloaderError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 Runtime = Literal["local", "glue", "emr"]
-CATALOG = "lakeloader"
-GLUE_CATALOG = "glue_catalog"
+CATALOG = LOCAL_CATALOG  # what tests and benchmarks address local tables with
 JARS_ENV = "LAKELOADER_SPARK_JARS"
-ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
 @dataclass(frozen=True)
@@ -55,15 +60,15 @@ def _s3_endpoint() -> str | None:
 
 
 def emulated() -> bool:
-    """LAKELOADER_EMULATED=1: the emulator runs a Glue/EMR script (local Spark, catalog glue_catalog)."""
+    """LAKELOADER_EMULATED=1: the emulator runs a Glue/EMR script (local Spark, catalog GLUE_CATALOG)."""
     return os.environ.get("LAKELOADER_EMULATED") == "1"
 
 
 def local_conf(settings: SparkSettings) -> dict[str, str]:
     """Spark settings for the local runtime (pure function: tested without a JVM).
 
-    The catalog is ``settings.catalog``: ``lakeloader`` locally, ``glue_catalog`` when the
-    emulator runs a Glue/EMR script (the name the deployed job's --conf uses).
+    The catalog is ``settings.catalog``: contract.LOCAL_CATALOG locally, contract.GLUE_CATALOG when
+    the emulator runs a Glue/EMR script (the name the deployed job's --conf uses).
     """
     catalog = settings.catalog
 
@@ -76,25 +81,17 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.default.parallelism": str(settings.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.extensions": ICEBERG_EXTENSIONS,
         "spark.sql.iceberg.check-ordering": "false",
         "spark.sql.defaultCatalog": catalog,
-        f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkCatalog",
     }
     if os.environ.get(JARS_ENV):
         conf["spark.jars"] = os.environ[JARS_ENV]
 
     warehouse = settings.warehouse
+    prefix = f"spark.sql.catalog.{catalog}"
     if warehouse.startswith("s3://") or warehouse.startswith("s3a://"):
         endpoint = _s3_endpoint()
-        prefix = f"spark.sql.catalog.{catalog}"
-        conf.update(
-            {
-                f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
-                f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-                f"{prefix}.warehouse": warehouse.replace("s3a://", "s3://"),
-            }
-        )
+        conf.update(iceberg_catalog_conf(catalog, warehouse.replace("s3a://", "s3://")))
         if endpoint:
             conf.update(
                 {
@@ -108,8 +105,10 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
     else:
         conf.update(
             {
-                f"spark.sql.catalog.{catalog}.type": "hadoop",
-                f"spark.sql.catalog.{catalog}.warehouse": str(Path(warehouse).resolve()),
+                "spark.sql.extensions": ICEBERG_EXTENSIONS,
+                prefix: ICEBERG_SPARK_CATALOG,
+                f"{prefix}.type": "hadoop",
+                f"{prefix}.warehouse": str(Path(warehouse).resolve()),
             }
         )
     conf.update(_s3a_conf())
