@@ -1,4 +1,4 @@
-"""The table configuration as stored in DynamoDB (the config table).
+"""The config table in DynamoDB: its item shape, scan and sync, and the config-sync custom resource.
 
 One item per table, keyed by ``table_id``::
 
@@ -10,14 +10,9 @@ One item per table, keyed by ``table_id``::
     execution_class       S   trigger.execution_class (STANDARD | FLEX)
     config    S     JSON of TableConfig.model_dump(mode="json", by_alias=True)
 
-`cdk synth` turns the validated YAML into these items (`config_items`) and passes them,
-as one JSON string, to the config-sync custom resource; on deploy the custom resource's
-Lambda writes them (`sync_items`) and removes items of tables no longer in the config.
-Jobs read them back with `load_tables_from_dynamodb`.
-
-This module imports only the standard library and boto3 at module level: the config-sync
-Lambda ships it without pydantic. `load_tables_from_dynamodb` imports the pydantic model
-lazily, so only callers that want `TableConfig` objects need pydantic.
+Standard library and boto3 only: the config-sync and S3-arrival Lambdas ship it without pydantic.
+The pydantic side (items from a validated config at synth, TableConfig objects back for the jobs)
+is `lakeloader.config_table`.
 """
 
 from __future__ import annotations
@@ -26,10 +21,9 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover - typing only; keeps pydantic out of the Lambda
-    from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.dynamodb import decode_item, encode_item
 
 log = logging.getLogger(__name__)
 
@@ -43,63 +37,9 @@ class ConfigStoreError(RuntimeError):
     """The config table could not be read or written; the message names the table and item."""
 
 
-def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
-    """The config table's items for a validated config, in config order (plain Python values)."""
-    return [
-        {
-            "table_id": table.id,
-            "prefix": table.source.prefix,
-            "enabled": table.enabled,
-            "engine": table.engine,
-            "min_interval_seconds": table.trigger.min_interval_seconds,
-            "execution_class": table.trigger.execution_class,
-            "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
-        }
-        for table in cfg.tables
-    ]
-
-
 def items_json(items: list[dict[str, Any]]) -> str:
     """The canonical JSON form of the items (stable across runs: it is part of the template)."""
     return json.dumps(items, sort_keys=True, separators=(",", ":"))
-
-
-# --- DynamoDB attribute values ------------------------------------------------------------
-
-
-def to_attribute(value: Any) -> dict[str, Any]:
-    """A Python value as a low-level DynamoDB attribute value (the types the items use)."""
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, str):
-        return {"S": value}
-    if isinstance(value, int | float):
-        return {"N": str(value)}
-    if value is None:
-        return {"NULL": True}
-    raise TypeError(f"cannot store {type(value).__name__} in the config table")
-
-
-def from_attribute(value: Mapping[str, Any]) -> Any:
-    ((kind, raw),) = value.items()
-    if kind == "S":
-        return raw
-    if kind == "BOOL":
-        return bool(raw)
-    if kind == "N":
-        number = float(raw)
-        return int(number) if number.is_integer() else number
-    if kind == "NULL":
-        return None
-    raise ConfigStoreError(f"unexpected DynamoDB attribute type {kind!r} in the config table")
-
-
-def to_item(item: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {name: to_attribute(value) for name, value in item.items()}
-
-
-def from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {name: from_attribute(value) for name, value in item.items()}
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -113,12 +53,22 @@ def _client(client: Any | None) -> Any:
     return boto3.client("dynamodb")
 
 
-def scan_items(table_name: str, *, client: Any | None = None) -> list[dict[str, Any]]:
-    """Every item of the config table as plain Python dicts, sorted by table_id."""
+def scan_items(
+    table_name: str, *, client: Any | None = None, attributes: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """Every item of the config table as plain Python dicts, sorted by table_id.
+
+    ``attributes`` limits what is read (the Lambda's routes leave the large ``config`` JSON out).
+    """
     client = _client(client)
+    kwargs: dict[str, Any] = {"TableName": table_name, "ConsistentRead": True}
+    names = {f"#a{i}": name for i, name in enumerate(attributes)}
+    if names:
+        kwargs["ProjectionExpression"] = ", ".join(names)
+        kwargs["ExpressionAttributeNames"] = names
     items: list[dict[str, Any]] = []
-    for page in client.get_paginator("scan").paginate(TableName=table_name, ConsistentRead=True):
-        items.extend(from_item(raw) for raw in page.get("Items", []))
+    for page in client.get_paginator("scan").paginate(**kwargs):
+        items.extend(decode_item(raw) for raw in page.get("Items", []))
     return sorted(items, key=lambda item: str(item.get(PARTITION_KEY, "")))
 
 
@@ -134,37 +84,6 @@ def scan_table_ids(table_name: str, *, client: Any | None = None) -> list[str]:
     for page in pages:
         ids.extend(raw[PARTITION_KEY]["S"] for raw in page.get("Items", []))
     return sorted(ids)
-
-
-def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> list[TableConfig]:
-    """The table configs stored in the config table, validated, sorted by id.
-
-    An item whose ``config`` is not a valid TableConfig raises ConfigError naming the item.
-    """
-    from lakeloader.config import ConfigError, TableConfig
-
-    tables = []
-    for item in scan_items(table_name, client=client):
-        table_id = item.get(PARTITION_KEY, "<missing table_id>")
-        raw = item.get("config")
-        if not isinstance(raw, str):
-            raise ConfigError(f"dynamodb://{table_name}: item {table_id!r} has no 'config' attribute")
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"dynamodb://{table_name}: item {table_id!r}: config is not JSON: {exc}"
-            ) from None
-        try:
-            table = TableConfig.model_validate(data)
-        except ValueError as exc:  # pydantic.ValidationError is a ValueError
-            raise ConfigError(f"dynamodb://{table_name}: item {table_id!r}: {exc}") from None
-        if table.id != table_id:
-            raise ConfigError(
-                f"dynamodb://{table_name}: item {table_id!r} holds the config of table {table.id!r}"
-            )
-        tables.append(table)
-    return tables
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -227,7 +146,7 @@ def sync_items(
     items = validate_items(items)
     wanted = [item["table_id"] for item in items]
     stale = sorted(set(scan_table_ids(table_name, client=client)) - set(wanted)) if prune else []
-    requests = [{"PutRequest": {"Item": to_item(item)}} for item in items]
+    requests = [{"PutRequest": {"Item": encode_item(item)}} for item in items]
     requests += [{"DeleteRequest": {"Key": {PARTITION_KEY: {"S": table_id}}}} for table_id in stale]
     _batch_write(client, table_name, requests)
     log.info("config table %s: put %s, deleted %s", table_name, wanted, stale)

@@ -57,7 +57,7 @@ def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth
     items = json.loads(props["Items"])
     assert [i["table_id"] for i in items] == ["crm.customers", "sales.order_lines", "inventory.products"]
     for item, table in zip(items, lake.tables, strict=True):
-        # what the jobs load back (config_store.load_tables_from_dynamodb) and the trigger routes by
+        # what the jobs load back (config_table.load_tables_from_dynamodb) and the trigger routes by
         assert TableConfig.model_validate(json.loads(item["config"])) == table
         assert (item["prefix"], item["enabled"], item["engine"]) == (
             table.source.prefix,

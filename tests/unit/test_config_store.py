@@ -19,14 +19,12 @@ from lakeloader.config import ConfigError, load_config
 from lakeloader.config_store import (
     ConfigStoreError,
     apply_custom_resource_event,
-    config_items,
-    from_item,
     items_json,
-    load_tables_from_dynamodb,
     scan_items,
     sync_items,
-    to_item,
 )
+from lakeloader.config_table import config_items, load_tables_from_dynamodb
+from lakeloader.dynamodb import decode_item, encode_item
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = "lakeloader-test-config"
@@ -82,7 +80,7 @@ def test_config_items_follow_the_contract(lake):
     # with another hash seed, so no set or dict order can leak into it
     code = (
         "import sys; from lakeloader.config import load_config; "
-        "from lakeloader.config_store import config_items, items_json; "
+        "from lakeloader.config_store import items_json; from lakeloader.config_table import config_items; "
         "sys.stdout.write(items_json(config_items(load_config(sys.argv[1]))))"
     )
     other = subprocess.run(
@@ -97,10 +95,10 @@ def test_config_items_follow_the_contract(lake):
 
 
 def test_attribute_round_trip():
-    values = {"table_id": "a", "enabled": False, "n": 3, "f": 1.5, "none": None}
-    assert from_item(to_item(values)) == values
+    values = {"table_id": "a", "enabled": False, "n": 3, "f": 1.5, "none": None, "m": {"x": [1, "y"]}}
+    assert decode_item(encode_item(values)) == values
     with pytest.raises(TypeError):
-        to_item({"x": object()})
+        encode_item({"x": object()})
 
 
 def test_sync_then_load_gives_the_same_tables(dynamodb, lake):
@@ -113,9 +111,15 @@ def test_sync_then_load_gives_the_same_tables(dynamodb, lake):
     assert loaded == sorted(lake.tables, key=lambda t: t.id)
 
 
+def test_scan_reads_only_the_attributes_asked_for(dynamodb, lake):
+    sync_items(TABLE, config_items(lake), client=dynamodb)
+    routes = scan_items(TABLE, client=dynamodb, attributes=("table_id", "prefix"))
+    assert routes[0] == {"table_id": "crm.customers", "prefix": "crm/public/customers/"}
+
+
 def test_sync_updates_changed_items_and_removes_tables_left_out(dynamodb, lake):
     sync_items(TABLE, config_items(lake), client=dynamodb)
-    dynamodb.put_item(TableName=TABLE, Item=to_item(item("manual.extra")))
+    dynamodb.put_item(TableName=TABLE, Item=encode_item(item("manual.extra")))
     kept = config_items(lake)[:1]
     kept[0] = {**kept[0], "enabled": False}
     result = sync_items(TABLE, kept, client=dynamodb)
@@ -142,7 +146,7 @@ def test_sync_rejects_malformed_items(dynamodb):
 def test_load_names_the_item_with_an_invalid_config(dynamodb, lake):
     sync_items(TABLE, config_items(lake), client=dynamodb)
     broken = {**config_items(lake)[0], "config": json.dumps({"id": "crm.customers"})}
-    dynamodb.put_item(TableName=TABLE, Item=to_item(broken))
+    dynamodb.put_item(TableName=TABLE, Item=encode_item(broken))
     with pytest.raises(ConfigError, match=r"dynamodb://lakeloader-test-config: item 'crm.customers'"):
         load_tables_from_dynamodb(TABLE, client=dynamodb)
 

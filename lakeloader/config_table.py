@@ -1,0 +1,60 @@
+"""The config table seen from the pydantic model: items from a validated config, and back.
+
+`cdk synth` turns the validated YAML into the config table's items (`config_items`); the jobs read
+them back as `TableConfig` objects (`load_tables_from_dynamodb`). The item shape, the scan and the
+writes live in `lakeloader.config_store`, which the Lambdas ship without pydantic; this module is
+for the CDK app, the CLI and the Glue/EMR jobs only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lakeloader.config import ConfigError, LakeConfig, TableConfig
+from lakeloader.config_store import PARTITION_KEY, scan_items
+
+
+def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
+    """The config table's items for a validated config, in config order (plain Python values)."""
+    return [
+        {
+            "table_id": table.id,
+            "prefix": table.source.prefix,
+            "enabled": table.enabled,
+            "engine": table.engine,
+            "min_interval_seconds": table.trigger.min_interval_seconds,
+            "execution_class": table.trigger.execution_class,
+            "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
+        }
+        for table in cfg.tables
+    ]
+
+
+def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> list[TableConfig]:
+    """The table configs stored in the config table, validated, sorted by id.
+
+    An item whose ``config`` is not a valid TableConfig raises ConfigError naming the item.
+    """
+    tables = []
+    for item in scan_items(table_name, client=client):
+        table_id = item.get(PARTITION_KEY, "<missing table_id>")
+        raw = item.get("config")
+        if not isinstance(raw, str):
+            raise ConfigError(f"dynamodb://{table_name}: item {table_id!r} has no 'config' attribute")
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"dynamodb://{table_name}: item {table_id!r}: config is not JSON: {exc}"
+            ) from None
+        try:
+            table = TableConfig.model_validate(data)
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            raise ConfigError(f"dynamodb://{table_name}: item {table_id!r}: {exc}") from None
+        if table.id != table_id:
+            raise ConfigError(
+                f"dynamodb://{table_name}: item {table_id!r} holds the config of table {table.id!r}"
+            )
+        tables.append(table)
+    return tables
