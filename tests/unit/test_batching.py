@@ -2,7 +2,7 @@
 several tables, FLEX runs.
 
 Real: the trigger and the ledger against DynamoDB and Glue on moto's server over HTTP, the config
-items as `cdk deploy` writes them (config_store.config_items), a clock the test moves. The job
+items as `cdk deploy` writes them (config_table.config_items), a clock the test moves. The job
 side of a run is the ledger's documented drain protocol (acquire, next_batch, finish, release)
 without Spark, which tests/unit/test_drain.py and tests/spark cover.
 """
@@ -22,8 +22,10 @@ from aws_fixtures import ManualClock, moto_api  # noqa: E402
 
 from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
-from lakeloader.config_store import config_items, sync_items  # noqa: E402
-from lakeloader.ledger import DONE, PENDING, Ledger, new_run_id  # noqa: E402
+from lakeloader.config_store import sync_items  # noqa: E402
+from lakeloader.config_table import config_items  # noqa: E402
+from lakeloader.contract import new_run_id  # noqa: E402
+from lakeloader.ledger import DONE, PENDING, Ledger, ObjectRef  # noqa: E402
 from lakeloader.trigger import SettingsError, Trigger, TriggerSettings  # noqa: E402
 from tests.unit.test_trigger import RAW, World, s3_event, s3_record  # noqa: E402
 
@@ -199,7 +201,7 @@ def test_flex_tables_run_flex_and_apart_from_standard_ones(world, clock):
     trigger, sent = make_trigger(world, clock, TABLES_PER_RUN="5"), starts(world)
     for t in ("a.fast", "a.slow", "a.slow2"):
         world.ledger.record_object(
-            t, trigger_module.ObjectRef(RAW, f"a/{t.split('.')[1]}/1.parquet", etag="e"), correlation_id="c"
+            t, ObjectRef(RAW, f"a/{t.split('.')[1]}/1.parquet", etag="e"), correlation_id="c"
         )
     trigger.sweep("sweep-1")
     by_tables = {",".join(table_ids_of(r)): r for r in sent}

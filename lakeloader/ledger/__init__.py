@@ -1,0 +1,82 @@
+"""The run ledger: which raw objects each table has seen, which runs took them, one run at a time.
+
+Shipped to the S3-arrival Lambda: standard library and botocore only. The item layout, the
+object life cycle and the drain protocol are described in docs/ledger_and_trigger.md.
+"""
+
+from lakeloader.ledger.base import (
+    DEFAULT_RUN_RETENTION_DAYS,
+    MAX_ERROR_CHARS,
+    LedgerError,
+    LedgerTables,
+    LockLostError,
+    utc_now_iso,
+)
+from lakeloader.ledger.drain import Ledger
+from lakeloader.ledger.lock import (
+    DEFAULT_LOCK_TTL_SECONDS,
+    DEFAULT_START_LEASE_SECONDS,
+    LOCK_RUN_ID,
+    LOCK_RUNNING,
+    LOCK_STARTING,
+    Lock,
+    TableLock,
+)
+from lakeloader.ledger.objects import (
+    DONE,
+    FAILED,
+    OBJECT_STATUSES,
+    PENDING,
+    RUNNING,
+    LedgerObject,
+    ObjectLedger,
+    ObjectRef,
+    RecordOutcome,
+    object_id_for,
+)
+from lakeloader.ledger.runs import (
+    RUN_FAILED,
+    RUN_RUNNING,
+    RUN_SKIPPED,
+    RUN_STATUSES,
+    RUN_SUCCEEDED,
+    RunHistory,
+    RunRecord,
+)
+from lakeloader.ledger.window import WINDOW_RUN_ID, BatchingWindow
+
+__all__ = [
+    "DEFAULT_LOCK_TTL_SECONDS",
+    "DEFAULT_RUN_RETENTION_DAYS",
+    "DEFAULT_START_LEASE_SECONDS",
+    "DONE",
+    "FAILED",
+    "LOCK_RUNNING",
+    "LOCK_RUN_ID",
+    "LOCK_STARTING",
+    "MAX_ERROR_CHARS",
+    "OBJECT_STATUSES",
+    "PENDING",
+    "RUNNING",
+    "RUN_FAILED",
+    "RUN_RUNNING",
+    "RUN_SKIPPED",
+    "RUN_STATUSES",
+    "RUN_SUCCEEDED",
+    "WINDOW_RUN_ID",
+    "BatchingWindow",
+    "Ledger",
+    "LedgerError",
+    "LedgerObject",
+    "LedgerTables",
+    "Lock",
+    "LockLostError",
+    "ObjectLedger",
+    "ObjectRef",
+    "RecordOutcome",
+    "RunHistory",
+    "RunRecord",
+    "TableLock",
+    "object_id_for",
+    "utc_now_iso",
+]

@@ -1,0 +1,63 @@
+"""What every part of the ledger shares: the DynamoDB client, the two table names and the clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+DEFAULT_RUN_RETENTION_DAYS = 90
+MAX_ERROR_CHARS = 4000
+
+
+class LedgerError(RuntimeError):
+    """The ledger could not do what was asked (the message says which table/object)."""
+
+
+class LockLostError(LedgerError):
+    """A run no longer holds its table's lock (it expired and another run took it)."""
+
+
+def utc_now_iso(now: float | None = None) -> str:
+    """ISO-8601 UTC with milliseconds, e.g. 2024-05-01T12:00:00.123Z."""
+    moment = datetime.fromtimestamp(time.time() if now is None else now, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def clip_error(text: str | None) -> str | None:
+    """An error text short enough for an item: its head and its tail (where the cause usually is)."""
+    if text is None:
+        return None
+    text = str(text)
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    head = MAX_ERROR_CHARS * 2 // 3
+    tail = MAX_ERROR_CHARS - head - 20
+    return f"{text[:head]}\n...[truncated]...\n{text[-tail:]}"
+
+
+class LedgerTables:
+    """The ledger table (objects) and the run-history table (runs, locks, windows) of one stage.
+
+    ``client`` is a low-level ``boto3.client("dynamodb")``. ``clock`` returns epoch seconds
+    (tests pass a fake one to age locks). ``page_size`` caps the items one Query reads
+    (default: DynamoDB's 1 MB pages).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        ledger_table: str,
+        runs_table: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        run_retention_days: int = DEFAULT_RUN_RETENTION_DAYS,
+        page_size: int | None = None,
+    ) -> None:
+        self.client = client
+        self.page_size = page_size
+        self.ledger_table = ledger_table
+        self.runs_table = runs_table
+        self.clock = clock
+        self.run_retention_days = run_retention_days
