@@ -1,9 +1,9 @@
 """CloudFormation custom resource: write config/tables.yaml's tables into the config table.
 
-Deployed by infra/config_store.py with `lakeloader/config_store.py` copied next to this
-file (boto3 and the standard library only; no pydantic on Lambda). The resource passes
-the items as a JSON string property, so any config change changes the template and
-CloudFormation sends an Update.
+Deployed by infra/config_store.py with what this file imports of `lakeloader` next to it
+(`config_store` and its codec: boto3 and the standard library only; no pydantic on Lambda).
+The resource passes the items as a JSON string property, so any config change changes the
+template and CloudFormation sends an Update.
 
 The function is the custom resource's service token, so it answers CloudFormation itself:
 a PUT of the result to the pre-signed ResponseURL.

@@ -633,26 +633,34 @@ def test_config_is_cached_per_container(world: World, monkeypatch):
     assert HANDLER(s3_event(s3_record("sales/public/order_lines/1.csv")), context())["recorded"] == 1
 
 
-def test_lambda_asset_runs_on_stdlib_and_boto3_only(tmp_path: Path):
-    """Lay the files out as CDK packages them and import with pydantic/yaml/pyspark made unimportable."""
-    (tmp_path / "lakeloader").mkdir()
-    (tmp_path / "handler.py").write_text((ROOT / "lambda" / "s3_arrival" / "handler.py").read_text())
-    for name in ("__init__.py", "ledger.py", "trigger.py"):
-        (tmp_path / "lakeloader" / name).write_text((ROOT / "lakeloader" / name).read_text())
-    probe = """
+LAMBDA_IMPORT_PROBE = """
 import json, sys
+reached = []
 class Block:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("pydantic", "yaml", "pyspark"):
-            raise ImportError("not in the Lambda asset: " + name)
+        if name.split(".")[0] in ("pydantic", "pyspark", "yaml"):
+            reached.append(name)
+            raise ImportError("not in the Lambda bundle: " + name)
 sys.meta_path.insert(0, Block())
-import handler, lakeloader
-assert lakeloader.__file__.startswith(sys.argv[1]), lakeloader.__file__
-print(json.dumps(handler.handler({"Service": "Amazon S3", "Event": "s3:TestEvent"}, None)))
+sys.path.insert(0, sys.argv[1])
+import handler
+if sys.argv[2] == "s3_arrival":
+    result = handler.handler({"Service": "Amazon S3", "Event": "s3:TestEvent"}, None)
+else:
+    delete = {"RequestType": "Delete", "ResourceProperties": {"TableName": "t"}}
+    result = handler.apply_custom_resource_event(delete)
+modules = sorted(m for m in sys.modules if m.startswith("lakeloader"))
+print(json.dumps({"reached": reached, "result": result, "modules": modules}))
 """
+
+
+@pytest.mark.parametrize("function", ["s3_arrival", "config_sync"])
+def test_lambda_handlers_never_reach_pydantic_or_pyspark(function: str):
+    """Import each Lambda handler (and run it once) with pydantic, pyspark and yaml made unimportable:
+    an import that reaches them, even one caught by the code, fails the test."""
     env = {
         "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
         "CONFIG_TABLE": "c",
         "LEDGER_TABLE": "l",
         "RUNS_TABLE": "r",
@@ -661,8 +669,18 @@ print(json.dumps(handler.handler({"Service": "Amazon S3", "Event": "s3:TestEvent
         "AWS_SECRET_ACCESS_KEY": "testing",
     }
     result = subprocess.run(
-        [sys.executable, "-c", probe, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True
+        [sys.executable, "-c", LAMBDA_IMPORT_PROBE, str(ROOT / "lambda" / function), function],
+        cwd=ROOT / "lambda" / function,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["records"] == 0 and summary["started"] == {}
+    probe = json.loads(result.stdout.strip().splitlines()[-1])
+    assert probe["reached"] == [], f"the {function} Lambda imports {probe['reached']}"
+    assert "lakeloader.config" not in probe["modules"]
+    if function == "s3_arrival":
+        assert probe["result"]["records"] == 0 and probe["result"]["started"] == {}
+        assert "lakeloader.trigger.handler" in probe["modules"]
+    else:
+        assert probe["result"] == ["t/config-sync", {"Put": 0, "Deleted": 0}]

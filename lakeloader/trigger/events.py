@@ -1,0 +1,177 @@
+"""What an invocation was asked: the objects an S3/SQS/SNS/EventBridge event names, or a sweep.
+
+Records are read through aws-lambda-powertools' event data classes (plain dict wrappers, no
+pydantic); the walk over envelopes (S3 in SQS, SNS in SQS, EventBridge in SQS, ...) is ours.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote_plus
+
+from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificationEvent, SQSRecord
+from aws_lambda_powertools.utilities.data_classes.s3_event import S3EventRecord
+from aws_lambda_powertools.utilities.data_classes.sns_event import SNSEventRecord
+
+from lakeloader.contract import SWEEP_EVENT
+from lakeloader.ledger import ObjectRef
+from lakeloader.trigger.logs import log
+
+_MAX_DEPTH = 4
+_KINDS = {"aws:sqs": "SQS", "aws:sns": "SNS"}
+
+
+@dataclass(frozen=True)
+class ObjectEvent:
+    """One object named by an event record."""
+
+    ref: ObjectRef
+    event_name: str
+    source: str  # s3 | sqs | sns | eventbridge (the outermost wrapper)
+
+    @property
+    def created(self) -> bool:
+        name = self.event_name.removeprefix("s3:")
+        return name.startswith("ObjectCreated") or name == "Object Created"
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _s3_object(record: S3EventRecord, source: str) -> ObjectEvent:
+    """An S3 notification record; its key arrives URL-encoded (``quote_plus``)."""
+    obj = record.s3.get_object
+    ref = ObjectRef(
+        bucket=record.s3.bucket.name,
+        key=unquote_plus(obj.key),
+        etag=obj.etag or obj.get("etag"),
+        version_id=obj.version_id,
+        size=_int_or_none(obj.get("size")),  # absent in removal events, which are ignored later
+        sequencer=obj.get("sequencer"),
+        event_time=record.get("eventTime"),
+    )
+    return ObjectEvent(ref=ref, event_name=str(record.get("eventName", "")), source=source)
+
+
+def _eventbridge_object(
+    event: S3EventBridgeNotificationEvent, source: str, keys_encoded: bool
+) -> ObjectEvent:
+    """An EventBridge ``aws.s3`` event; its key is URL-encoded unless the stage says otherwise."""
+    obj = event.detail.object
+    time = event.get("time")
+    ref = ObjectRef(
+        bucket=event.detail.bucket.name,
+        key=obj.key if keys_encoded else obj["key"],  # .key is unquote_plus'ed
+        etag=obj.etag or obj.get("eTag"),
+        version_id=obj.get("version-id"),
+        size=_int_or_none(obj.size),
+        sequencer=obj.get("sequencer"),
+        event_time=time if isinstance(time, str) else None,
+    )
+    return ObjectEvent(ref=ref, event_name=str(event.get("detail-type", "")), source=source)
+
+
+def parse_event(event: Any, *, eventbridge_keys_encoded: bool = True) -> tuple[list[ObjectEvent], list[str]]:
+    """All objects an event names, and a description of each record that could not be read.
+
+    Understands S3 notification records (direct, or in SQS message bodies, or
+    in SNS messages, also SNS-in-SQS) and EventBridge ``aws.s3`` events. S3
+    test events (sent when a notification is configured) yield nothing.
+    """
+    objects: list[ObjectEvent] = []
+    problems: list[str] = []
+
+    def walk(node: Any, source: str | None, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            problems.append("event nested too deeply")
+            return
+        if isinstance(node, str):
+            try:
+                node = json.loads(node)
+            except json.JSONDecodeError:
+                problems.append(f"{source or 'event'} body is not JSON: {node[:120]!r}")
+                return
+        if not isinstance(node, Mapping):
+            problems.append(f"unrecognised {source or 'event'} payload of type {type(node).__name__}")
+            return
+        if node.get("Event") == "s3:TestEvent":
+            log(logging.INFO, "event.s3_test_event", bucket=node.get("Bucket"))
+            return
+        if isinstance(node.get("Records"), list):
+            for record in node["Records"]:
+                walk_record(record, source, depth)
+            return
+        if node.get("source") == "aws.s3" and isinstance(node.get("detail"), Mapping):
+            try:
+                objects.append(
+                    _eventbridge_object(
+                        S3EventBridgeNotificationEvent(node),
+                        source or "eventbridge",
+                        eventbridge_keys_encoded,
+                    )
+                )
+            except (KeyError, TypeError) as exc:
+                problems.append(f"EventBridge S3 event without {exc}")
+            return
+        if node.get("Type") == "Notification" and "Message" in node:  # SNS envelope (e.g. in SQS)
+            walk(node["Message"], source or "sns", depth + 1)
+            return
+        problems.append(f"unrecognised {source or 'event'} shape with keys {sorted(node)[:8]}")
+
+    def walk_record(record: Any, source: str | None, depth: int) -> None:
+        if not isinstance(record, Mapping):
+            problems.append(f"record of type {type(record).__name__}")
+            return
+        origin = record.get("eventSource") or record.get("EventSource")
+        try:
+            if origin == "aws:sqs":
+                walk(SQSRecord(record).body, source or "sqs", depth + 1)
+            elif origin == "aws:sns":
+                walk(SNSEventRecord(record).sns.message, source or "sns", depth + 1)
+            elif "s3" in record:
+                objects.append(_s3_object(S3EventRecord(record), source or "s3"))
+            else:
+                problems.append(f"unrecognised record from {origin or 'unknown source'}")
+        except (KeyError, TypeError) as exc:
+            problems.append(f"{_KINDS.get(origin, 'S3')} record without {exc}")
+
+    walk(event, None, 0)
+    return objects, problems
+
+
+def is_sweep(event: Any) -> bool:
+    """A request to start runs for every table with pending objects (``contract.SWEEP_EVENT``),
+    or an EventBridge schedule."""
+    if not isinstance(event, Mapping):
+        return False
+    request = event.get("lakeloader")
+    if isinstance(request, Mapping) and request.get("action") == SWEEP_EVENT["lakeloader"]["action"]:
+        return True
+    return event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event"
+
+
+def sweep_table_ids(event: Mapping[str, Any]) -> list[str] | None:
+    """The tables a sweep request names (``{"lakeloader": {"action": "sweep", "table_ids": [...]}}``)."""
+    request = event.get("lakeloader")
+    return request.get("table_ids") if isinstance(request, Mapping) else None
+
+
+def correlation_id_for(event: Any, context: Any = None) -> str:
+    """The Lambda request id; else an explicit one in the event; else a fresh uuid."""
+    request_id = getattr(context, "aws_request_id", None)
+    if request_id:
+        return str(request_id)
+    if isinstance(event, Mapping):
+        request = event.get("lakeloader")
+        if isinstance(request, Mapping) and request.get("correlation_id"):
+            return str(request["correlation_id"])
+    return uuid.uuid4().hex

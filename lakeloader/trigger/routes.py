@@ -1,0 +1,114 @@
+"""Which table an object belongs to: the config table's routes, cached per Lambda container.
+
+Read with `config_store.scan_items` (the one reader of the config table) and matched with
+`contract.longest_prefix_match` (the rule `LakeConfig.match_key` uses at synth).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lakeloader.config_store import scan_items
+from lakeloader.contract import longest_prefix_match, normalise_prefix
+from lakeloader.trigger.logs import log
+
+ROUTE_ATTRIBUTES = ("table_id", "prefix", "enabled", "engine", "min_interval_seconds", "execution_class")
+
+
+@dataclass(frozen=True)
+class TableRoute:
+    """What the trigger needs of one config-table item."""
+
+    table_id: str
+    prefix: str
+    enabled: bool = True
+    engine: str = "glue"
+    min_interval_seconds: int = 0  # the batching window; 0: arrivals start runs at once
+    execution_class: str = "STANDARD"  # Glue: STANDARD | FLEX
+
+    @property
+    def batched(self) -> bool:
+        return self.min_interval_seconds > 0
+
+
+def match_route(key: str, routes: list[TableRoute]) -> TableRoute | None:
+    """The route whose prefix is the longest prefix of ``key`` (disabled ones included:
+    a file under a disabled nested table belongs to that table, not to its parent)."""
+    return longest_prefix_match(key, routes, lambda route: route.prefix)
+
+
+def _enabled(item: Mapping[str, Any]) -> bool:
+    if "enabled" not in item:
+        return True
+    value = item["enabled"]
+    if isinstance(value, str):  # tolerate "true"/"false" strings
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _window(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def route_for(item: Mapping[str, Any]) -> TableRoute | None:
+    """The route of one config item; None when it lacks a table id or a prefix."""
+    table_id = item.get("table_id")
+    prefix = normalise_prefix(str(item.get("prefix") or ""))
+    if not table_id or not prefix:
+        return None
+    return TableRoute(
+        table_id=str(table_id),
+        prefix=prefix,
+        enabled=_enabled(item),
+        engine=str(item.get("engine") or "glue").strip().lower(),
+        min_interval_seconds=_window(item.get("min_interval_seconds")),
+        execution_class=str(item.get("execution_class") or "STANDARD").strip().upper(),
+    )
+
+
+def load_routes(client: Any, config_table: str) -> list[TableRoute]:
+    """Every table's route, sorted by table id. Malformed items are logged and skipped."""
+    routes = []
+    for item in scan_items(config_table, client=client, attributes=ROUTE_ATTRIBUTES):
+        route = route_for(item)
+        if route is None:
+            log(
+                logging.ERROR,
+                "config.item_invalid",
+                config_table=config_table,
+                item_table_id=item.get("table_id"),
+                reason="table_id and a non-empty prefix are required",
+            )
+            continue
+        routes.append(route)
+    return routes
+
+
+_CACHE: dict[str, tuple[float, list[TableRoute]]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def clear_route_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def cached_routes(client: Any, config_table: str, max_age_seconds: float) -> list[TableRoute]:
+    """``load_routes`` cached per Lambda container for ``max_age_seconds``."""
+    now = time.monotonic()
+    with _CACHE_LOCK:
+        cached = _CACHE.get(config_table)
+    if cached and max_age_seconds > 0 and now - cached[0] < max_age_seconds:
+        return cached[1]
+    routes = load_routes(client, config_table)
+    with _CACHE_LOCK:
+        _CACHE[config_table] = (now, routes)
+    return routes
