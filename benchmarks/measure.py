@@ -67,6 +67,14 @@ class Case:
     note: str = ""
     skipped: str = ""
 
+    def add_run(self, applied: Any, peak: dict[str, int]) -> None:
+        """One timed run: its wall and CPU time, Spark jobs, and the peak memory so far."""
+        self.seconds.append(applied.seconds)
+        self.cpu.append(applied.cpu)
+        self.jobs.append(applied.jobs)
+        for key, value in peak.items():
+            self.peak_mib[key] = max(self.peak_mib.get(key, 0), value)
+
     @property
     def median(self) -> float:
         return statistics.median(self.seconds) if self.seconds else float("nan")

@@ -107,11 +107,7 @@ class Bench:
         for rep in range(reps):
             engine.reset(label)
             applied, peak = self.timed(engine, label, batch, f"{case.scenario}-{label}-{rep}")
-            case.seconds.append(applied.seconds)
-            case.cpu.append(applied.cpu)
-            case.jobs.append(applied.jobs)
-            for key, value in peak.items():
-                case.peak_mib[key] = max(case.peak_mib.get(key, 0), value)
+            case.add_run(applied, peak)
             for key, value in applied.phases.items():
                 phases.setdefault(key, []).append(value)
             if rep == 0 and self.args.verify:
@@ -121,6 +117,11 @@ class Bench:
         self.cases.append(case)
         print(case.row(), flush=True)
         return case
+
+    def skipped(self, case: Case, reason: str) -> None:
+        case.skipped = reason
+        self.cases.append(case)
+        print(case.row())
 
     def skip_pyiceberg(self, rows: int) -> str:
         if rows > self.args.pyiceberg_max_rows:
@@ -156,9 +157,7 @@ class Bench:
                         continue  # PyIceberg writes copy-on-write only; its one line stands for both
                     case.note = "(copy-on-write: PyIceberg has no merge-on-read writes)"
                     if skip := self.skip_pyiceberg(s.batch_rows):
-                        case.skipped = skip
-                        self.cases.append(case)
-                        print(case.row())
+                        self.skipped(case, skip)
                         continue
                 label = f"batch_{mode[:3]}_{name.replace('-', '_')}"
                 engine.create(label, base, props)
@@ -181,9 +180,7 @@ class Bench:
                         continue  # PyIceberg writes copy-on-write only; its copy-on-write line stands
                     case = Case("growth", f"{rows:,} rows, {mode}", name, rows, batch.changes, mode=mode)
                     if name == "pyiceberg" and (skip := self.skip_pyiceberg(rows)):
-                        case.skipped = skip
-                        self.cases.append(case)
-                        print(case.row())
+                        self.skipped(case, skip)
                         continue
                     label = f"growth_{rows}_{mode[:3]}_{name.replace('-', '_')}"
                     self.log(f"  loading {rows:,}-row base table for {name} ({mode})")
@@ -207,19 +204,13 @@ class Bench:
             if name == "pyiceberg":
                 case.note = "(copy-on-write)"
                 if skip := self.skip_pyiceberg(s.small_rows):
-                    case.skipped = skip
-                    self.cases.append(case)
-                    print(case.row())
+                    self.skipped(case, skip)
                     continue
             label = f"small_{name.replace('-', '_')}"
             engine.create(label, base, MOR)
             for i, batch in enumerate(batches):
                 applied, peak = self.timed(engine, label, batch, f"small-{i}")
-                case.seconds.append(applied.seconds)
-                case.cpu.append(applied.cpu)
-                case.jobs.append(applied.jobs)
-                for key, value in peak.items():
-                    case.peak_mib[key] = max(case.peak_mib.get(key, 0), value)
+                case.add_run(applied, peak)
             case.note = (case.note + f" total {sum(case.seconds):.1f}s").strip()
             if self.args.verify:
                 case.checksum = engine.checksum(label)
