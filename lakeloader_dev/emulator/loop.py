@@ -15,11 +15,11 @@ from typing import Any
 
 import boto3
 
+from lakeloader.contract import ARG_TABLE_ID, SWEEP_EVENT, glue_arg
 from lakeloader.ledger import DONE, FAILED, Ledger, LedgerObject, RunRecord
 
 TERMINAL_GLUE_STATES = {"SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"}
 TERMINAL_EMR_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
-SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def failed_runs(stack: StackInfo) -> dict[str, tuple[str, str]]:
     found = {}
     for run in boto3.client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]:
         if run["JobRunState"] in TERMINAL_GLUE_STATES - {"SUCCEEDED"}:
-            table_id = run.get("Arguments", {}).get("--lakeloader_table_id", "")
+            table_id = run.get("Arguments", {}).get(glue_arg(ARG_TABLE_ID), "")
             error = f"Glue run {run['Id']} {run['JobRunState']}: {run.get('ErrorMessage')}"
             found[run["Id"]] = (table_id, error)
     for run in emr_runs(stack):

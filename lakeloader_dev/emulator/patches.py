@@ -4,7 +4,7 @@ The moto server runs in this process (``moto.server.ThreadedMotoServer``), so it
 backends and response classes can be patched directly. Each patch says what moto does
 and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
 
-1. Lambda invoke needs Docker in moto -> ``Runtime.invoke_lambda`` (a subprocess).
+1. Lambda invoke needs Docker in moto -> ``lambda_runner.invoke_lambda`` (a subprocess).
 2. S3 -> Lambda notifications run inline in the PUT request -> a thread, with Lambda's
    asynchronous retries (2 more attempts), as S3 invokes Lambda asynchronously.
 3. Custom resources: moto passes properties unconverted (CloudFormation turns every
@@ -20,7 +20,7 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    while CloudFormation creates state machines in the plain one -> create them where
    the API looks.
 6. Glue ``start_job_run`` runs nothing and invents state transitions -> the job's
-   deployed script really runs (``Runtime.run_glue_job``); the run is STARTING, then
+   deployed script really runs (``glue_runner.run_glue_job``); the run is STARTING, then
    RUNNING, then SUCCEEDED or FAILED with ``ErrorMessage``.
    And the ``glue:startJobRun.sync`` integration crashes in moto's callback base class
    (``callback_endpoint.interrupt_all()`` on None: only ``.waitForTaskToken`` services
@@ -29,7 +29,7 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    tagger wants TagKey/TagValue (KeyError) -> converted.
 8. EMR Serverless ``start_job_run`` runs nothing and reports SUCCESS at once (moto keeps
    neither the application's ``runtimeConfiguration`` nor a real state) -> the application
-   keeps its ``spark-defaults``, the run's entry point really runs (``Runtime.run_emr_job``)
+   keeps its ``spark-defaults``, the run's entry point really runs (``emr_runner.run_emr_job``)
    and the run is SUBMITTED, RUNNING, then SUCCESS or FAILED with ``stateDetails``.
    ``list_job_runs`` of an application without runs raises ResourceNotFound -> an empty list.
 9. ``AWS::S3::Bucket`` from CloudFormation ignores ``VersioningConfiguration`` (the bucket
@@ -43,6 +43,10 @@ import threading
 import time
 from typing import Any
 from urllib.parse import urlparse
+
+from lakeloader_dev.emulator.emr_runner import run_emr_job
+from lakeloader_dev.emulator.glue_runner import run_glue_job
+from lakeloader_dev.emulator.lambda_runner import invoke_lambda
 
 MOTO_VERSION = "5.2.5"
 ACCOUNT_ID = "123456789012"
@@ -119,7 +123,7 @@ def _patch_lambda() -> None:
     from moto.awslambda.models import LambdaFunction
 
     def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
-        return _RUNTIME.invoke_lambda(self, event if event is not None else {})
+        return invoke_lambda(_RUNTIME, self, event if event is not None else {})
 
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
 
@@ -135,7 +139,7 @@ def invoke_async(fn: Any, event: dict[str, Any], trigger: str) -> threading.Thre
 
     def run() -> None:
         for attempt in range(ASYNC_RETRIES + 1):
-            _payload, errored, _logs = _RUNTIME.invoke_lambda(fn, event, trigger=trigger)
+            _payload, errored, _logs = invoke_lambda(_RUNTIME, fn, event, trigger=trigger)
             if not errored:
                 return
             time.sleep(ASYNC_RETRY_DELAY_SECONDS * (attempt + 1))
@@ -219,7 +223,7 @@ def _patch_custom_resources() -> None:
         stack = cloudformation_backends[account_id][region_name].get_stack(kwargs["StackId"])
 
         def run() -> None:
-            _payload, errored, logs = _RUNTIME.invoke_lambda(fn, event, trigger="cloudformation")
+            _payload, errored, logs = invoke_lambda(_RUNTIME, fn, event, trigger="cloudformation")
             if errored and not resource.is_created():
                 reason = (
                     f"{kwargs['LogicalId']}: custom resource handler {fn.function_name} failed: {logs[-800:]}"
@@ -416,8 +420,8 @@ def _patch_glue() -> None:
         run.glue_version = self.glue_version
         self.job_runs.append(run)
         thread = threading.Thread(
-            target=_RUNTIME.run_glue_job,
-            args=(self, run, s3_get),
+            target=run_glue_job,
+            args=(_RUNTIME, self, run, s3_get),
             name=f"glue-{run.job_run_id[:12]}",
             daemon=True,
         )
@@ -479,8 +483,8 @@ def _patch_emr_serverless() -> None:
         job_run.set_state("SUBMITTED")
         application = self.get_application(job_run.application_id)
         thread = threading.Thread(
-            target=_RUNTIME.run_emr_job,
-            args=(application, job_run, s3_get),
+            target=run_emr_job,
+            args=(_RUNTIME, application, job_run, s3_get),
             name=f"emr-{job_run.id[:12]}",
             daemon=True,
         )

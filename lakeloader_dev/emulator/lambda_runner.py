@@ -1,0 +1,104 @@
+"""Lambda invocations for the emulator: the function's deployed code, run once per event in a subprocess.
+
+The code zip is extracted once per code digest; ``lambda_bootstrap`` imports the handler and calls
+it with the event and a context object. Environment: the function's variables, the emulator's
+endpoint as AWS_ENDPOINT_URL, test credentials, the region. The venv's Python runs it (its boto3
+stands in for the Lambda runtime's).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import time
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote_plus
+
+from lakeloader_dev.emulator.runtime import Invocation, Runtime
+
+BOOTSTRAP = Path(__file__).resolve().parent / "lambda_bootstrap.py"
+
+
+def _code_dir(runtime: Runtime, fn: Any) -> Path:
+    digest = (getattr(fn, "code_digest", "") or uuid.uuid4().hex)[:16]
+    target = runtime.workdir / "lambda" / f"{fn.function_name}-{digest}"
+    with runtime.extract_lock:
+        if not target.exists():
+            tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=runtime.workdir))
+            with zipfile.ZipFile(io.BytesIO(fn.code_bytes)) as archive:
+                archive.extractall(tmp)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.rename(target)
+    return target
+
+
+def invoke_lambda(runtime: Runtime, fn: Any, event: Any, trigger: str = "invoke") -> tuple[str, bool, str]:
+    """Run the handler once; returns (payload JSON, errored, logs) like moto's Docker executor."""
+    request_id = str(uuid.uuid4())
+    record = Invocation(fn.function_name, request_id, trigger, time.time())
+    if isinstance(event, str | bytes):
+        event = json.loads(event or "{}")
+    if isinstance(event, dict):
+        for item in event.get("Records") or []:
+            key = ((item.get("s3") or {}).get("object") or {}).get("key") if isinstance(item, dict) else None
+            if key:
+                record.keys.append(unquote_plus(key))
+    language = fn.run_time or ""
+    if not language.startswith("python"):
+        message = f"the emulator runs Python Lambda functions only; {fn.function_name} is {language}"
+        record.ok, record.error = False, message
+        runtime.journal.add_invocation(record)
+        return json.dumps({"errorType": "Runtime.Unsupported", "errorMessage": message}), True, message
+    run_dir = runtime.workdir / "invocations" / request_id
+    run_dir.mkdir(parents=True)
+    event_path, result_path, log_path = (
+        run_dir / "event.json",
+        run_dir / "result.json",
+        run_dir / "log.txt",
+    )
+    event_path.write_text(json.dumps(event))
+    env = runtime.base_env()
+    env.update({k: str(v) for k, v in (fn.environment_vars or {}).items()})
+    env.update(
+        {
+            "AWS_LAMBDA_FUNCTION_NAME": fn.function_name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_size),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(fn.timeout),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_{language}",
+            "LAKELOADER_EMULATOR_REQUEST_ID": request_id,
+            "LAKELOADER_EMULATOR_FUNCTION_ARN": fn.function_arn,
+        }
+    )
+    code_dir = _code_dir(runtime, fn)
+    # -I: neither PYTHONPATH nor the bootstrap's folder on sys.path; the code folder comes first.
+    cmd = [
+        runtime.python,
+        "-I",
+        str(BOOTSTRAP),
+        str(code_dir),
+        fn.handler,
+        str(event_path),
+        str(result_path),
+    ]
+    rc = runtime.run_process(cmd, env, run_dir, log_path, timeout=float(fn.timeout) + 30)
+    logs = log_path.read_text(errors="replace") if log_path.exists() else ""
+    record.seconds = time.time() - record.started
+    if result_path.exists():
+        outcome = json.loads(result_path.read_text())
+    else:
+        outcome = {"ok": False, "errorType": "Runtime.ExitError", "errorMessage": f"exit code {rc}"}
+    if outcome.get("ok"):
+        record.result = outcome.get("result")
+        payload, errored = json.dumps(record.result), False
+    else:
+        record.ok = False
+        record.error = f"{outcome.get('errorType')}: {outcome.get('errorMessage')}"
+        payload = json.dumps({k: outcome.get(k) for k in ("errorType", "errorMessage", "stackTrace")})
+        errored = True
+    runtime.journal.add_invocation(record)
+    return payload, errored, logs
