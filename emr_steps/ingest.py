@@ -1,7 +1,7 @@
 """EMR Serverless entry point: merge pending raw objects into Iceberg (`lakeloader.jobs.ingest_main`).
 
 `lakeloader` arrives with `--py-files` (the zip `cdk synth` builds); docs/jobs.md lists the
-arguments (`--config-table` ...; the S3-arrival Lambda passes EMR_EXTRA_ARGS plus `--table-id`
+arguments (`--config-table` ...; the S3-arrival Lambda passes the stack's plus `--table-id`
 and `--correlation-id`).
 """
 

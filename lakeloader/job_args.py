@@ -1,7 +1,7 @@
 """The job arguments of the Glue and EMR entry points, resolved into one dict keyed by contract.ARG_*.
 
-Glue passes `--lakeloader_config_table value` (resolved with awsglue's getResolvedOptions, which
-exists on Glue only); the EMR scripts take `--config-table value` (argparse). Either way
+Glue passes `--lakeloader_<name> value` (resolved with awsglue's getResolvedOptions, which
+exists on Glue only); the EMR scripts take `--<name> value` (argparse). Either way
 `lakeloader.jobs` gets the same keys. docs/jobs.md lists the arguments.
 """
 

@@ -5,18 +5,24 @@
   LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml``.
 * otherwise: the embedded emulator (``lakeloader_dev.emulator``) starts in this process.
 
-Module-scoped (the suite is one module), so the AWS environment it exports ends with it.
+Module-scoped (each suite is one module), so the AWS environment it exports ends with it. The
+emulator's own tests (test_emulator_*.py) use ``emulator`` (a bare embedded emulator) and
+``function`` (an echo Lambda function on it) instead of a deployed stack.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+
+from tests.e2e.emulated import ROLE, zip_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E_CONFIG = "tests/e2e/tables.yaml"
@@ -76,3 +82,53 @@ def e2e() -> Iterator[E2E]:
         finally:
             if emulator is not None:
                 emulator.stop()
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Any]:
+    """A bare embedded emulator, its endpoint in this module's AWS environment."""
+    from lakeloader_dev.emulator import Emulator, aws_env
+
+    with pytest.MonkeyPatch.context() as patch, Emulator() as emu:
+        for name, value in aws_env(emu.endpoint).items():
+            patch.setenv(name, value)
+        yield emu
+
+
+HANDLER = """
+import json, os, boto3
+
+def handler(event, context):
+    s3 = boto3.client("s3")
+    keys = [r["s3"]["object"]["key"] for r in event.get("Records", [])]
+    key = "seen/" + context.aws_request_id
+    s3.put_object(Bucket=os.environ["OUT_BUCKET"], Key=key, Body=json.dumps(keys))
+    if event.get("fail"):
+        raise ValueError("asked to fail")
+    if event.get("ResourceProperties", {}).get("fail") == "true":  # CloudFormation: strings only
+        raise ValueError(f"custom resource asked to fail: {event['ResourceProperties']}")
+    return {"keys": keys, "function": context.function_name, "env": os.environ.get("GREETING")}
+"""
+
+
+@pytest.fixture(scope="module")
+def function(emulator) -> str:
+    """The echo function: records the S3 keys of its event in the `out` bucket, fails when asked."""
+    boto3.client("s3").create_bucket(Bucket="out")
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    boto3.client("iam").create_role(RoleName="test", AssumeRolePolicyDocument=json.dumps(trust))
+    boto3.client("lambda").create_function(
+        FunctionName="echo",
+        Runtime="python3.12",
+        Role=ROLE,
+        Handler="index.handler",
+        Code={"ZipFile": zip_bytes({"index.py": HANDLER})},
+        Environment={"Variables": {"OUT_BUCKET": "out", "GREETING": "hello"}},
+        Timeout=30,
+    )
+    return "echo"

@@ -24,6 +24,14 @@ from typing import Any
 import boto3
 import pytest
 
+from lakeloader.contract import (
+    ARG_CORRELATION_ID,
+    ARG_TABLE_ID,
+    ARG_WAREHOUSE,
+    METRICS_NAMESPACE,
+    emr_arg,
+    glue_arg,
+)
 from lakeloader_dev.emulator.loop import emr_runs, find_object, latest_runs, upload, wait_for_objects
 
 pytestmark = pytest.mark.e2e
@@ -98,7 +106,7 @@ def ingest_runs(e2e) -> list[dict[str, Any]]:
 
 def runs_of(e2e, table_id: str) -> list[dict[str, Any]]:
     """The table's ingest runs, oldest first."""
-    runs = [r for r in ingest_runs(e2e) if r.get("Arguments", {}).get("--lakeloader_table_id") == table_id]
+    runs = [r for r in ingest_runs(e2e) if r.get("Arguments", {}).get(glue_arg(ARG_TABLE_ID)) == table_id]
     return sorted(runs, key=lambda r: r["StartedOn"])
 
 
@@ -170,7 +178,7 @@ def test_tables_arriving_together_each_get_their_own_successful_run(e2e, wave1):
         runs = runs_of(e2e, table_id)
         assert runs, f"no Glue run was started for {table_id}"
         assert runs[-1]["JobRunState"] == "SUCCEEDED", runs[-1]
-        assert runs[-1]["Arguments"]["--lakeloader_correlation_id"], "the trigger passes its correlation id"
+        assert runs[-1]["Arguments"][glue_arg(ARG_CORRELATION_ID)], "the trigger passes its correlation id"
 
 
 def test_full_loads_are_iceberg_tables_in_the_glue_catalog(e2e, wave1):
@@ -259,7 +267,7 @@ def test_run_history_records_counts_and_snapshots(e2e, wave2):
 
 
 def test_runs_publish_the_metrics_the_dashboard_reads(e2e, wave2):
-    metrics = boto3.client("cloudwatch").list_metrics(Namespace="lakeloader")["Metrics"]
+    metrics = boto3.client("cloudwatch").list_metrics(Namespace=METRICS_NAMESPACE)["Metrics"]
     names = {(m["MetricName"], d["Value"]) for m in metrics for d in m["Dimensions"]}
     assert {("RunsSucceeded", "crm.customers"), ("RowsMerged", "crm.customers")} <= names, names
     assert ("RunsFailed", "audit.events") in names, names
@@ -278,7 +286,7 @@ def test_emr_table_runs_on_emr_serverless_end_to_end(e2e, wave2, tables):
     emr = boto3.client("emr-serverless")
     run = emr.get_job_run(applicationId=e2e.stack.emr_application, jobRunId=runs[0]["id"])["jobRun"]
     arguments = run["jobDriver"]["sparkSubmit"]["entryPointArguments"]
-    assert arguments[:2] == ["--table-id", "shop.reviews"] and "--warehouse" in arguments
+    assert arguments[:2] == [emr_arg(ARG_TABLE_ID), "shop.reviews"] and emr_arg(ARG_WAREHOUSE) in arguments
     reviews = {row["review_id"]: row for row in tables["shop.reviews"]}
     assert sorted(reviews) == [1, 2]  # 3 deleted by the CDC batch
     assert reviews[2]["rating"] == 4 and reviews[1]["product_id"] == "P-1"

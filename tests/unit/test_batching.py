@@ -24,7 +24,7 @@ from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config_store import sync_items  # noqa: E402
 from lakeloader.config_table import config_items  # noqa: E402
-from lakeloader.contract import new_run_id  # noqa: E402
+from lakeloader.contract import ARG_TABLE_ID, glue_arg, new_run_id  # noqa: E402
 from lakeloader.ledger import DONE, PENDING, Ledger, ObjectRef  # noqa: E402
 from lakeloader.trigger import SettingsError, Trigger, TriggerSettings  # noqa: E402
 from tests.unit.test_trigger import RAW, World, s3_event, s3_record  # noqa: E402
@@ -85,7 +85,7 @@ def land(trigger: Trigger, table_id: str, name: str, cid: str) -> dict:
 
 
 def run_job(ledger: Ledger, table_ids: list[str]) -> dict[str, list[str]]:
-    """What a job run does per table (lakeloader.jobs.drain_table without Spark): drained keys."""
+    """What a job run does per table (lakeloader.drain.drain_table without Spark): drained keys."""
     drained: dict[str, list[str]] = {}
     for table_id in table_ids:
         run_id = new_run_id()
@@ -98,7 +98,7 @@ def run_job(ledger: Ledger, table_ids: list[str]) -> dict[str, list[str]]:
 
 
 def table_ids_of(request: dict) -> list[str]:
-    return request["Arguments"]["--lakeloader_table_id"].split(",")
+    return request["Arguments"][glue_arg(ARG_TABLE_ID)].split(",")
 
 
 def test_arrivals_inside_the_window_wait_and_ride_the_next_run(world, clock):
