@@ -14,14 +14,14 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt pyproject.toml package.json package-lock.json
+$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt pyproject.toml package.json package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
 	$(PY) -m lakeloader_dev.jars > /dev/null
-	$(PY) -m infra.packaging > /dev/null  # the jobs' wheels (requirements-job.txt) into .lakeloader/wheels
+	$(PY) -m infra.packaging > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
 	touch $(STAMP)
 
 lint: $(STAMP)

@@ -18,7 +18,8 @@ from infra.settings import Stage
 from infra.storage import removal_policy
 from lakeloader import contract
 from lakeloader.config import LakeConfig
-from lakeloader.config_store import config_items, items_json
+from lakeloader.config_store import items_json
+from lakeloader.config_table import config_items
 
 RUNS_TTL_ATTRIBUTE = "expires_at"
 
@@ -66,7 +67,6 @@ class ConfigStore(Construct):
             name="config-sync",
             description="Writes config/tables.yaml into the config table (CloudFormation custom resource)",
             source_dir=lambda_source("config_sync"),
-            lakeloader_modules=["__init__.py", "config_store.py"],
             key=key,
             environment={contract.ENV_LOG_LEVEL: "INFO"},
             timeout=Duration.minutes(5),

@@ -1,6 +1,6 @@
 """Python Lambda functions the way every lakeloader function is built.
 
-Code comes from a folder staged by `infra.packaging.lambda_bundle` (no Docker). Each
+Code comes from a folder staged by `infra.lambda_code.lambda_bundle` (no Docker). Each
 function gets its own role (no AWS managed policies: only its log group) and its own
 KMS-encrypted log group with the stage's retention.
 """
@@ -10,20 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import Annotations, CfnResource, Duration, Stack
+from aws_cdk import CfnResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.lambda_code import LAMBDA_PYTHON, lambda_bundle
 from infra.nag import acknowledge
-from infra.packaging import REPO_ROOT, lambda_bundle
+from infra.packaging import REPO_ROOT
 from infra.settings import Stage
 from infra.storage import stage_log_group
 
-# Python 3.12: the version the S3-arrival handler is written and tested for.
-RUNTIME = lambda_.Runtime.PYTHON_3_12
+# Python 3.12 on arm64: the version the handlers are written and tested for, and the one the bundles'
+# wheels are fetched for (infra.lambda_code).
+RUNTIME = lambda_.Runtime(f"python{LAMBDA_PYTHON}", lambda_.RuntimeFamily.PYTHON)
 RUNTIME_REASON = (
     "Python 3.12 is the runtime lakeloader's Lambda code is written and tested for (the shared "
     "contract of lambda/); it is a supported Lambda runtime. Moving to a newer one is a deliberate change."
@@ -42,7 +44,6 @@ class PythonFunction(Construct):
         name: str,
         description: str,
         source_dir: Path,
-        lakeloader_modules: list[str],
         key: kms.IKey,
         environment: Mapping[str, str],
         timeout: Duration,
@@ -54,14 +55,7 @@ class PythonFunction(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         function_name = stage.resource_name(name)
-        bundle, missing = lambda_bundle(function_name, source_dir, lakeloader_modules)
-        if missing:
-            Annotations.of(self).add_warning_v2(
-                "lakeloader:missing-module",
-                f"{function_name}: lakeloader/{', lakeloader/'.join(missing)} not found; "
-                "the Lambda package leaves them out and the handler will fail to import them",
-            )
-        self.bundle_dir = bundle
+        self.bundle_dir = bundle = lambda_bundle(function_name, source_dir)
 
         self.log_group = stage_log_group(
             self, "Logs", stage=stage, name=f"/aws/lambda/{function_name}", key=key

@@ -4,8 +4,7 @@
   (Glue `--extra-py-files`, EMR `--py-files`), without the developer CLI. Entries sorted,
   timestamps fixed, no `__pycache__`: the same sources give the same bytes, hence the same
   asset hash.
-* `lambda_bundle()`: a Lambda folder (the handler at its root) plus copies of the named
-  pure-Python `lakeloader` modules under `lakeloader/`.
+* Lambda bundles: `infra.lambda_code`, on the helpers here.
 * `glue_wheels_zip()` / `emr_deps_archive()`: the jobs' third-party dependencies
   (`requirements-job.txt`) as wheels for the runtimes' CPython and platform, fetched once into
   `.lakeloader/wheels/` (`make setup`) and checked there: Glue's "zip of wheels" (installed with
@@ -29,8 +28,11 @@ import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from lakeloader import versions
+
+T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BUILD_DIR = REPO_ROOT / "build" / "cdk-assets"
@@ -60,7 +62,7 @@ def package_files(root: Path) -> list[Path]:
     return sorted(files)
 
 
-def _publish(name: str, digest: str, build: Callable[[Path], None]) -> Path:
+def publish(name: str, digest: str, build: Callable[[Path], None]) -> Path:
     """Build into a temp dir next to the target, then rename it into place (atomic)."""
     target = BUILD_DIR / f"{name}-{digest}"
     if target.exists():
@@ -94,20 +96,20 @@ def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:
         for p in package_files(source)
         if p.relative_to(source).as_posix() not in LOCAL_ONLY_MODULES
     ]
-    return _publish_zip("lakeloader-zip", "lakeloader.zip", entries)
+    return publish_zip("lakeloader-zip", "lakeloader.zip", entries)
 
 
 Entry = tuple[str, bytes, int]  # (name in the package, content, file mode)
 
 
-def _entries_digest(entries: Iterable[Entry]) -> str:
+def entries_digest(entries: Iterable[Entry]) -> str:
     sha = hashlib.sha256()
     for name, data, mode in sorted(entries):
         sha.update(f"{name}\0{mode:o}\0".encode() + hashlib.sha256(data).digest())
     return sha.hexdigest()[:16]
 
 
-def _publish_zip(name: str, filename: str, entries: list[Entry]) -> Path:
+def publish_zip(name: str, filename: str, entries: list[Entry]) -> Path:
     """A deterministic zip of `entries` (sorted by name, fixed timestamps), published as `name`."""
 
     def build(out: Path) -> None:
@@ -119,41 +121,7 @@ def _publish_zip(name: str, filename: str, entries: list[Entry]) -> Path:
                 info.create_system = 3
                 archive.writestr(info, data)
 
-    return _publish(name, _entries_digest(entries), build) / filename
-
-
-def lambda_bundle(
-    name: str,
-    handler_dir: Path,
-    modules: Iterable[str],
-    *,
-    package_root: Path = REPO_ROOT / "lakeloader",
-) -> tuple[Path, list[str]]:
-    """A folder holding `handler_dir`'s files plus `lakeloader/<module>` for each module.
-
-    Returns the folder and the modules that do not exist (left out; the caller warns).
-    """
-    if not handler_dir.is_dir():
-        raise PackagingError(f"{handler_dir}: Lambda source folder not found")
-    entries = [(p.relative_to(handler_dir).as_posix(), p) for p in package_files(handler_dir)]
-    entries = [(n, p) for n, p in entries if not n.startswith(("tests/", "test_"))]
-    missing = []
-    for module in modules:
-        path = package_root / module
-        if path.is_file():
-            entries.append((f"lakeloader/{module}", path))
-        else:
-            missing.append(module)
-    files = sorted((rel, path.read_bytes(), 0o644) for rel, path in entries)
-
-    def build(out: Path) -> None:
-        for rel, data, mode in files:
-            dest = out / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
-            dest.chmod(mode)
-
-    return _publish(name, _entries_digest(files), build), missing
+    return publish(name, entries_digest(entries), build) / filename
 
 
 # --- third-party dependencies of the jobs ------------------------------------------------------
@@ -186,7 +154,7 @@ _PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
 def job_pins(path: Path = JOB_REQUIREMENTS) -> list[Pin]:
     """The pins of `path`; any line that is not an exact `name==version` pin is an error."""
     if not path.is_file():
-        raise PackagingError(f"{path}: not found (the jobs' pinned runtime dependencies)")
+        raise PackagingError(f"{path}: not found (the pinned runtime dependencies)")
     pins: dict[str, Pin] = {}
     for number, raw in enumerate(path.read_text().splitlines(), start=1):
         line, _, comment = raw.partition("#")
@@ -248,11 +216,11 @@ def check_wheel(filename: str, pin: Pin) -> None:
         )
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _read_sums(folder: Path) -> dict[str, str]:
+def read_sums(folder: Path) -> dict[str, str]:
     sums = {}
     for line in (folder / "SHA256SUMS").read_text().splitlines():
         digest, _, name = line.partition("  ")
@@ -262,7 +230,7 @@ def _read_sums(folder: Path) -> dict[str, str]:
 
 def _verified_wheels(folder: Path, pins: list[Pin]) -> dict[str, Path]:
     """Pin key -> wheel in `folder`, each matching its pin, its tags and its recorded sha256."""
-    sums = _read_sums(folder)
+    sums = read_sums(folder)
     wheels: dict[str, Path] = {}
     for path in sorted(folder.glob("*.whl")):
         key = canonical_name(path.name.split("-", 1)[0])
@@ -270,7 +238,7 @@ def _verified_wheels(folder: Path, pins: list[Pin]) -> dict[str, Path]:
         if pin is None:
             raise PackagingError(f"{path}: no pin in {JOB_REQUIREMENTS.name} asks for it")
         check_wheel(path.name, pin)
-        if sums.get(path.name) != _sha256(path):
+        if sums.get(path.name) != sha256(path):
             raise PackagingError(f"{path}: sha256 differs from {folder / 'SHA256SUMS'}; delete {folder}")
         wheels[key] = path
     missing = [str(p) for p in pins if p.key not in wheels]
@@ -279,38 +247,42 @@ def _verified_wheels(folder: Path, pins: list[Pin]) -> dict[str, Path]:
     return wheels
 
 
-def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> dict[str, Path]:
-    """The pinned wheels, downloaded once per pin set and platform, then read from the cache.
-
-    `pip download --no-deps` fetches exactly the pins (requirements-job.txt pins every transitive
-    dependency); each wheel's tags are checked and its sha256 recorded, and checked on every use.
-    """
-    pins = job_pins() if pins is None else pins
-    platform = f"{versions.WHEEL_PYTHON_TAG}-{versions.WHEEL_PLATFORM}"
+def wheel_cache_dir(cache: Path, platform: str, pins: list[Pin]) -> Path:
+    """Where the wheels of one pin set for one platform are cached."""
     key = hashlib.sha256("\n".join([platform, *map(str, pins)]).encode()).hexdigest()[:16]
-    target = cache / f"{platform}-{key}"
+    return cache / f"{platform}-{key}"
+
+
+def pip_download(requirements: Path, dest: Path, options: list[str], pins: list[Pin]) -> None:
+    """`pip download` binary wheels of `pins` (from `requirements`) into `dest`, with `options`."""
+    command = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+        "--only-binary=:all:", "--implementation", "cp", *options, "--dest", str(dest), *map(str, pins),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.splitlines()
+        errors = [line for line in lines if "ERROR" in line] or lines
+        raise PackagingError(
+            f"{requirements.name}: pip could not fetch the wheels ({' '.join(options)}; "
+            f"`make setup` fetches them while PyPI is reachable): " + " ".join(errors[-3:])
+        )
+
+
+def cached_download(target: Path, download: Callable[[Path], None], verify: Callable[[Path], T]) -> T:
+    """`verify(target)`; the first time, `download` into a temp dir that becomes `target` once verified.
+
+    Each wheel's sha256 is recorded in `SHA256SUMS` and checked on every use.
+    """
     if (target / "SHA256SUMS").is_file():
-        return _verified_wheels(target, pins)
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+        return verify(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
     try:
-        command = [
-            sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-            "--no-deps", "--only-binary=:all:", "--implementation", "cp",
-            "--platform", versions.WHEEL_PLATFORM, "--python-version", versions.PYTHON_VERSION,
-            "--dest", str(tmp), *map(str, pins),
-        ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            lines = done.stderr.splitlines()
-            errors = [line for line in lines if "ERROR" in line] or lines
-            raise PackagingError(
-                f"{JOB_REQUIREMENTS.name}: pip could not fetch the wheels for {platform} "
-                f"(`make setup` fetches them while PyPI is reachable): " + " ".join(errors[-3:])
-            )
-        sums = "".join(f"{_sha256(p)}  {p.name}\n" for p in sorted(tmp.glob("*.whl")))
+        download(tmp)
+        sums = "".join(f"{sha256(p)}  {p.name}\n" for p in sorted(tmp.glob("*.whl")))
         (tmp / "SHA256SUMS").write_text(sums)
-        _verified_wheels(tmp, pins)
+        verify(tmp)
         try:
             tmp.rename(target)
         except OSError:  # another process cached the same pins first
@@ -318,7 +290,24 @@ def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> di
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return _verified_wheels(target, pins)
+    return verify(target)
+
+
+def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> dict[str, Path]:
+    """The pinned wheels, downloaded once per pin set and platform, then read from the cache.
+
+    `pip download --no-deps` fetches exactly the pins (requirements-job.txt pins every transitive
+    dependency); each wheel's tags are checked.
+    """
+    pins = job_pins() if pins is None else pins
+    platform = f"{versions.WHEEL_PYTHON_TAG}-{versions.WHEEL_PLATFORM}"
+    options = ["--no-deps", "--platform", versions.WHEEL_PLATFORM]
+    options += ["--python-version", versions.PYTHON_VERSION]
+    return cached_download(
+        wheel_cache_dir(cache, platform, pins),
+        lambda dest: pip_download(JOB_REQUIREMENTS, dest, options, pins),
+        lambda folder: _verified_wheels(folder, pins),
+    )
 
 
 def glue_wheels_zip(pins: list[Pin] | None = None) -> Path:
@@ -333,10 +322,10 @@ def glue_wheels_zip(pins: list[Pin] | None = None) -> Path:
     requirements = "".join(f"{p}\n" for p in shipped).encode()
     entries = [("wheels/requirements.txt", requirements, 0o644)]
     entries += [(f"wheels/{wheels[p.key].name}", wheels[p.key].read_bytes(), 0o644) for p in shipped]
-    return _publish_zip("glue-wheels", GLUE_WHEELS_NAME, entries)
+    return publish_zip("glue-wheels", GLUE_WHEELS_NAME, entries)
 
 
-def _installed_entries(wheel: Path) -> Iterable[Entry]:
+def installed_entries(wheel: Path) -> Iterable[Entry]:
     """What installing `wheel` into a site-packages directory writes there (scripts, headers left out)."""
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
@@ -364,14 +353,17 @@ def emr_deps_archive(pins: list[Pin] | None = None) -> Path:
     entries: dict[str, Entry] = {}
     owners: dict[str, str] = {}
     for pin in pins:
-        for name, data, mode in _installed_entries(wheels[pin.key]):
+        for name, data, mode in installed_entries(wheels[pin.key]):
             if name in owners:
                 raise PackagingError(f"{name}: shipped by both {owners[name]} and {pin}")
             owners[name] = str(pin)
             entries[name] = (name, data, mode)
-    return _publish_zip("emr-deps", EMR_DEPS_NAME, list(entries.values()))
+    return publish_zip("emr-deps", EMR_DEPS_NAME, list(entries.values()))
 
 
 if __name__ == "__main__":  # `make setup`: fetch the wheels and build both archives while PyPI is reachable
+    from infra.lambda_code import fetch_lambda_wheels
+
     print(glue_wheels_zip())
     print(emr_deps_archive())
+    print(*fetch_lambda_wheels(), sep="\n")

@@ -35,7 +35,6 @@ from infra.storage import LakeStorage
 from lakeloader import contract
 from lakeloader.config import LakeConfig
 
-ARRIVAL_MODULES = ["__init__.py", "ledger.py", "trigger.py"]
 BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
 
@@ -128,7 +127,6 @@ class Triggers(Construct):
             name="s3-arrival",
             description="Records raw objects in the ledger and starts their tables' Glue/EMR runs",
             source_dir=lambda_source("s3_arrival"),
-            lakeloader_modules=ARRIVAL_MODULES,
             key=storage.key,
             environment={
                 contract.ENV_CONFIG_TABLE: store.config_table.table_name,

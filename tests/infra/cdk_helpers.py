@@ -102,18 +102,25 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def import_in_bundle(bundle: Path, module: str) -> str:
-    """Import `module` from a Lambda bundle with only boto3 available (no pydantic, yaml, pyspark)."""
+def bundle_files(bundle: Path) -> set[str]:
+    return {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
+
+
+def import_in_bundle(bundle: Path, module: str) -> set[str]:
+    """Import `module` from a Lambda bundle with only boto3 besides it (no pydantic, yaml, pyspark);
+    returns the bundle's files that Python loaded."""
     code = (
-        "import sys\n"
+        "import json, sys\n"
         f"sys.path[:0] = [{str(bundle)!r}]\n"
         f"sys.path.append({sysconfig.get_paths()['purelib']!r})\n"
         "for banned in ('pydantic', 'yaml', 'pyspark'):\n"
         "    sys.modules[banned] = None\n"
         f"import {module}\n"
-        "import lakeloader\n"
-        "print(lakeloader.__file__)\n"
+        "print(json.dumps([getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]))\n"
     )
-    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60, cwd=bundle
+    )
     assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
+    root = f"{bundle}/"
+    return {f.removeprefix(root) for f in json.loads(result.stdout) if f.startswith(root)}

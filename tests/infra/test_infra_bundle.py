@@ -1,13 +1,21 @@
-"""The synthesized template ships the job bundle: nothing fetched from a package index at job start."""
+"""The code the template ships, fetched from no package index at job start or at synth.
+
+The jobs' bundle (the lakeloader zip and its wheels) and the Lambda bundles (the handler, the
+`lakeloader` modules it imports, and aws-lambda-powertools when it imports that).
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from infra.packaging import emr_deps_archive, glue_wheels_zip
-from tests.infra.cdk_helpers import join
+import infra.packaging
+import infra.triggers
+from infra.lambda_code import lambda_bundle
+from infra.packaging import PackagingError, emr_deps_archive, glue_wheels_zip
+from tests.infra.cdk_helpers import bundle_files, import_in_bundle, join, synthesize
 
 
 def _asset(synth, object_key: str) -> dict:
@@ -76,3 +84,140 @@ def test_each_role_reads_its_engine_bundle_only(dev):
     emr_policy = _role_policy_text(dev, processing.emr_role)
     assert f"/{glue_key}" in glue_policy and f"/{glue_key}" not in emr_policy
     assert f"/{emr_key}" in emr_policy and f"/{emr_key}" not in glue_policy
+
+
+# --- Lambda bundles -----------------------------------------------------------------------------
+
+POWERTOOLS = {"aws_lambda_powertools/__init__.py", "jmespath/__init__.py", "typing_extensions.py"}
+# Modules only the jobs use (they import pyspark or the config model): no Lambda bundle holds them.
+JOB_ONLY = {"lakeloader/jobs.py", "lakeloader/merge.py", "lakeloader/spark.py", "lakeloader/config/lake.py"}
+
+
+def _imports_powertools(bundle: Path) -> bool:
+    return any(
+        "aws_lambda_powertools" in p.read_text()
+        for p in [bundle / "handler.py", *(bundle / "lakeloader").rglob("*.py")]
+    )
+
+
+def test_arrival_bundle_is_the_handler_and_the_lakeloader_modules_it_imports(dev):
+    bundle = dev.stack.triggers.arrival.bundle_dir
+    files = bundle_files(bundle)
+    loaded = import_in_bundle(bundle, "handler")  # no pydantic, yaml or pyspark to import
+    assert "handler.py" in loaded and "lakeloader/__init__.py" in loaded
+    assert loaded <= files
+    assert not files & JOB_ONLY
+    assert (files >= POWERTOOLS) == _imports_powertools(bundle)
+
+
+def test_config_sync_bundle_has_no_powertools_and_no_trigger(dev):
+    bundle = dev.stack.config_store.sync_function.bundle_dir
+    files = bundle_files(bundle)
+    loaded = import_in_bundle(bundle, "handler")
+    assert {"handler.py", "lakeloader/config_store.py"} <= loaded <= files
+    assert not files & (JOB_ONLY | POWERTOOLS)
+    assert not any(f.startswith(("lakeloader/trigger", "lakeloader/ledger")) for f in files)
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def build_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(infra.packaging, "BUILD_DIR", tmp_path / "build")
+    return tmp_path / "build"
+
+
+# A stand-in `lakeloader` package: submodules, a subpackage, relative and function-level imports.
+PACKAGE = {
+    "__init__.py": "",
+    "contract.py": "from json import loads\n",
+    "sub/__init__.py": "from . import leaf\n",
+    "sub/leaf.py": "from ..contract import loads\n",
+    "sub/lazy.py": "def f():\n    from .. import contract\n    return contract\n",
+    "typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lakeloader.config import X\n",
+    "unused.py": "import pyspark\n",
+    "config/__init__.py": "import pydantic\n",
+    "helper.py": "def load():\n    from .config import X\n    return X\n",
+}
+
+
+@pytest.fixture
+def package(tmp_path):
+    return _tree(tmp_path / "pkg", PACKAGE)
+
+
+def handler_dir(tmp_path, code: str) -> Path:
+    return _tree(tmp_path / "fn", {"handler.py": code, "test_handler.py": "import pytest\n"})
+
+
+def test_lambda_bundle_holds_the_import_closure_of_the_handler(tmp_path, build_dir, package):
+    source = handler_dir(
+        tmp_path,
+        "import lakeloader.sub\nfrom lakeloader import typed\n\n"
+        "def handler(event, context):\n    from lakeloader.sub.lazy import f\n    return f()\n",
+    )
+    (source / "__pycache__").mkdir()
+    (source / "__pycache__" / "handler.cpython-311.pyc").write_bytes(b"\0")
+    bundle = lambda_bundle("test-fn", source, package_root=package)
+    assert bundle_files(bundle) == {
+        "handler.py",
+        "lakeloader/__init__.py",
+        "lakeloader/contract.py",  # through sub/leaf.py's `..contract`
+        "lakeloader/sub/__init__.py",
+        "lakeloader/sub/leaf.py",  # through the package's `from . import leaf`
+        "lakeloader/sub/lazy.py",  # imported inside the handler function
+        "lakeloader/typed.py",  # its TYPE_CHECKING import of the config model never runs
+    }
+    assert lambda_bundle("test-fn", source, package_root=package) == bundle  # same content, same folder
+    assert bundle.parent == build_dir
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("def handler(e, c):\n    from lakeloader.config import X\n", r"handler.py:2: .* lakeloader.config"),
+        ("from lakeloader import config\n", r"handler.py:1: imports lakeloader.config, "),
+        ("from lakeloader import helper\n", r"helper.py:2: imports lakeloader.config.*handler.py -> "),
+        ("import lakeloader.unused\n", r"unused.py:1: imports pyspark"),
+        ("import yaml\n", r"handler.py:1: imports yaml"),
+        ("import lakeloader.missing\n", r"handler.py:1: imports lakeloader.missing, which does not exist"),
+        ("import requests\n", r"handler.py:1: imports requests, which the Lambda runtime does not have"),
+    ],
+)
+def test_lambda_bundle_refuses_what_a_function_could_not_import(tmp_path, build_dir, package, code, message):
+    with pytest.raises(PackagingError, match=message):
+        lambda_bundle("test-fn", handler_dir(tmp_path, code), package_root=package)
+
+
+POWERTOOLS_HANDLER = (
+    "import boto3\nfrom aws_lambda_powertools import Logger\nfrom lakeloader.contract import loads\n\n"
+    "logger = Logger(service='test')\n\ndef handler(event, context):\n    return loads(event)\n"
+)
+
+
+def test_a_handler_importing_powertools_gets_it_vendored(tmp_path, build_dir, package):
+    bundle = lambda_bundle("test-fn", handler_dir(tmp_path, POWERTOOLS_HANDLER), package_root=package)
+    files = bundle_files(bundle)
+    assert files >= POWERTOOLS
+    assert {"handler.py", "lakeloader/__init__.py", "lakeloader/contract.py"} <= files
+    assert not any(f.startswith(("boto3/", "botocore/")) for f in files)  # the runtime has them
+    loaded = import_in_bundle(bundle, "handler")
+    assert "aws_lambda_powertools/logging/logger.py" in loaded
+
+
+def test_missing_lambda_wheels_ask_for_make_setup(tmp_path, build_dir, package):
+    source = handler_dir(tmp_path, POWERTOOLS_HANDLER)
+    with pytest.raises(PackagingError, match=r"requirements-lambda.txt: .*run `make setup`"):
+        lambda_bundle("test-fn", source, package_root=package, wheel_cache=tmp_path / "no-wheels")
+
+
+def test_a_lambda_importing_the_config_model_fails_the_synth(tmp_path, monkeypatch):
+    source = _tree(tmp_path / "fn", {"handler.py": "from lakeloader.config import load_config\n"})
+    monkeypatch.setattr(infra.triggers, "lambda_source", lambda name: source)
+    with pytest.raises(PackagingError, match=r"handler.py:1: imports lakeloader.config"):
+        synthesize(tmp_path / "out", "dev")

@@ -9,7 +9,7 @@ from aws_cdk.assertions import Match
 
 from infra.app import config_path
 from lakeloader.config import TableConfig, load_config
-from tests.infra.cdk_helpers import as_list, import_in_bundle, statements
+from tests.infra.cdk_helpers import as_list, statements
 
 
 def table(synth, name: str) -> dict:
@@ -102,10 +102,3 @@ def test_sync_function_may_only_write_the_config_table(dev):
         "Custom::LakeloaderConfigSync",
         {"DependsOn": Match.array_with([Match.string_like_regexp("SyncFunctionRole")])},
     )
-
-
-def test_sync_lambda_bundle_is_self_contained(dev):
-    bundle = dev.stack.config_store.sync_function.bundle_dir
-    files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
-    assert files == ["handler.py", "lakeloader/__init__.py", "lakeloader/config_store.py"]
-    assert import_in_bundle(bundle, "handler").startswith(str(bundle))

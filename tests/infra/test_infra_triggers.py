@@ -10,7 +10,7 @@ import pytest
 from infra.settings import SettingsError, resolve_stage
 from infra.triggers import check_batching_windows, event_prefixes
 from lakeloader.config import LakeConfig, parse_config
-from tests.infra.cdk_helpers import import_in_bundle, join, stage_settings
+from tests.infra.cdk_helpers import join, stage_settings
 
 
 def arrival(synth) -> dict:
@@ -139,13 +139,6 @@ def test_schedules_sweep_the_lambda_and_start_maintenance(stage_synth):
     assert json.loads(target["Input"]) == {"table_id": ""}
 
 
-def test_arrival_bundle_holds_the_handler_and_the_pure_python_modules(dev):
-    bundle = dev.stack.triggers.arrival.bundle_dir
-    files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
-    assert files == ["handler.py", "lakeloader/__init__.py", "lakeloader/ledger.py", "lakeloader/trigger.py"]
-    assert import_in_bundle(bundle, "handler").startswith(str(bundle))
-
-
 # --- event_prefixes ----------------------------------------------------------------------
 
 LAKE = parse_config(
@@ -194,31 +187,6 @@ def test_event_prefixes_drop_nested_prefixes_s3_would_reject():
 def test_event_prefixes_must_cover_every_table():
     with pytest.raises(SettingsError, match="tables c lie outside"):
         event_prefixes(stage_with(["crm/"]), LAKE)
-
-
-def test_lambda_bundle_reports_missing_modules_and_skips_caches(tmp_path, monkeypatch):
-    import infra.packaging
-    from infra.packaging import lambda_bundle
-
-    monkeypatch.setattr(infra.packaging, "BUILD_DIR", tmp_path / "build")
-
-    source = tmp_path / "fn"
-    (source / "__pycache__").mkdir(parents=True)
-    (source / "handler.py").write_text("def handler(event, context):\n    return 1\n")
-    (source / "__pycache__" / "handler.cpython-311.pyc").write_bytes(b"\0")
-    (source / "test_handler.py").write_text("")
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    bundle, missing = lambda_bundle("test-fn", source, ["__init__.py", "absent.py"], package_root=package)
-    assert missing == ["absent.py"]
-    assert sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()) == [
-        "handler.py",
-        "lakeloader/__init__.py",
-    ]
-    again, _ = lambda_bundle("test-fn", source, ["__init__.py", "absent.py"], package_root=package)
-    assert again == bundle  # same content, same folder (and asset hash)
-    assert bundle.parent == tmp_path / "build"
 
 
 # --- batched arrivals ----------------------------------------------------------------------
