@@ -1,4 +1,4 @@
-"""Processing: the Glue ingest and maintenance jobs, the EMR Serverless application, their roles.
+"""Processing: the Glue ingest and maintenance jobs, the EMR Serverless application (infra.emr), their roles.
 
 Both engines run the same code: `glue_jobs/*.py` or `emr_steps/*.py` (thin entry points)
 plus the `lakeloader` package, zipped at synth (`infra.packaging.lakeloader_zip`) and
@@ -11,35 +11,21 @@ zip of wheels (`--additional-python-modules`, `--no-index`), EMR's archive on PY
 from __future__ import annotations
 
 from aws_cdk import AssetStaging, Aws, Duration, Stack
-from aws_cdk import aws_emrserverless as emrserverless
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.catalog import Catalog, glue_arns, grant_warehouse
+from infra.catalog import Catalog
 from infra.config_store import ConfigStore
+from infra.emr import EmrServerless
+from infra.job_access import grant_lake_access, lake_access_findings
 from infra.nag import acknowledge_wildcards, arn_ref
-from infra.packaging import REPO_ROOT, emr_deps_archive, glue_wheels_zip, lakeloader_zip
+from infra.packaging import REPO_ROOT, glue_wheels_zip, lakeloader_zip
 from infra.settings import GlueJobSettings, SettingsError, Stage
-from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, WAREHOUSE_PREFIX, LakeStorage
+from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
 from lakeloader import contract, versions
-from lakeloader.config import LakeConfig
-
-# What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog): CloudFormation owns the
-# databases, so no job creates or changes one.
-JOB_CATALOG_ACTIONS = [
-    "glue:GetDatabase",
-    "glue:GetTable",
-    "glue:GetTables",
-    "glue:CreateTable",
-    "glue:UpdateTable",
-    "glue:DeleteTable",
-]
-# Spark resolves its current namespace, `default`, when a session starts (EMR's session catalog is
-# the Glue Data Catalog): reading it is all the jobs do there.
-DEFAULT_DATABASE = "default"
 
 _GLUE_VERSIONS = {"4.0": glue.GlueVersion.V4_0, "5.0": glue.GlueVersion.V5_0, "5.1": glue.GlueVersion.V5_1}
 
@@ -53,40 +39,6 @@ def glue_version(version: str = versions.GLUE_VERSION) -> glue.GlueVersion:
         )
     return _GLUE_VERSIONS[version]
 
-
-def check_emr_tables(stage: Stage, lake: LakeConfig, spark_defaults: dict[str, str]) -> None:
-    """Refuse `engine: emr` tables the stage's EMR Serverless application could not run.
-
-    (A release older than versions.EMR_MIN_RELEASE is refused by the settings already.)
-    """
-    tables = [t.id for t in lake.tables if t.engine == "emr"]
-    if not tables:
-        return
-    emr = stage.settings.emr
-    where = f"cdk.json context lakeloader:stages.{stage.name}.emr"
-    replaced = sorted(set(emr.spark_defaults) & set(spark_defaults))
-    if replaced:
-        problem = f"{where}.spark_defaults replaces {', '.join(replaced)}, which lakeloader's EMR runs need"
-    else:
-        # EMR Serverless' default driver and executor take 4 vCPU each.
-        cores = sum(int(emr.spark_defaults.get(f"spark.{r}.cores", "4")) for r in ("driver", "executor"))
-        vcpus = int(emr.max_cpu.split()[0])
-        problem = (
-            f"{where}.max_cpu is {emr.max_cpu}, below one driver and one executor ({cores} vCPU)"
-            if vcpus < cores
-            else None
-        )
-    if problem:
-        raise SettingsError(f"table(s) {', '.join(tables)} have engine emr, but {problem}")
-
-
-def emr_python_conf(python: str = versions.EMR_PYTHON) -> dict[str, str]:
-    """Run driver and executors on the image's Python 3.11 (EMR Serverless defaults to 3.9)."""
-    return {
-        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": python,
-        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": python,
-        "spark.executorEnv.PYSPARK_PYTHON": python,
-    }
 
 _WORKER_TYPES = {
     "G.025X": glue.WorkerType.G_025X,
@@ -106,21 +58,6 @@ _WORKER_TYPES = {
 def glue_conf_argument(conf: dict[str, str]) -> str:
     """Glue takes one `--conf`; more settings ride in its value: "a=b --conf c=d ..."."""
     return " --conf ".join(f"{key}={value}" for key, value in conf.items())
-
-
-EMR_DEPS_ALIAS = "deps"
-
-
-def emr_dependency_conf(archive_url: str) -> dict[str, str]:
-    """EMR unpacks the archive as `./deps` in the driver's and each executor's working directory.
-
-    Spark puts its own pyspark/py4j (and `spark.submit.pyFiles`) ahead of this PYTHONPATH.
-    """
-    return {
-        "spark.archives": f"{archive_url}#{EMR_DEPS_ALIAS}",
-        "spark.emr-serverless.driverEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
-        "spark.executorEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
-    }
 
 
 class GlueWheelsAsset(Construct):
@@ -162,7 +99,6 @@ class Processing(Construct):
         settings = stage.settings
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
         self.glue_wheels = GlueWheelsAsset(self, "GlueWheels", path=str(glue_wheels_zip()))
-        self.emr_dependencies = s3_assets.Asset(self, "EmrDependencies", path=str(emr_deps_archive()))
 
         # Both engines' Spark settings for Iceberg tables in the Glue Data Catalog.
         self.iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
@@ -202,7 +138,7 @@ class Processing(Construct):
             ),
         )
         for role in (self.glue_role, self.emr_role):
-            self._grant_lake_access(
+            grant_lake_access(
                 role,
                 stage=stage,
                 storage=storage,
@@ -230,14 +166,6 @@ class Processing(Construct):
                     "logs:AssociateKmsKey",
                 ],
                 resources=[glue_logs],
-            )
-        )
-        # EMR only: the application's S3 logs in the assets bucket, and the job's entry points.
-        self.emr_role.add_to_policy(
-            iam.PolicyStatement(
-                sid="EmrLogs",
-                actions=["s3:PutObject", "s3:GetObject"],
-                resources=[storage.assets.arn_for_objects(f"{EMR_LOGS_PREFIX}*")],
             )
         )
 
@@ -285,97 +213,23 @@ class Processing(Construct):
         )
         self.glue_jobs = [self.ingest_job, self.maintain_job]
 
-        # --- EMR Serverless --------------------------------------------------------------
-        self.emr_ingest_entry_point = s3_assets.Asset(
-            self, "EmrIngestEntryPoint", path=str(REPO_ROOT / "emr_steps" / "ingest.py")
-        )
-        self.emr_maintain_entry_point = s3_assets.Asset(
-            self, "EmrMaintainEntryPoint", path=str(REPO_ROOT / "emr_steps" / "maintain.py")
-        )
-        for asset in (
-            self.library,
-            self.emr_dependencies,
-            self.emr_ingest_entry_point,
-            self.emr_maintain_entry_point,
-        ):
-            asset.bucket.grant_read(self.emr_role, asset.s3_object_key)
-        emr = settings.emr
-        # What lakeloader's EMR runs need; the stage's emr.spark_defaults add to it (check_emr_tables).
-        self.emr_lakeloader_conf = {
-            **self.iceberg_conf,
-            "spark.jars": versions.EMR_ICEBERG_JAR,
-            **emr_python_conf(),
-            "spark.submit.pyFiles": self.library.s3_object_url,
-            **emr_dependency_conf(self.emr_dependencies.s3_object_url),
-        }
-        spark_defaults = {**self.emr_lakeloader_conf, **emr.spark_defaults}
-        self.emr_application = emrserverless.CfnApplication(
-            self,
-            "EmrApplication",
-            name=stage.resource_name("spark"),
-            release_label=emr.release_label,
-            type="SPARK",
-            auto_start_configuration=emrserverless.CfnApplication.AutoStartConfigurationProperty(
-                enabled=True
-            ),
-            auto_stop_configuration=emrserverless.CfnApplication.AutoStopConfigurationProperty(
-                enabled=True, idle_timeout_minutes=emr.idle_timeout_minutes
-            ),
-            maximum_capacity=emrserverless.CfnApplication.MaximumAllowedResourcesProperty(
-                cpu=emr.max_cpu, memory=emr.max_memory, disk=emr.max_disk
-            ),
-            image_configuration=(
-                emrserverless.CfnApplication.ImageConfigurationInputProperty(image_uri=emr.image_uri)
-                if emr.image_uri
-                else None
-            ),
-            runtime_configuration=[
-                emrserverless.CfnApplication.ConfigurationObjectProperty(
-                    classification="spark-defaults", properties=spark_defaults
-                )
-            ],
-            monitoring_configuration=emrserverless.CfnApplication.MonitoringConfigurationProperty(
-                s3_monitoring_configuration=emrserverless.CfnApplication.S3MonitoringConfigurationProperty(
-                    log_uri=storage.assets.s3_url_for_object(EMR_LOGS_PREFIX),
-                    encryption_key_arn=storage.key.key_arn,
-                )
-            ),
-        )
-        self.emr_application_arn = Stack.of(self).format_arn(
-            service="emr-serverless",
-            resource="/applications",
-            resource_name=self.emr_application.attr_application_id,
-        )
-        # A custom image is pulled by the service, emr-serverless.amazonaws.com, when the application
-        # is created (before its id exists): the image's ECR repository policy must allow this
-        # account's applications. The stack cannot edit a repository it does not own; it outputs
-        # the statement to add (docs/deploy.md).
-        self.emr_image_pull_statement: dict | None = None
-        if emr.image_uri:
-            self.emr_image_pull_statement = {
-                "Sid": "EmrServerlessPull",
-                "Effect": "Allow",
-                "Principal": {"Service": "emr-serverless.amazonaws.com"},
-                "Action": ["ecr:BatchGetImage", "ecr:DescribeImages", "ecr:GetDownloadUrlForLayer"],
-                "Condition": {
-                    "ArnLike": {
-                        "aws:SourceArn": Stack.of(self).format_arn(
-                            service="emr-serverless", resource="/applications", resource_name="*"
-                        )
-                    }
-                },
-            }
-        # What the S3-arrival Lambda appends to its EMR runs' entryPointArguments (EMR_EXTRA_ARGS).
+        # --- EMR Serverless (its job role is above) -----------------------------------------
         emr_arguments = {**required, contract.ARG_PARALLEL_TABLES: str(settings.batching.parallel_tables)}
         if catalog.database_prefix:
             emr_arguments[contract.ARG_DATABASE_PREFIX] = catalog.database_prefix
-        self.emr_entry_point_arguments = [
-            part for name, value in emr_arguments.items() for part in (contract.emr_arg(name), value)
-        ]
+        self.emr = EmrServerless(
+            self,
+            stage=stage,
+            storage=storage,
+            role=self.emr_role,
+            library=self.library,
+            iceberg_conf=self.iceberg_conf,
+            job_arguments=emr_arguments,
+        )
 
         acknowledge_wildcards(
             self.glue_role,
-            self._wildcard_findings(stage, storage, catalog, raw_prefixes)
+            lake_access_findings(storage, catalog, raw_prefixes)
             + [
                 f"Resource::{arn_ref(storage.assets)}/{GLUE_TEMP_PREFIX}*",
                 f"Resource::{arn_ref(storage.assets)}/{SPARK_UI_PREFIX}*",
@@ -399,7 +253,7 @@ class Processing(Construct):
         )
         acknowledge_wildcards(
             self.emr_role,
-            self._wildcard_findings(stage, storage, catalog, raw_prefixes)
+            lake_access_findings(storage, catalog, raw_prefixes)
             + [
                 f"Resource::{arn_ref(storage.assets)}/{EMR_LOGS_PREFIX}*",
                 "Action::s3:GetObject*",
@@ -463,114 +317,3 @@ class Processing(Construct):
             tags={"lakeloader:stage": stage.name, "lakeloader:job": name},
         )
         return glue_job
-
-    @staticmethod
-    def _grant_lake_access(
-        role: iam.Role,
-        *,
-        stage: Stage,
-        storage: LakeStorage,
-        store: ConfigStore,
-        databases: list[str],
-        raw_prefixes: list[str],
-    ) -> None:
-        """What both engines' jobs touch: raw prefixes, warehouse, quarantine, tables, catalog, key."""
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadRawTablePrefixes",
-                actions=["s3:GetObject", "s3:GetObjectVersion"],
-                resources=[storage.raw.arn_for_objects(f"{p}*") for p in raw_prefixes],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ListRawTablePrefixes",
-                actions=["s3:ListBucket"],
-                resources=[storage.raw.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in raw_prefixes]}},
-            )
-        )
-        grant_warehouse(role, storage.curated)
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="Quarantine",
-                actions=["s3:PutObject", "s3:GetObject", "s3:ListBucket"],
-                resources=[storage.quarantine.bucket_arn, storage.quarantine.arn_for_objects("*")],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="UseLakeKey",
-                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
-                resources=[storage.key.key_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadConfigTable",
-                actions=["dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:DescribeTable"],
-                resources=[store.config_table.table_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="WriteLedgerAndRuns",
-                actions=[
-                    "dynamodb:GetItem",
-                    "dynamodb:Query",
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem",
-                    "dynamodb:DeleteItem",
-                    "dynamodb:BatchWriteItem",
-                    "dynamodb:ConditionCheckItem",
-                    "dynamodb:DescribeTable",
-                ],
-                resources=[store.ledger_table.table_arn, store.runs_table.table_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="IcebergTablesInGlueCatalog",
-                actions=JOB_CATALOG_ACTIONS,
-                resources=glue_arns(role, databases),
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadDefaultDatabase",
-                actions=["glue:GetDatabase"],
-                resources=glue_arns(role, [DEFAULT_DATABASE], tables=False),
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="PublishMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={
-                    "StringEquals": {"cloudwatch:namespace": [contract.METRICS_NAMESPACE, "Glue"]}
-                },
-            )
-        )
-        if stage.settings.lake_formation:
-            role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="LakeFormationDataAccess", actions=["lakeformation:GetDataAccess"], resources=["*"]
-                )
-            )
-
-    @staticmethod
-    def _wildcard_findings(
-        stage: Stage, storage: LakeStorage, catalog: Catalog, raw_prefixes: list[str]
-    ) -> list[str]:
-        findings = [f"Resource::{arn_ref(storage.raw)}/{p}*" for p in raw_prefixes]
-        findings += [
-            f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*",
-            f"Resource::{arn_ref(storage.quarantine)}/*",
-            "Resource::*",
-        ]
-        findings += [
-            f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
-            for d in catalog.database_names
-        ]
-        return findings

@@ -9,11 +9,12 @@ from constructs import Construct
 
 from infra.catalog import Catalog, LakeFormationAccess
 from infra.config_store import ConfigStore
+from infra.emr import check_emr_tables
 from infra.erasure import ErasurePolicy
 from infra.functions import own_cdk_function_logs
 from infra.monitoring import AlarmTopic, Monitoring
 from infra.orchestration import MaintenanceWorkflow
-from infra.processing import Processing, check_emr_tables
+from infra.processing import Processing
 from infra.settings import Stage
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
@@ -59,7 +60,7 @@ class LakeloaderStack(Stack):
             catalog=self.catalog,
             raw_prefixes=sorted(t.source.prefix for t in lake.tables),
         )
-        check_emr_tables(stage, lake, self.processing.emr_lakeloader_conf)
+        check_emr_tables(stage, lake, self.processing.emr.lakeloader_conf)
         self.lake_formation = None
         if stage.settings.lake_formation:
             self.lake_formation = LakeFormationAccess(
@@ -97,7 +98,7 @@ class LakeloaderStack(Stack):
             arrival=self.triggers.function,
             dead_letter_queue=self.triggers.dead_letter_queue,
             glue_jobs=self.processing.glue_jobs,
-            emr_application_id=self.processing.emr_application.attr_application_id,
+            emr_application_id=self.processing.emr.application.attr_application_id,
             maintenance=self.maintenance.state_machine,
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
@@ -125,7 +126,7 @@ class LakeloaderStack(Stack):
             "MaintainJobName": (processing.maintain_job.job_name, "Glue maintenance job"),
             "GlueJobRoleArn": (processing.glue_role.role_arn, "Role of the Glue jobs"),
             "EmrApplicationId": (
-                processing.emr_application.attr_application_id,
+                processing.emr.application.attr_application_id,
                 "EMR Serverless application",
             ),
             "EmrJobRoleArn": (processing.emr_role.role_arn, "Execution role of EMR Serverless job runs"),
@@ -133,9 +134,9 @@ class LakeloaderStack(Stack):
                 ",".join(f"{name}={db.database_name}" for name, db in self.catalog.databases.items()),
                 "Config database = its Glue database in this stage",
             ),
-            "EmrIngestEntryPoint": (processing.emr_ingest_entry_point.s3_object_url, "emr_steps/ingest.py"),
+            "EmrIngestEntryPoint": (processing.emr.ingest_entry_point.s3_object_url, "emr_steps/ingest.py"),
             "EmrMaintainEntryPoint": (
-                processing.emr_maintain_entry_point.s3_object_url,
+                processing.emr.maintain_entry_point.s3_object_url,
                 "emr_steps/maintain.py",
             ),
             "ArrivalFunctionName": (self.triggers.function.function_name, "S3-arrival Lambda"),
@@ -152,9 +153,9 @@ class LakeloaderStack(Stack):
                 self.catalog.database_prefix,
                 "Glue database name = this prefix + the config's database",
             )
-        if processing.emr_image_pull_statement:
+        if processing.emr.image_pull_statement:
             outputs["EmrImageRepositoryPolicyStatement"] = (
-                self.to_json_string(processing.emr_image_pull_statement),
+                self.to_json_string(processing.emr.image_pull_statement),
                 "Add to the ECR repository policy of emr.image_uri (docs/deploy.md)",
             )
         for output_id, (value, description) in outputs.items():

@@ -133,10 +133,10 @@ class Triggers(Construct):
                 contract.ENV_LEDGER_TABLE: store.ledger_table.table_name,
                 contract.ENV_RUNS_TABLE: store.runs_table.table_name,
                 contract.ENV_GLUE_JOB_NAME: processing.ingest_job.job_name,
-                contract.ENV_EMR_APPLICATION_ID: processing.emr_application.attr_application_id,
+                contract.ENV_EMR_APPLICATION_ID: processing.emr.application.attr_application_id,
                 contract.ENV_EMR_JOB_ROLE_ARN: processing.emr_role.role_arn,
-                contract.ENV_EMR_ENTRY_POINT: processing.emr_ingest_entry_point.s3_object_url,
-                contract.ENV_EMR_EXTRA_ARGS: stack.to_json_string(processing.emr_entry_point_arguments),
+                contract.ENV_EMR_ENTRY_POINT: processing.emr.ingest_entry_point.s3_object_url,
+                contract.ENV_EMR_EXTRA_ARGS: stack.to_json_string(processing.emr.entry_point_arguments),
                 contract.ENV_RAW_BUCKET: storage.raw.bucket_name,
                 contract.ENV_POWERTOOLS_SERVICE_NAME: "lakeloader-s3-arrival",
                 contract.ENV_POWERTOOLS_METRICS_NAMESPACE: contract.METRICS_NAMESPACE,
@@ -191,7 +191,7 @@ class Triggers(Construct):
             iam.PolicyStatement(
                 sid="StartEmrIngest",
                 actions=["emr-serverless:StartJobRun", "emr-serverless:GetJobRun"],
-                resources=[processing.emr_application_arn, f"{processing.emr_application_arn}/jobruns/*"],
+                resources=[processing.emr.application_arn, f"{processing.emr.application_arn}/jobruns/*"],
             )
         )
         role.add_to_policy(
@@ -206,7 +206,7 @@ class Triggers(Construct):
             role,
             [
                 "Resource::arn:<AWS::Partition>:emr-serverless:<AWS::Region>:<AWS::AccountId>:/applications/"
-                f"<{stack.resolve(processing.emr_application.logical_id)}.ApplicationId>/jobruns/*"
+                f"<{stack.resolve(processing.emr.application.logical_id)}.ApplicationId>/jobruns/*"
             ],
             "GetJobRun addresses the runs of the stage's one EMR Serverless application; run ids are "
             "generated at run time.",

@@ -6,8 +6,9 @@ import zipfile
 
 import pytest
 
+from infra.emr import emr_python_conf
 from infra.packaging import lakeloader_zip
-from infra.processing import emr_python_conf, glue_conf_argument
+from infra.processing import glue_conf_argument
 from lakeloader import contract, versions
 from tests.infra import test_infra_triggers
 from tests.infra.cdk_helpers import join, stage_settings

@@ -50,7 +50,7 @@ def catalog_resources(synth, role) -> list[str]:
 def test_databases_jobs_and_outputs_use_the_stage_prefix(dev):
     assert glue_databases(dev) == set(PREFIXED.values())
     assert {args["--lakeloader_database_prefix"] for args in job_arguments(dev)} == {"lakeloader_dev_"}
-    assert dev.stack.processing.emr_entry_point_arguments[-2:] == ["--database-prefix", "lakeloader_dev_"]
+    assert dev.stack.processing.emr.entry_point_arguments[-2:] == ["--database-prefix", "lakeloader_dev_"]
     out = outputs(dev)
     assert out["GlueDatabasePrefix"] == "lakeloader_dev_"
     databases = dev.stack.catalog.databases  # the output refers to them: crm=<Ref of lakeloader_dev_crm>
@@ -86,7 +86,7 @@ def test_database_prefix_is_configurable_per_stage(synth):
     bare = synth("dev", **{"lakeloader:stages": stages_with("dev", database_prefix="")})
     assert glue_databases(bare) == set(PREFIXED)
     assert {args["--lakeloader_database_prefix"] for args in job_arguments(bare)} == {""}
-    assert "--database-prefix" not in bare.stack.processing.emr_entry_point_arguments
+    assert "--database-prefix" not in bare.stack.processing.emr.entry_point_arguments
     assert "GlueDatabasePrefix" not in outputs(bare)
 
 

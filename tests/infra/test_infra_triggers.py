@@ -55,7 +55,7 @@ def test_arrival_environment(dev):
     assert env["RUNS_TABLE"] == {"Ref": dev.logical_id(stack.config_store.runs_table)}
     assert env["GLUE_JOB_NAME"] == {"Ref": dev.logical_id(stack.processing.ingest_job)}
     assert env["EMR_APPLICATION_ID"] == {
-        "Fn::GetAtt": [dev.logical_id(stack.processing.emr_application), "ApplicationId"]
+        "Fn::GetAtt": [dev.logical_id(stack.processing.emr.application), "ApplicationId"]
     }
     assert env["EMR_JOB_ROLE_ARN"] == {"Fn::GetAtt": [dev.logical_id(stack.processing.emr_role), "Arn"]}
     assert env["RAW_BUCKET"] == {"Ref": dev.logical_id(stack.storage.raw)}

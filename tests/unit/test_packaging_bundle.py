@@ -22,6 +22,7 @@ import py4j
 import pyspark
 import pytest
 
+from infra.emr import EMR_DEPS_ALIAS, emr_dependency_conf
 from infra.packaging import (
     canonical_name,
     emr_deps_archive,
@@ -30,7 +31,6 @@ from infra.packaging import (
     job_pins,
     lakeloader_zip,
 )
-from infra.processing import EMR_DEPS_ALIAS, emr_dependency_conf
 from tests.unit.job_target import unmet
 
 ROOT = Path(__file__).resolve().parents[2]

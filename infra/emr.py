@@ -1,0 +1,176 @@
+"""EMR Serverless: the Spark application `engine: emr` tables run on, its entry points and arguments.
+
+The application runs `emr_steps/*.py` with the lakeloader zip on `spark.submit.pyFiles` and the
+jobs' wheels unpacked from `spark.archives` onto PYTHONPATH, on the image's Python 3.11 with
+its Iceberg jar. The S3-arrival Lambda starts the runs (EMR_EXTRA_ARGS: `entry_point_arguments`).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_emrserverless as emrserverless
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from infra.packaging import REPO_ROOT, emr_deps_archive
+from infra.settings import SettingsError, Stage
+from infra.storage import EMR_LOGS_PREFIX, LakeStorage
+from lakeloader import contract, versions
+from lakeloader.config import LakeConfig
+
+EMR_DEPS_ALIAS = "deps"
+
+
+def emr_python_conf(python: str = versions.EMR_PYTHON) -> dict[str, str]:
+    """Run driver and executors on the image's Python 3.11 (EMR Serverless defaults to 3.9)."""
+    return {
+        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": python,
+        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": python,
+        "spark.executorEnv.PYSPARK_PYTHON": python,
+    }
+
+
+def emr_dependency_conf(archive_url: str) -> dict[str, str]:
+    """EMR unpacks the archive as `./deps` in the driver's and each executor's working directory.
+
+    Spark puts its own pyspark/py4j (and `spark.submit.pyFiles`) ahead of this PYTHONPATH.
+    """
+    return {
+        "spark.archives": f"{archive_url}#{EMR_DEPS_ALIAS}",
+        "spark.emr-serverless.driverEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
+        "spark.executorEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
+    }
+
+
+def check_emr_tables(stage: Stage, lake: LakeConfig, spark_defaults: dict[str, str]) -> None:
+    """Refuse `engine: emr` tables the stage's EMR Serverless application could not run.
+
+    (A release older than versions.EMR_MIN_RELEASE is refused by the settings already.)
+    """
+    tables = [t.id for t in lake.tables if t.engine == "emr"]
+    if not tables:
+        return
+    emr = stage.settings.emr
+    where = f"cdk.json context lakeloader:stages.{stage.name}.emr"
+    replaced = sorted(set(emr.spark_defaults) & set(spark_defaults))
+    if replaced:
+        problem = f"{where}.spark_defaults replaces {', '.join(replaced)}, which lakeloader's EMR runs need"
+    else:
+        # EMR Serverless' default driver and executor take 4 vCPU each.
+        cores = sum(int(emr.spark_defaults.get(f"spark.{r}.cores", "4")) for r in ("driver", "executor"))
+        vcpus = int(emr.max_cpu.split()[0])
+        problem = (
+            f"{where}.max_cpu is {emr.max_cpu}, below one driver and one executor ({cores} vCPU)"
+            if vcpus < cores
+            else None
+        )
+    if problem:
+        raise SettingsError(f"table(s) {', '.join(tables)} have engine emr, but {problem}")
+
+
+class EmrServerless:
+    """The EMR Serverless application, its entry points and the job role's access to them.
+
+    Not a construct of its own: its resources are children of `scope` (Processing), which keeps
+    their construct paths, hence their logical ids, as they were before this module existed.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        *,
+        stage: Stage,
+        storage: LakeStorage,
+        role: iam.Role,
+        library: s3_assets.Asset,
+        iceberg_conf: dict[str, str],
+        job_arguments: dict[str, str],
+    ) -> None:
+        emr = stage.settings.emr
+        stack = Stack.of(scope)
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="EmrLogs",
+                actions=["s3:PutObject", "s3:GetObject"],
+                resources=[storage.assets.arn_for_objects(f"{EMR_LOGS_PREFIX}*")],
+            )
+        )
+        self.dependencies = s3_assets.Asset(scope, "EmrDependencies", path=str(emr_deps_archive()))
+        self.ingest_entry_point = s3_assets.Asset(
+            scope, "EmrIngestEntryPoint", path=str(REPO_ROOT / "emr_steps" / "ingest.py")
+        )
+        self.maintain_entry_point = s3_assets.Asset(
+            scope, "EmrMaintainEntryPoint", path=str(REPO_ROOT / "emr_steps" / "maintain.py")
+        )
+        for asset in (library, self.dependencies, self.ingest_entry_point, self.maintain_entry_point):
+            asset.bucket.grant_read(role, asset.s3_object_key)
+        # What lakeloader's EMR runs need; the stage's emr.spark_defaults add to it (check_emr_tables).
+        self.lakeloader_conf = {
+            **iceberg_conf,
+            "spark.jars": versions.EMR_ICEBERG_JAR,
+            **emr_python_conf(),
+            "spark.submit.pyFiles": library.s3_object_url,
+            **emr_dependency_conf(self.dependencies.s3_object_url),
+        }
+        self.application = emrserverless.CfnApplication(
+            scope,
+            "EmrApplication",
+            name=stage.resource_name("spark"),
+            release_label=emr.release_label,
+            type="SPARK",
+            auto_start_configuration=emrserverless.CfnApplication.AutoStartConfigurationProperty(
+                enabled=True
+            ),
+            auto_stop_configuration=emrserverless.CfnApplication.AutoStopConfigurationProperty(
+                enabled=True, idle_timeout_minutes=emr.idle_timeout_minutes
+            ),
+            maximum_capacity=emrserverless.CfnApplication.MaximumAllowedResourcesProperty(
+                cpu=emr.max_cpu, memory=emr.max_memory, disk=emr.max_disk
+            ),
+            image_configuration=(
+                emrserverless.CfnApplication.ImageConfigurationInputProperty(image_uri=emr.image_uri)
+                if emr.image_uri
+                else None
+            ),
+            runtime_configuration=[
+                emrserverless.CfnApplication.ConfigurationObjectProperty(
+                    classification="spark-defaults", properties={**self.lakeloader_conf, **emr.spark_defaults}
+                )
+            ],
+            monitoring_configuration=emrserverless.CfnApplication.MonitoringConfigurationProperty(
+                s3_monitoring_configuration=emrserverless.CfnApplication.S3MonitoringConfigurationProperty(
+                    log_uri=storage.assets.s3_url_for_object(EMR_LOGS_PREFIX),
+                    encryption_key_arn=storage.key.key_arn,
+                )
+            ),
+        )
+        self.application_arn = stack.format_arn(
+            service="emr-serverless",
+            resource="/applications",
+            resource_name=self.application.attr_application_id,
+        )
+        # A custom image is pulled by the service, emr-serverless.amazonaws.com, when the application
+        # is created (before its id exists): the image's ECR repository policy must allow this
+        # account's applications. The stack cannot edit a repository it does not own; it outputs
+        # the statement to add (docs/deploy.md).
+        self.image_pull_statement: dict | None = None
+        if emr.image_uri:
+            self.image_pull_statement = {
+                "Sid": "EmrServerlessPull",
+                "Effect": "Allow",
+                "Principal": {"Service": "emr-serverless.amazonaws.com"},
+                "Action": ["ecr:BatchGetImage", "ecr:DescribeImages", "ecr:GetDownloadUrlForLayer"],
+                "Condition": {
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="emr-serverless", resource="/applications", resource_name="*"
+                        )
+                    }
+                },
+            }
+        # What the S3-arrival Lambda appends to its runs' entryPointArguments (EMR_EXTRA_ARGS): the
+        # `job_arguments` (contract.ARG_* -> value) as the EMR scripts' options.
+        self.entry_point_arguments = [
+            part for name, value in job_arguments.items() for part in (contract.emr_arg(name), value)
+        ]

@@ -1,0 +1,141 @@
+"""What the job roles of both engines (Glue, EMR Serverless) may reach in the lake.
+
+Objects under the configured tables' raw prefixes, the warehouse, the quarantine bucket, the
+config/ledger/runs tables, the Iceberg tables of the stage's Glue databases, the stage's key and
+lakeloader's metrics namespace; nothing more (tests/infra/test_infra_iam_sufficient.py checks
+each action the jobs call is allowed).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_iam as iam
+
+from infra.catalog import Catalog, glue_arns, grant_warehouse
+from infra.config_store import ConfigStore
+from infra.nag import arn_ref
+from infra.settings import Stage
+from infra.storage import WAREHOUSE_PREFIX, LakeStorage
+from lakeloader import contract
+
+# What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog): CloudFormation owns the
+# databases, so no job creates or changes one.
+JOB_CATALOG_ACTIONS = [
+    "glue:GetDatabase",
+    "glue:GetTable",
+    "glue:GetTables",
+    "glue:CreateTable",
+    "glue:UpdateTable",
+    "glue:DeleteTable",
+]
+# Spark resolves its current namespace, `default`, when a session starts (EMR's session catalog is
+# the Glue Data Catalog): reading it is all the jobs do there.
+DEFAULT_DATABASE = "default"
+
+
+def grant_lake_access(
+    role: iam.Role,
+    *,
+    stage: Stage,
+    storage: LakeStorage,
+    store: ConfigStore,
+    databases: list[str],
+    raw_prefixes: list[str],
+) -> None:
+    """What both engines' jobs touch: raw prefixes, warehouse, quarantine, tables, catalog, key."""
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="ReadRawTablePrefixes",
+            actions=["s3:GetObject", "s3:GetObjectVersion"],
+            resources=[storage.raw.arn_for_objects(f"{p}*") for p in raw_prefixes],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="ListRawTablePrefixes",
+            actions=["s3:ListBucket"],
+            resources=[storage.raw.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in raw_prefixes]}},
+        )
+    )
+    grant_warehouse(role, storage.curated)
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="Quarantine",
+            actions=["s3:PutObject", "s3:GetObject", "s3:ListBucket"],
+            resources=[storage.quarantine.bucket_arn, storage.quarantine.arn_for_objects("*")],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="UseLakeKey",
+            actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+            resources=[storage.key.key_arn],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="ReadConfigTable",
+            actions=["dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:DescribeTable"],
+            resources=[store.config_table.table_arn],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="WriteLedgerAndRuns",
+            actions=[
+                "dynamodb:GetItem",
+                "dynamodb:Query",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:DeleteItem",
+                "dynamodb:BatchWriteItem",
+                "dynamodb:ConditionCheckItem",
+                "dynamodb:DescribeTable",
+            ],
+            resources=[store.ledger_table.table_arn, store.runs_table.table_arn],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="IcebergTablesInGlueCatalog",
+            actions=JOB_CATALOG_ACTIONS,
+            resources=glue_arns(role, databases),
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="ReadDefaultDatabase",
+            actions=["glue:GetDatabase"],
+            resources=glue_arns(role, [DEFAULT_DATABASE], tables=False),
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="PublishMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={
+                "StringEquals": {"cloudwatch:namespace": [contract.METRICS_NAMESPACE, "Glue"]}
+            },
+        )
+    )
+    if stage.settings.lake_formation:
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="LakeFormationDataAccess", actions=["lakeformation:GetDataAccess"], resources=["*"]
+            )
+        )
+
+def lake_access_findings(storage: LakeStorage, catalog: Catalog, raw_prefixes: list[str]) -> list[str]:
+    """The cdk-nag wildcard findings `grant_lake_access` gives a role (each role acknowledges them)."""
+    findings = [f"Resource::{arn_ref(storage.raw)}/{p}*" for p in raw_prefixes]
+    findings += [
+        f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*",
+        f"Resource::{arn_ref(storage.quarantine)}/*",
+        "Resource::*",
+    ]
+    findings += [
+        f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
+        for d in catalog.database_names
+    ]
+    return findings
