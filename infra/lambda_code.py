@@ -156,7 +156,12 @@ def import_closure(
                 if source is None:
                     if found.maybe and depth == len(parts):
                         break  # `from lakeloader.x import name`: a name, not a module
-                    raise PackagingError(f"{found.where()}: imports {module}, which does not exist")
+                    missing = (
+                        "a folder without __init__.py"
+                        if package_root.joinpath(*parts[1:depth]).is_dir()
+                        else "which does not exist"
+                    )
+                    raise PackagingError(f"{found.where()}: imports {module}, {missing}")
                 shipped[module] = source
                 todo.append((source, [*chain, module]))
     return shipped, external

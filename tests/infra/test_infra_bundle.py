@@ -143,6 +143,7 @@ PACKAGE = {
     "unused.py": "import pyspark\n",
     "config/__init__.py": "import pydantic\n",
     "helper.py": "def load():\n    from .config import X\n    return X\n",
+    "bare/mod.py": "",  # a folder without __init__.py
 }
 
 
@@ -186,6 +187,7 @@ def test_lambda_bundle_holds_the_import_closure_of_the_handler(tmp_path, build_d
         ("import lakeloader.unused\n", r"unused.py:1: imports pyspark"),
         ("import yaml\n", r"handler.py:1: imports yaml"),
         ("import lakeloader.missing\n", r"handler.py:1: imports lakeloader.missing, which does not exist"),
+        ("import lakeloader.bare.mod\n", r"lakeloader.bare, a folder without __init__.py"),
         ("import requests\n", r"handler.py:1: imports requests, which the Lambda runtime does not have"),
     ],
 )
