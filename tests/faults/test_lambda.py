@@ -8,7 +8,7 @@ from collections import Counter
 
 from tests.faults import oracle
 from tests.unit import test_trigger
-from tests.unit.test_trigger import CUSTOMERS, HANDLER, World, context, s3_event, s3_record
+from tests.unit.test_trigger import CUSTOMERS, HANDLER, World, context, log_lines, s3_event, s3_record
 
 # pytest fixtures: the trigger tests' world (config, ledger and runs tables, a Glue job) on moto
 world = test_trigger.world
@@ -55,12 +55,18 @@ def record(fault: str, runs: int) -> None:
     stats.rows_duplicated += max(0, runs - 1)
 
 
-def test_one_s3_event_delivered_ten_times_at_once_starts_one_run(world: World):
+def test_one_s3_event_delivered_ten_times_at_once_starts_one_run(world: World, capsys):
     world.add_table("crm.customers", CUSTOMERS)
     HANDLER(s3_event(), context("warm-up"))  # clients and config cached, as in a warm container
     event = s3_event(s3_record(CUSTOMERS + "20261101-0900.parquet"))
+    capsys.readouterr()
 
-    results = burst(event, [f"delivery-{i}" for i in range(TIMES)])
+    request_ids = [f"delivery-{i}" for i in range(TIMES)]
+    results = burst(event, request_ids)
+
+    # each invocation's log lines carry its own correlation id, though all ran at once in one process
+    summaries = [line for line in log_lines(capsys) if line["message"] == "trigger.summary"]
+    assert sorted(line["correlation_id"] for line in summaries) == sorted(request_ids)
 
     runs, reported = starts(world, results)
     record("concurrent duplicate S3 delivery", runs)
