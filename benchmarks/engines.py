@@ -1,6 +1,6 @@
 """The three ways of applying a CDC batch that the benchmark compares.
 
-* ``lakeloader``  -- :func:`lakeloader.merge.load_table`, exactly as a job runs it.
+* ``lakeloader``  -- :func:`lakeloader.merge.apply_batch`, exactly as a job runs it.
 * ``aws-sample``  -- the pattern of the usual AWS samples, on the same SparkSession:
   window dedup (row_number by key, latest ``last_update_time``), ``count()`` before
   writing, one MERGE for upserts, then a MERGE ... DELETE for the deletes (two commits,
@@ -61,7 +61,8 @@ class SparkTables:
         return f"{CATALOG}.{DB}.{label}"
 
     def create(self, label: str, base_files: list[Path], properties: dict[str, str], config: Any) -> None:
-        from lakeloader.merge import create_table, current_snapshot_id
+        from lakeloader.iceberg import current_snapshot_id
+        from lakeloader.schema import create_table
 
         name = self.qualified(label)
         self.spark.sql(f"DROP TABLE IF EXISTS {name}")
@@ -134,7 +135,7 @@ class LakeloaderEngine(SparkEngine):
 
     def apply(self, label: str, batch: Batch, attempt: str) -> Applied:
         from lakeloader.inputs import InputFile
-        from lakeloader.merge import load_table
+        from lakeloader.merge import apply_batch
         from lakeloader.spark import CATALOG
 
         # a new version per attempt: the same bytes are not "already committed" after a rollback
@@ -148,7 +149,7 @@ class LakeloaderEngine(SparkEngine):
                 marks["classified"] = time.perf_counter()
 
         started = time.perf_counter()
-        result = load_table(
+        result = apply_batch(
             self.tables.spark, self.configs[label], files, catalog=CATALOG, run_id=attempt, progress=progress
         )
         seconds = time.perf_counter() - started

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lakeloader.inputs import InputFile
-    from lakeloader.merge import load_table
+    from lakeloader.merge import apply_batch
     from lakeloader.spark import CATALOG, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             group = f"batch-{i}"
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", group)  # no description: keep call sites
-            result = load_table(spark, config, files, catalog=CATALOG, run_id=group)
+            result = apply_batch(spark, config, files, catalog=CATALOG, run_id=group)
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", "other")
             counts.append(len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)))
             assert result.status == "ok", result

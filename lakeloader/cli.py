@@ -161,7 +161,9 @@ def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
 
 
 def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.runner import assign_inputs, new_run_id, run_tables, stderr_progress, summary_table
+    from lakeloader.contract import new_run_id
+    from lakeloader.ingest import assign_inputs, run_tables, summary_table
+    from lakeloader.progress import stderr_progress
 
     tables = config.select(args.table)
     inputs = assign_inputs(config, tables, args.input)
@@ -189,7 +191,7 @@ def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.erase import ErasureNotVerifiedError, erase, identity
-    from lakeloader.runner import stderr_progress
+    from lakeloader.progress import stderr_progress
 
     table = config.table(args.table)
     who = identity()
@@ -207,7 +209,7 @@ def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.maintenance import maintain_tables, summary_table
-    from lakeloader.runner import stderr_progress
+    from lakeloader.progress import stderr_progress
 
     tables = config.select(args.table)
     stderr_progress(f"maintaining {len(tables)} table(s); starting Spark")

@@ -1,42 +1,6 @@
-"""GDPR erasure: `lakeloader erase --table ID --key VALUE ... | --where SQL`.
-
-Deleting a row is not enough: Iceberg keeps it in older snapshots (time travel)
-and, for merge-on-read tables, in the data file a position delete merely masks.
-:func:`erase` therefore
-
-1. ``DELETE``s the subject's rows (retried on commit conflicts);
-2. rewrites the data files that still physically hold them (``rewrite_data_files``
-   with ``delete-file-threshold`` 1: every data file with a delete file attached)
-   and the manifests (so no manifest of the current snapshot keeps a removed
-   file's column bounds);
-3. expires every snapshot older than now, keeping only the current one
-   (``retain_last => 1``): the files only old snapshots referenced are deleted;
-4. removes orphan files older than the erasure's *start* (see :func:`_remove_orphans`
-   for why the 24-hour safety interval is disabled here);
-5. on an ``s3://`` warehouse, deletes every noncurrent object version and delete
-   marker under the table's location (:func:`purge_noncurrent_versions`): on a
-   versioned bucket a deleted file is only hidden, and stays readable by version id
-   until the lifecycle rule expires it;
-6. verifies: every snapshot still in the table's metadata (``VERSION AS OF``
-   each, branches and tags included) returns no matching row, no data file
-   any snapshot references holds one when read directly (deletes ignored), and no
-   noncurrent version or delete marker is left under the table's location.
-   A failed verification raises (after the audit record is written, marked
-   ``verified = false``);
-7. appends an audit record to ``<catalog>.lakeloader_audit.erasures``: who (OS user
-   and, when available, the AWS caller ARN), when, the table, the row count and a
-   SHA-256 of the predicate -- never the erased values. Set
-   ``LAKELOADER_ERASURE_SALT`` to make it an HMAC (a bare hash of a low-entropy key
-   such as a customer number can be reversed by trying every value).
-
-Steps 1-6 also erase the subject's tombstones (:mod:`lakeloader.tombstones`) from the side
-table ``<table>__tombstones`` (key and sequence columns only): by key, or for ``--where`` by the
-keys of the rows it matches (the predicate itself when it names only columns the side table holds).
-
-Key syntax: ``--key 42`` (or ``--key id=42``) for a one-column key;
-``--key order_id=1,line_no=2`` for a composite key (every key column, once).
-Values are cast to the column's type; a value holding ',' or '=' needs ``--where``.
-Run it when no writer is loading the table (see :func:`_remove_orphans`).
+"""GDPR erasure (`lakeloader erase --table ID --key VALUE ... | --where SQL`): delete a data subject's
+rows and tombstones, purge them from every snapshot, file and S3 object version, verify, and append an
+audit record. The steps and why each is needed: docs/quality_erase_maintain.md "GDPR erasure".
 """
 
 from __future__ import annotations
@@ -50,23 +14,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import cdc, tombstones
+from lakeloader import cdc, iceberg, tombstones
+from lakeloader.commit import consumed_file_ids
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
-from lakeloader.maintenance import call_procedure, procedure_table, timestamp_literal
-from lakeloader.merge import consumed_file_ids
+from lakeloader.object_versions import on_s3, purge_noncurrent_versions, remaining_versions
+from lakeloader.progress import Progress, no_progress
 from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.spark import table_exists
-from lakeloader.sql import literal, qualified, quote
+from lakeloader.sql import literal, qualified, quote, timestamp_literal
 
-Progress = Callable[[str], None]
 AUDIT_DATABASE = "lakeloader_audit"
 AUDIT_TABLE = "erasures"
 AUDIT_COLUMNS = (
@@ -75,9 +37,6 @@ AUDIT_COLUMNS = (
     "files_deleted BIGINT, orphan_files_removed BIGINT, snapshots_verified INT, verified BOOLEAN, "
     "object_versions_purged BIGINT, tombstones_erased BIGINT"
 )
-S3_SCHEMES = ("s3", "s3a", "s3n")
-# table properties that put data or metadata files outside the table's location
-LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path")
 
 
 class ErasureError(LakeloaderError):
@@ -215,106 +174,12 @@ def identity() -> str:
 # ------------------------------------------------------------------------------------------ steps
 
 
-def _remove_orphans(spark: SparkSession, name: str, older_than: datetime) -> int:
-    """Delete files under the table location that no snapshot references, older than `older_than`.
-
-    The `remove_orphan_files` procedure refuses an interval under 24 hours: a file
-    younger than that may belong to a commit still in flight, and deleting it would
-    corrupt that commit. An erasure cannot wait a day -- a crashed write's
-    uncommitted files may hold the subject's rows -- so we call the Action API,
-    which is Iceberg's documented way to choose the interval, and bound the risk:
-    only files older than the erasure's *start* are removed (nothing a write begun
-    after it could have produced), and erasure is documented to run while no
-    writer loads the table.
-    """
-    jvm = spark.sparkContext._jvm
-    jspark = spark._jsparkSession
-    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(jspark, name)
-    action = jvm.org.apache.iceberg.spark.actions.SparkActions.get(jspark).deleteOrphanFiles(iceberg_table)
-    result = action.olderThan(int(older_than.timestamp() * 1000)).execute()
-    return sum(1 for _ in result.orphanFileLocations())
-
-
-def table_locations(spark: SparkSession, name: str) -> list[str]:
-    """The table's location, plus data/metadata paths its properties set outside it."""
-    jvm = spark.sparkContext._jvm
-    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
-    properties = table.properties()
-    found = [table.location()]
-    found += [str(properties.get(key)) for key in LOCATION_PROPERTIES if properties.get(key)]
-    prefixes = sorted({location.rstrip("/") + "/" for location in found})
-    return [p for p in prefixes if not any(p != other and p.startswith(other) for other in prefixes)]
-
-
-def _s3_prefix(location: str) -> tuple[str, str]:
-    parsed = urlparse(location)
-    return parsed.netloc, parsed.path.lstrip("/").rstrip("/") + "/"
-
-
-def _old_versions(s3: Any, bucket: str, prefix: str) -> tuple[list[dict], list[dict]]:
-    """(noncurrent versions, delete markers) under the prefix, as DeleteObjects identifiers."""
-    versions, markers = [], []
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        for version in page.get("Versions", []):
-            if not version["IsLatest"]:
-                versions.append({"Key": version["Key"], "VersionId": version["VersionId"]})
-        for marker in page.get("DeleteMarkers", []):
-            markers.append({"Key": marker["Key"], "VersionId": marker["VersionId"]})
-    return versions, markers
-
-
-def _delete_versions(s3: Any, bucket: str, objects: list[dict], location: str) -> int:
-    for start in range(0, len(objects), 1000):  # DeleteObjects takes at most 1,000 keys
-        response = s3.delete_objects(
-            Bucket=bucket, Delete={"Objects": objects[start : start + 1000], "Quiet": True}
-        )
-        errors = response.get("Errors") or []
-        if errors:
-            first = errors[0]
-            raise ErasureError(
-                f"could not delete {len(errors)} object version(s) under {location}: first "
-                f"s3://{bucket}/{first.get('Key')} version {first.get('VersionId')}: {first.get('Code')} "
-                f"{first.get('Message', '')} (erase needs s3:ListBucketVersions and s3:DeleteObjectVersion "
-                "on the warehouse prefix)"
-            )
-    return len(objects)
-
-
-def purge_noncurrent_versions(location: str, s3: Any = None) -> int:
-    """Delete every noncurrent version and delete marker under ``location`` (s3://bucket/prefix);
-    returns how many were deleted.
-
-    All of them, not only this erasure's: files earlier maintenance deleted may hold the subject
-    too (why: docs/quality_erase_maintain.md). Versions go first, then the delete markers: a
-    marker removed while a version of its key remains would make that version current again.
-    """
-    import boto3
-
-    s3 = s3 or boto3.client("s3")
-    bucket, prefix = _s3_prefix(location)
-    versions, _ = _old_versions(s3, bucket, prefix)
-    purged = _delete_versions(s3, bucket, versions, location)
-    _, markers = _old_versions(s3, bucket, prefix)
-    return purged + _delete_versions(s3, bucket, markers, location)
-
-
-def remaining_versions(location: str, s3: Any = None) -> int:
-    """How many noncurrent versions and delete markers are under ``location``."""
-    import boto3
-
-    s3 = s3 or boto3.client("s3")
-    versions, markers = _old_versions(s3, *_s3_prefix(location))
-    return len(versions) + len(markers)
-
-
 def verify(spark: SparkSession, name: str, predicate: str) -> tuple[int, int, list[str]]:
     """(snapshots checked, data files checked, problems): time travel to every snapshot, and a
     direct read of every data file any snapshot references."""
     problems = []
     snapshots = [r.snapshot_id for r in spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").collect()]
-    refs = {}
-    for r in spark.sql(f"SELECT name, snapshot_id FROM {name}.refs").collect():
-        refs.setdefault(r.snapshot_id, []).append(r.name)
+    refs = iceberg.refs_by_snapshot(spark, name)
     for snapshot in snapshots:
         found = spark.sql(f"SELECT count(*) FROM {name} VERSION AS OF {snapshot} WHERE {predicate}").first()[
             0
@@ -372,7 +237,6 @@ def _audit(spark: SparkSession, catalog: str, result: ErasureResult, erased_at: 
 
 def _erase_tombstones(
     spark: SparkSession,
-    catalog: str,
     table: TableConfig,
     name: str,
     subjects: list[dict[str, str]] | None,
@@ -384,8 +248,7 @@ def _erase_tombstones(
 ) -> tuple[str | None, str | None]:
     """Erase the subject's tombstones like its rows; returns (side table, predicate over it) for the
     purge of old object versions and the verification, (None, None) when there is nothing to do."""
-    side_name = table.target.table + tombstones.SUFFIX
-    side = qualified(catalog, table.target.database, side_name)
+    side = tombstones.side_table(name, table)
     if not table_exists(spark, side):
         return None, None
     side_schema = spark.table(side).schema
@@ -412,13 +275,16 @@ def _erase_tombstones(
     if not result.tombstones_erased:
         return side, predicate
     retried("delete tombstones", lambda: spark.sql(f"DELETE FROM {side} WHERE {predicate}").collect())
-    side_arg = f"table => {literal(qualified(table.target.database, side_name))}"
-    expire = [side_arg, f"older_than => {timestamp_literal(datetime.now(UTC))}", "retain_last => 1"]
     # rewrite_manifests: the DELETE's manifest entries keep the removed file's column bounds
-    for procedure, args in (("rewrite_manifests", [side_arg]), ("expire_snapshots", expire)):
-        retried(f"tombstones: {procedure}", lambda p=procedure, a=args: call_procedure(spark, catalog, p, a))
-    _remove_orphans(spark, side, started)
+    retried("tombstones: rewrite_manifests", lambda: iceberg.call_procedure(spark, side, "rewrite_manifests"))
+    retried("tombstones: expire_snapshots", lambda: _expire_all_but_current(spark, side))
+    iceberg.delete_orphan_files(spark, side, started)
     return side, predicate
+
+
+def _expire_all_but_current(spark: SparkSession, name: str) -> dict[str, int]:
+    now = timestamp_literal(datetime.now(UTC))
+    return iceberg.call_procedure(spark, name, "expire_snapshots", f"older_than => {now}", "retain_last => 1")
 
 
 def erase(
@@ -429,7 +295,7 @@ def erase(
     keys: list[str] | None = None,
     where: str | None = None,
     who: str | None = None,
-    progress: Progress = lambda message: None,
+    progress: Progress = no_progress,
 ) -> ErasureResult:
     """Erase a data subject from `table` and from its history; see the module doc."""
     if bool(keys) == bool(where):
@@ -453,7 +319,6 @@ def erase(
         result.predicate_kind = "where"
     result.predicate_sha256 = predicate_hash(table.id, canonical)
     policy = RetryPolicy.from_settings(table.maintenance.retry)
-    target = procedure_table(table)
 
     def retried(what: str, operation: Callable):
         return retry_on_conflict(
@@ -464,47 +329,26 @@ def erase(
     progress(f"{result.rows_erased:,} current row(s) match")
     # Before the rows go: a --where that names other columns finds the subject's keys through them.
     side, side_predicate = _erase_tombstones(
-        spark, catalog, table, name, subjects if keys else None, where, started, retried, result, progress
+        spark, table, name, subjects if keys else None, where, started, retried, result, progress
     )
     if result.rows_erased:
         retried("delete", lambda: spark.sql(f"DELETE FROM {name} WHERE {predicate}").collect())
     crash_point("erase:after_delete")
     before = spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0]
     consumed_before = consumed_file_ids(spark, name, catalog=catalog, table_id=table.id)
+    every_deleted = "options => map('delete-file-threshold', '1', 'remove-dangling-deletes', 'true')"
     rewrite = retried(
-        "rewrite_data_files",
-        lambda: call_procedure(
-            spark,
-            catalog,
-            "rewrite_data_files",
-            [
-                f"table => {target}",
-                "options => map('delete-file-threshold', '1', 'remove-dangling-deletes', 'true')",
-            ],
-        ),
+        "rewrite_data_files", lambda: iceberg.call_procedure(spark, name, "rewrite_data_files", every_deleted)
     )
     result.data_files_rewritten = rewrite.get("rewritten_data_files_count", 0)
-    retried(
-        "rewrite_manifests",
-        lambda: call_procedure(spark, catalog, "rewrite_manifests", [f"table => {target}"]),
-    )
+    retried("rewrite_manifests", lambda: iceberg.call_procedure(spark, name, "rewrite_manifests"))
     progress(f"rewrote {result.data_files_rewritten} data file(s); expiring every older snapshot")
-    expired = retried(
-        "expire_snapshots",
-        lambda: call_procedure(
-            spark,
-            catalog,
-            "expire_snapshots",
-            [
-                f"table => {target}",
-                f"older_than => {timestamp_literal(datetime.now(UTC))}",
-                "retain_last => 1",
-            ],
-        ),
-    )
+    expired = retried("expire_snapshots", lambda: _expire_all_but_current(spark, name))
     result.files_deleted = sum(v for k, v in expired.items() if k.startswith("deleted_"))
     result.snapshots_expired = max(0, before - spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0])
-    result.orphan_files_removed = _remove_orphans(spark, name, started)
+    # Under 24 hours, unlike `maintain`: a crashed write's files may hold the subject. Only files older
+    # than the erasure's start go, and erase runs while no writer loads the table.
+    result.orphan_files_removed = iceberg.delete_orphan_files(spark, name, started)
     forgotten = consumed_before - consumed_file_ids(spark, name, catalog=catalog, table_id=table.id)
     if forgotten:
         result.notes.append(
@@ -512,8 +356,8 @@ def erase(
             "`lakeloader run` over the same raw_root would load them again (the ledger keeps them done on "
             "AWS). Remove the subject from the raw zone too."
         )
-    locations = table_locations(spark, name) + (table_locations(spark, side) if side else [])
-    result.versioned_locations = [loc for loc in locations if urlparse(loc).scheme in S3_SCHEMES]
+    locations = iceberg.table_locations(spark, name) + (iceberg.table_locations(spark, side) if side else [])
+    result.versioned_locations = [loc for loc in locations if on_s3(loc)]
     for location in result.versioned_locations:
         progress(f"deleting noncurrent object versions under {location}")
         result.object_versions_purged += purge_noncurrent_versions(location)

@@ -1,29 +1,7 @@
-"""Iceberg table maintenance: `lakeloader maintain`.
+"""Iceberg table maintenance (`lakeloader maintain`): per table, the configured steps in order, each
+retried on commit conflicts with concurrent writers; one table's failure never stops the others.
 
-Per table, in this order (each step configurable under the table's `maintenance:`):
-
-1. commit retry properties (``commit.retry.*``) set on the table, so Iceberg
-   itself re-applies a commit whose base moved;
-2. ``rewrite_data_files`` -- bin-pack (or sort, with ``sort_order``) small files
-   towards ``target_file_size_mb``; optional ``where`` scope; data files carrying
-   ``delete_file_threshold`` delete files are rewritten too;
-3. ``rewrite_position_delete_files`` -- compact merge-on-read delete files and
-   drop dangling ones;
-4. ``rewrite_manifests``;
-5. ``expire_snapshots`` -- older than ``older_than_days``, keeping ``retain_last``;
-6. ``remove_orphan_files`` -- files no snapshot references, older than
-   ``older_than_hours`` (at least 24: a younger file may belong to a commit still
-   in flight);
-7. ``purge_tombstones`` -- deletes the tombstones (:mod:`lakeloader.tombstones`)
-   recorded more than ``tombstones.retain_days`` ago, then compacts the side table's
-   small appended files and expires its snapshots like the table's.
-
-Writers and maintenance collide: a step whose commit conflicts with a concurrent
-commit (``CommitFailedException``, ``ValidationException`` "found conflicting
-files"...) is re-run with bounded exponential backoff and jitter
-(:mod:`lakeloader.retry`, ``maintenance.retry``); after the last attempt the step
-fails with a message saying so. One table's failure never stops the others; each
-step reports progress and the run ends with a summary table.
+The steps and their settings: docs/quality_erase_maintain.md "Table maintenance".
 """
 
 from __future__ import annotations
@@ -36,15 +14,15 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
-from lakeloader import cdc, tombstones
+from lakeloader import cdc, iceberg, tombstones
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
+from lakeloader.progress import Progress, no_progress, text_table
 from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.spark import table_exists
-from lakeloader.sql import literal, qualified
+from lakeloader.sql import literal, qualified, timestamp_literal
 
-Progress = Callable[[str], None]
 STEPS = (
     "commit_retry_properties",
     "rewrite_data_files",
@@ -73,32 +51,6 @@ class MaintenanceResult:
     steps: list[StepResult] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
-
-
-def timestamp_literal(moment: datetime) -> str:
-    """A Spark TIMESTAMP literal for an aware datetime, independent of the session time zone."""
-    utc = moment.astimezone(UTC)
-    return f"TIMESTAMP '{utc:%Y-%m-%d %H:%M:%S.%f}+00:00'"
-
-
-def procedure_table(table: TableConfig) -> str:
-    """The `table =>` argument of Iceberg procedures: a quoted multi-part identifier as a string."""
-    return literal(qualified(table.target.database, table.target.table))
-
-
-def table_properties(spark: SparkSession, name: str) -> dict[str, str]:
-    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
-
-
-def ensure_commit_retry_properties(spark: SparkSession, name: str, table: TableConfig) -> dict[str, str]:
-    """Set the configured commit.retry.* properties where they differ; returns what was changed."""
-    wanted = table.maintenance.commit_retry.table_properties()
-    current = table_properties(spark, name)
-    changed = {k: v for k, v in wanted.items() if current.get(k) != v}
-    if changed:
-        props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in changed.items())
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({props})")
-    return changed
 
 
 _SORT_TERM = re.compile(
@@ -131,38 +83,35 @@ def _options(options: dict[str, str]) -> str:
     return "map(" + ", ".join(f"{literal(k)}, {literal(v)}" for k, v in options.items()) + ")"
 
 
-def call_procedure(spark: SparkSession, catalog: str, procedure: str, args: list[str]) -> dict[str, int]:
-    """CALL an Iceberg procedure; its numeric outputs summed by name (orphan locations counted)."""
-    rows = spark.sql(f"CALL {qualified(catalog)}.system.{procedure}({', '.join(args)})").collect()
-    counts: dict[str, int] = {}
-    for row in rows:
-        for key, value in row.asDict().items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                counts[key] = counts.get(key, 0) + value
-            elif key == "orphan_file_location":
-                counts["orphan_files_removed"] = counts.get("orphan_files_removed", 0) + 1
-    return counts
-
-
 def _plan(
     spark: SparkSession, table: TableConfig, catalog: str, now: datetime | None
 ) -> list[tuple[str, Callable]]:
     """The enabled steps as (name, callable returning counts)."""
     settings = table.maintenance
     name = qualified(catalog, table.target.database, table.target.table)
-    target = procedure_table(table)
     steps: list[tuple[str, Callable[[], dict[str, int]]]] = []
 
     def retry_props() -> dict[str, int]:
-        return {"properties_set": len(ensure_commit_retry_properties(spark, name, table))}
+        wanted = settings.commit_retry.table_properties()
+        return {"properties_set": len(iceberg.ensure_properties(spark, name, wanted))}
 
     steps.append(("commit_retry_properties", retry_props))
+
+    def expire_snapshots(target: str) -> dict[str, int]:  # cut-off taken when the step runs, after rewrites
+        older = (now or datetime.now(UTC)) - timedelta(days=settings.snapshots.older_than_days)
+        return iceberg.call_procedure(
+            spark,
+            target,
+            "expire_snapshots",
+            f"older_than => {timestamp_literal(older)}",
+            f"retain_last => {settings.snapshots.retain_last}",
+        )
 
     compaction = settings.compaction
     if compaction.enabled:
 
         def rewrite_data() -> dict[str, int]:
-            args = [f"table => {target}"]
+            args = []
             if compaction.sort_order:
                 columns = spark.table(name).columns
                 args += [
@@ -179,64 +128,45 @@ def _plan(
                 "delete-file-threshold": str(compaction.delete_file_threshold),
             }
             args.append(f"options => {_options(options)}")
-            return call_procedure(spark, catalog, "rewrite_data_files", args)
+            return iceberg.call_procedure(spark, name, "rewrite_data_files", *args)
 
         steps.append(("rewrite_data_files", rewrite_data))
     if settings.rewrite_delete_files:
         steps.append(
             (
                 "rewrite_position_delete_files",
-                lambda: call_procedure(
-                    spark, catalog, "rewrite_position_delete_files", [f"table => {target}"]
-                ),
+                lambda: iceberg.call_procedure(spark, name, "rewrite_position_delete_files"),
             )
         )
     if settings.rewrite_manifests:
         steps.append(
             (
                 "rewrite_manifests",
-                lambda: call_procedure(spark, catalog, "rewrite_manifests", [f"table => {target}"]),
+                lambda: iceberg.call_procedure(spark, name, "rewrite_manifests"),
             )
         )
     if settings.snapshots.enabled:
-
-        def expire() -> dict[str, int]:  # the cut-off is taken when the step runs, after the rewrites
-            older = (now or datetime.now(UTC)) - timedelta(days=settings.snapshots.older_than_days)
-            args = [
-                f"table => {target}",
-                f"older_than => {timestamp_literal(older)}",
-                f"retain_last => {settings.snapshots.retain_last}",
-            ]
-            return call_procedure(spark, catalog, "expire_snapshots", args)
-
-        steps.append(("expire_snapshots", expire))
+        steps.append(("expire_snapshots", lambda: expire_snapshots(name)))
     if settings.orphan_files.enabled:
 
         def remove_orphans() -> dict[str, int]:
             older = (now or datetime.now(UTC)) - timedelta(hours=settings.orphan_files.older_than_hours)
-            args = [f"table => {target}", f"older_than => {timestamp_literal(older)}"]
-            return call_procedure(spark, catalog, "remove_orphan_files", args)
+            return iceberg.call_procedure(
+                spark, name, "remove_orphan_files", f"older_than => {timestamp_literal(older)}"
+            )
 
         steps.append(("remove_orphan_files", remove_orphans))
 
     def purge_tombstones() -> dict[str, int]:
-        side_name = table.target.table + tombstones.SUFFIX
-        side = qualified(catalog, table.target.database, side_name)
+        side = tombstones.side_table(name, table)
         cutoff = (now or datetime.now(UTC)) - timedelta(days=table.tombstones.retain_days)
         counts = tombstones.purge(spark, side, timestamp_literal(cutoff))
         if not counts:  # no side table: no delete was ever loaded
             return counts
-        side_arg = f"table => {literal(qualified(table.target.database, side_name))}"
-        rewritten = call_procedure(spark, catalog, "rewrite_data_files", [side_arg])
+        rewritten = iceberg.call_procedure(spark, side, "rewrite_data_files")
         counts["tombstone_files_rewritten"] = rewritten.get("rewritten_data_files_count", 0)
         if settings.snapshots.enabled:
-            older = (now or datetime.now(UTC)) - timedelta(days=settings.snapshots.older_than_days)
-            args = [
-                side_arg,
-                f"older_than => {timestamp_literal(older)}",
-                f"retain_last => {settings.snapshots.retain_last}",
-            ]
-            expired = call_procedure(spark, catalog, "expire_snapshots", args)
+            expired = expire_snapshots(side)
             counts["tombstone_files_expired"] = sum(v for k, v in expired.items() if k.startswith("deleted_"))
         return counts
 
@@ -254,7 +184,7 @@ def maintain_table(
     table: TableConfig,
     *,
     catalog: str,
-    progress: Progress = lambda message: None,
+    progress: Progress = no_progress,
     now: datetime | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> MaintenanceResult:
@@ -306,7 +236,7 @@ def maintain_tables(
     tables: list[TableConfig],
     *,
     catalog: str,
-    progress: Progress = lambda message: None,
+    progress: Progress = no_progress,
 ) -> list[MaintenanceResult]:
     results = []
     for position, table in enumerate(tables, start=1):
@@ -373,10 +303,7 @@ def summary_table(results: list[MaintenanceResult]) -> str:
                 f"{r.seconds:.1f}",
             )
         )
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines.extend("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows)
+    lines = text_table(header, rows)
     for r in results:
         for s in r.steps:
             if s.error:

@@ -16,24 +16,26 @@ The rules, for `mode: merge`:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader import cdc, partial, quality, scd2, schema, tombstones
-from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
+from lakeloader import cdc, commit, iceberg, partial, scd2, schema, tombstones
+from lakeloader.config import TableConfig
 from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
+from lakeloader.progress import Progress, no_progress
 from lakeloader.sequence import newer_sql
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, quote
+
+if TYPE_CHECKING:
+    from lakeloader.quality import QualityReport
 
 ACTION = "_ll_action"
 # A batch's key values filter the target when they are few, or when the table holds this many times
@@ -42,14 +44,6 @@ ACTION = "_ll_action"
 SHORT_KEY_LIST = 1_000
 LISTED_KEYS_MIN_RATIO = 50
 ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
-SUMMARY_FILE_IDS = "lakeloader.input-ids"
-SUMMARY_FILE_NAMES = "lakeloader.input-files"
-SUMMARY_RUN_ID = "lakeloader.run-id"
-SUMMARY_TABLE_ID = "lakeloader.table-id"
-NAMES_IN_SUMMARY = 50
-INPUT_LOG = ("lakeloader_meta", "input_files")
-
-Progress = Callable[[str], None]
 
 # Test seam: called with (spark, target table) after classification, right before the MERGE
 # statement runs, so a test can commit a concurrent change there. None (always, outside tests)
@@ -72,134 +66,7 @@ class TableResult:
     seconds: float = 0.0
     error: str | None = None
     notes: list[str] = field(default_factory=list)
-    quality: quality.QualityReport | None = None  # rule outcomes when the table has quality rules
-
-
-def file_id(file: InputFile) -> str:
-    return hashlib.sha1(file.identity.encode()).hexdigest()[:16]
-
-
-@contextmanager
-def commit_properties(spark: SparkSession, properties: dict[str, str]) -> Iterator[None]:
-    """Put `properties` into the summary of every Iceberg commit made by this thread meanwhile.
-
-    Iceberg's `CommitMetadata.withCommitProperties` takes a Java callable; from
-    Python we set the thread-local it fills. PySpark pins each Python thread to
-    one JVM thread, and SQL DML commits on the calling thread.
-    """
-    jvm = spark.sparkContext._jvm
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    holder = jvm.java.lang.Class.forName(
-        "org.apache.iceberg.spark.CommitMetadata", True, loader
-    ).getDeclaredField("COMMIT_PROPERTIES")
-    holder.setAccessible(True)
-    thread_local = holder.get(None)
-    java_map = jvm.java.util.HashMap()
-    for key, value in properties.items():
-        java_map.put(key, value)
-    thread_local.set(java_map)
-    try:
-        yield
-    finally:
-        thread_local.remove()
-
-
-def committed_file_ids(spark: SparkSession, name: str) -> set[str]:
-    """Input files recorded by the snapshots `main` descends from.
-
-    Only main's ancestry counts: an audit branch that a killed run never published consumed nothing.
-    The snapshots come from the table's metadata in one call, not from a Spark job.
-    """
-    parser = spark.sparkContext._jvm.org.apache.iceberg.TableMetadataParser
-    metadata = json.loads(parser.toJson(iceberg_table(spark, name).operations().current()))
-    snapshots = {s["snapshot-id"]: s for s in metadata.get("snapshots", [])}
-    ids: set[str] = set()
-    snapshot = snapshots.get(metadata.get("current-snapshot-id"))
-    while snapshot is not None:
-        recorded = snapshot.get("summary", {}).get(SUMMARY_FILE_IDS)
-        ids.update(recorded.split(",") if recorded else ())
-        snapshot = snapshots.get(snapshot.get("parent-snapshot-id"))
-    return ids
-
-
-def logged_file_ids(spark: SparkSession, catalog: str, table_id: str) -> set[str]:
-    """The table's files in the input log (see `log_inputs`)."""
-    log = qualified(catalog, *INPUT_LOG)
-    if not table_exists(spark, log):
-        return set()
-    rows = spark.sql(f"SELECT file_id FROM {log} WHERE table_id = {literal(table_id)}").collect()
-    return {row.file_id for row in rows}
-
-
-def consumed_file_ids(
-    spark: SparkSession, name: str, *, catalog: str | None = None, table_id: str = ""
-) -> set[str]:
-    """Input files committed to the table, plus (given `catalog`) the input log's."""
-    ids = committed_file_ids(spark, name)
-    return ids | logged_file_ids(spark, catalog, table_id) if catalog else ids
-
-
-def log_inputs(spark: SparkSession, catalog: str, table_id: str, files: list[InputFile], run_id: str) -> None:
-    """Append consumed files to the input log, which outlives snapshot expiry and erasure.
-
-    Runs without a ledger (the local CLI) need it: snapshot summaries vanish with
-    expired snapshots, and a raw file loaded again would undo an erasure.
-    """
-    log = qualified(catalog, *INPUT_LOG)
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, INPUT_LOG[0])}")
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {log} (table_id string, file_id string, name string, run_id string, "
-        "logged_at timestamp) USING iceberg TBLPROPERTIES ('format-version'='2')"
-    )
-    rows = [(table_id, file_id(f), f.name, run_id) for f in files]
-    frame = spark.createDataFrame(rows, "table_id string, file_id string, name string, run_id string")
-    frame.withColumn("logged_at", F.current_timestamp()).writeTo(log).append()
-
-
-def iceberg_table(spark: SparkSession, name: str):
-    """The org.apache.iceberg.Table `name` (SQL spelling) names, refreshed: catalog I/O, no Spark job."""
-    spark3_util = spark.sparkContext._jvm.org.apache.iceberg.spark.Spark3Util
-    table = spark3_util.loadIcebergTable(spark._jsparkSession, name)
-    table.refresh()
-    return table
-
-
-def _table_records(spark: SparkSession, name: str) -> int:
-    """The rows the table's data files hold, from the snapshot summary (no Spark job)."""
-    snapshot = iceberg_table(spark, name).currentSnapshot()
-    return int(snapshot.summary().get("total-records") or 0) if snapshot is not None else 0
-
-
-def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
-    """The snapshot `main` points at (None for an empty table)."""
-    snapshot = iceberg_table(spark, name).currentSnapshot()
-    return snapshot.snapshotId() if snapshot is not None else None
-
-
-def create_table(spark: SparkSession, name: str, table: TableConfig, data: DataFrame) -> None:
-    """Create the target from the first batch's columns, with the configured partitioning and properties."""
-    catalog_db = name.rsplit(".", 1)[0]
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog_db}")
-    columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in data.schema.fields)
-    partitioning = ""
-    if table.target.partition_by:
-        transforms = []
-        for expr in table.target.partition_by:
-            column = cdc.find_column(data.columns, _partition_column(expr)) or _partition_column(expr)
-            transforms.append(expr.replace(_partition_column(expr), quote(column)))
-        partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
-    properties = {**NEW_TABLE_PROPERTIES, **table.target.properties}
-    props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} ({columns}) USING iceberg{partitioning} TBLPROPERTIES ({props})"
-    )
-
-
-def _partition_column(expr: str) -> str:
-    inner = expr.strip()
-    if "(" in inner:
-        inner = inner[inner.index("(") + 1 : inner.rindex(")")].split(",")[-1]
-    return inner.strip()
+    quality: QualityReport | None = None  # rule outcomes when the table has quality rules
 
 
 def classify(
@@ -289,41 +156,40 @@ def merge_sql(
     )
 
 
-def load_table(
+def apply_batch(
     spark: SparkSession,
     table: TableConfig,
     files: list[InputFile],
     *,
     catalog: str,
     run_id: str,
-    progress: Progress = lambda message: None,
+    progress: Progress = no_progress,
     log_consumed: bool = False,
-    before_commit: Callable[[], None] = lambda: None,
+    before_publish: Callable[[], None] = lambda: None,
 ) -> TableResult:
-    """Merge `files` into the table's target. Raises on bad input; commits nothing then.
+    """Apply `files` to the table's target in one commit. Raises on bad input; commits nothing then.
 
-    `before_commit` runs right before the commit and may raise to stop it (a drain that lost its
-    table lock must not commit what the run that took over has applied already).
-
-    `log_consumed` keeps the consumed files in the input log too (for runs without a ledger).
+    `before_publish`: lakeloader.commit.commit_batch. `log_consumed` keeps the consumed files in the
+    input log too (for runs without a ledger).
     """
     started = time.monotonic()
     result = TableResult(table.id)
     name = qualified(catalog, table.target.database, table.target.table)
     exists = table_exists(spark, name)
+    state = iceberg.TableState.read(spark, name) if exists else iceberg.TableState()
     if exists:
-        logged = logged_file_ids(spark, catalog, table.id) if log_consumed else set()
-        consumed = committed_file_ids(spark, name) | logged
-        skipped = [f for f in files if file_id(f) in consumed]
+        logged = commit.logged_file_ids(spark, catalog, table.id) if log_consumed else set()
+        consumed = state.committed_file_ids | logged
+        skipped = [f for f in files if commit.file_id(f) in consumed]
         if skipped:
             progress(f"{len(skipped)} file(s) already committed, skipped")
-        unlogged = [f for f in skipped if file_id(f) not in logged]
+        unlogged = [f for f in skipped if commit.file_id(f) not in logged]
         if log_consumed and unlogged:  # committed by a run that was killed before it logged them
-            log_inputs(spark, catalog, table.id, unlogged, run_id)
-        files = [f for f in files if file_id(f) not in consumed]
+            commit.log_inputs(spark, catalog, table.id, unlogged, run_id)
+        files = [f for f in files if commit.file_id(f) not in consumed]
     result.files = len(files)
     if not files:
-        result.snapshot_id = current_snapshot_id(spark, name) if exists else None
+        result.snapshot_id = state.snapshot_id
         result.seconds = time.monotonic() - started
         return result
 
@@ -337,7 +203,7 @@ def load_table(
         if not exists:
             progress(f"creating table {table.qualified_target}")
             typed = schema.typed_columns(data)  # an all-NULL column has no type yet: added once it has one
-            create_table(
+            schema.create_table(
                 spark, name, table, scd2.with_scd2_columns(table, typed) if table.mode == "scd2" else typed
             )
 
@@ -352,9 +218,7 @@ def load_table(
         )
         if plan.changes_table:
             progress("schema: " + "; ".join(plan.describe_drift()))
-            schema.apply_plan(
-                spark, plan, catalog=catalog, database=table.target.database, table=table.target.table
-            )
+            schema.apply_plan(spark, plan, name)
         result.notes.extend(plan.notes)
         target_schema = spark.table(name).schema
         # Only the sequence columns the table holds order against it (one the schema policy kept out
@@ -365,40 +229,28 @@ def load_table(
         # short list always, a long one only when the table is large enough to repay its planning.
         spelled = {k: cdc.find_column(target_schema.fieldNames(), k) for k in read.key_values}
         listed = max((len(v) for v in read.key_values.values()), default=0)
-        worth = listed <= SHORT_KEY_LIST or _table_records(spark, name) >= LISTED_KEYS_MIN_RATIO * listed
+        worth = listed <= SHORT_KEY_LIST or state.records >= LISTED_KEYS_MIN_RATIO * listed
         keyed = {spelled[k]: _literals(v) for k, v in read.key_values.items() if spelled[k] and worth}
-
-        summary = {
-            SUMMARY_RUN_ID: run_id,
-            SUMMARY_TABLE_ID: table.id,
-            SUMMARY_FILE_IDS: ",".join(file_id(f) for f in files),
-            SUMMARY_FILE_NAMES: json.dumps([f.name for f in files[:NAMES_IN_SUMMARY]]),
-        }
         crash_point("after_read")
 
-        def commit(target: str, batch: DataFrame) -> None:  # target: the table, or its WAP audit branch
+        def write(target: commit.Target, batch: DataFrame) -> None:
             if table.mode == "merge":
-                _merge(
-                    spark,
-                    target,
-                    table,
-                    batch,
-                    target_schema,
-                    seq,
-                    summary,
-                    result,
-                    progress,
-                    keyed,
-                    before_commit,
-                )
+                _merge(spark, target, table, batch, target_schema, seq, result, progress, keyed)
             elif table.mode == "scd2":
-                _scd2(spark, target, table, batch, target_schema, summary, result, progress, before_commit)
+                _scd2(spark, target, table, batch, target_schema, result, progress)
             else:
-                _write(spark, target, table, batch, target_schema, summary, result, before_commit)
+                _write(target, table, batch, target_schema, result)
 
-        # Quality gates (write-audit-publish) and commit-conflict retries: lakeloader.quality.
-        result.quality = quality.write_audit_publish(
-            spark, name, table, changes, commit, run_id=run_id, progress=progress
+        result.quality = commit.commit_batch(
+            spark,
+            name,
+            table,
+            changes,
+            write,
+            run_id=run_id,
+            summary=commit.batch_summary(run_id, table.id, files),
+            progress=progress,
+            before_publish=before_publish,
         )
         if result.quality is not None:
             result.notes.append(result.quality.describe())
@@ -406,16 +258,15 @@ def load_table(
         changes.unpersist()
     crash_point("after_commit")  # committed; neither the input log nor the ledger knows yet
     if log_consumed:
-        log_inputs(spark, catalog, table.id, files, run_id)
+        commit.log_inputs(spark, catalog, table.id, files, run_id)
     result.status = "ok"
-    result.snapshot_id = current_snapshot_id(spark, name)
+    result.snapshot_id = iceberg.current_snapshot_id(spark, name)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _merge(
-    spark, name, table, changes, target_schema, seq, summary, result, progress, key_values, before_commit
-) -> None:
+def _merge(spark, target, table, changes, target_schema, seq, result, progress, key_values) -> None:
+    name = target.name
     small = cdc.is_small(changes)
     changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
     latest = cdc.latest_per_key(changes, table.keys)
@@ -454,9 +305,7 @@ def _merge(
             statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq, filled, key_values)
             if before_merge is not None:
                 before_merge(spark, name)
-            before_commit()
-            with commit_properties(spark, summary):
-                spark.sql(statement)
+            target.commit(lambda: spark.sql(statement))
         finally:
             spark.catalog.dropTempView(view)
     finally:
@@ -468,9 +317,9 @@ def _literals(values: list) -> list[str]:
     return [literal(v) if isinstance(v, str) else str(int(v)) for v in values]
 
 
-def _scd2(spark, name, table, changes, target_schema, summary, result, progress, before_commit) -> None:
+def _scd2(spark, target, table, changes, target_schema, result, progress) -> None:
     """SCD type 2: close and open versions in one MERGE (see lakeloader.scd2)."""
-    batch = scd2.prepare(spark, name, table, changes, target_schema)
+    batch = scd2.prepare(spark, target.name, table, changes, target_schema)
     try:
         result.inserted, result.updated, result.deleted = batch.opened, batch.superseded, batch.deleted
         result.notes.extend(scd2.notes(batch))
@@ -484,16 +333,15 @@ def _scd2(spark, name, table, changes, target_schema, summary, result, progress,
         view = f"lakeloader_scd2_{uuid.uuid4().hex[:12]}"
         batch.source.createOrReplaceTempView(view)
         try:
-            before_commit()
-            with commit_properties(spark, summary):
-                spark.sql(scd2.merge_sql(name, view, table, target_schema))
+            statement = scd2.merge_sql(target.name, view, table, target_schema)
+            target.commit(lambda: spark.sql(statement))
         finally:
             spark.catalog.dropTempView(view)
     finally:
         batch.checkpoint.unpersist()
 
 
-def _write(spark, name, table, changes, target_schema, summary, result, before_commit) -> None:
+def _write(target, table, changes, target_schema, result) -> None:
     """`append` adds every change row; `overwrite` replaces the table with the batch's latest rows."""
     rows = changes
     if table.mode == "overwrite":
@@ -501,13 +349,9 @@ def _write(spark, name, table, changes, target_schema, summary, result, before_c
             rows = cdc.latest_per_key(rows, table.keys)
         rows = rows.filter(F.col(cdc.OP) != "D")
     aligned = schema.align(rows, target_schema, extra=[])
-    writer = aligned.writeTo(name)
-    for key, value in summary.items():
-        writer = writer.option(f"snapshot-property.{key}", value)
-    before_commit()
     if table.mode == "append":
-        writer.append()
+        target.commit(lambda: aligned.writeTo(target.name).append())
         result.inserted = result.changes
     else:
-        writer.overwrite(F.lit(True))
+        target.commit(lambda: aligned.writeTo(target.name).overwrite(F.lit(True)))
         result.inserted = aligned.count()

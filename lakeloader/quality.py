@@ -1,64 +1,20 @@
-"""Data quality gates, write-audit-publish (WAP) style.
+"""Data quality rules: evaluated on an audit branch, failing rows quarantined, outcomes reported.
 
-For a table with ``quality.rules``, :func:`write_audit_publish` commits a batch
-like this:
-
-1. create the Iceberg branch ``audit_<run id>_<random>`` at ``main``'s snapshot;
-2. run the table's normal commit (MERGE / append / overwrite) against that
-   branch (``<table>.branch_<name>``); ``main`` does not move;
-3. check the rules on the branch:
-
-   * row rules (``not_null``, ``between``, ``in_set``, ``regex``,
-     ``expression``) are evaluated on the rows the batch *wrote*: the branch's
-     rows that ``main`` does not hold (``EXCEPT ALL``; for keyed tables both
-     sides are first narrowed to the batch's keys). Rows already in the table
-     are not re-judged by every batch;
-   * ``unique`` counts over the branch's *whole* table state, and blames the
-     batch's rows whose value is duplicated;
-   * ``min_row_count`` counts the branch's whole table (a table-level rule);
-
-4. all pass: ``CALL <catalog>.system.fast_forward(<table>, 'main', <branch>)``
-   publishes the very snapshot that was checked;
-5. a rule fails:
-
-   * ``on_failure: fail`` -- nothing reaches ``main``; the table's run fails with
-     a message listing each rule's outcome;
-   * ``on_failure: quarantine`` -- the failing rows go to
-     ``<db>.<table>__quarantine`` (table id, run id, branch, rule, reason, the
-     row as JSON, time); the branch is rebuilt from the batch *without* the
-     failing keys' changes (rows of a key-less table: without the failing rows),
-     re-checked and published. A failed table-level rule (``min_row_count``)
-     has no rows to set aside and fails the run as under ``fail``.
-
-The branch is dropped afterwards in every case, and snapshots that were never
-published are expired at once (their data files deleted; they no longer count as
-having consumed the batch's input files, so a retry loads them again).
-
-Commit conflicts (``main`` moved before the fast-forward, a MERGE validation
-conflict) are retried with backoff from the start (new branch, re-planned
-commit) by :mod:`lakeloader.retry`.
+lakeloader.commit writes a gated batch to the branch, calls `evaluate` and publishes or rejects it;
+the rules' semantics and the write-audit-publish steps: docs/quality_erase_maintain.md.
 """
 
 from __future__ import annotations
 
-import re
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader import cdc
+from lakeloader import cdc, iceberg
 from lakeloader.config import QualityRule, TableConfig
 from lakeloader.errors import LakeloaderError
-from lakeloader.faults import crash_point
-from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.sql import literal, qualified, quote
-
-Commit = Callable[[str, DataFrame], None]
-"""Writes a batch (the normalised change rows) to the table named by the first argument."""
-Progress = Callable[[str], None]
 
 QUARANTINE_COLUMNS = (
     "table_id STRING, run_id STRING, audit_branch STRING, rule STRING, reason STRING, "
@@ -336,89 +292,16 @@ def evaluate(
     return Evaluation(outcomes, quarantine, failing, table_level_failed)
 
 
-# ----------------------------------------------------------------------------------------- branches
-
-
-def branch_name(run_id: str) -> str:
-    return "audit_" + re.sub(r"[^A-Za-z0-9_]", "_", run_id)[:60] + "_" + uuid.uuid4().hex[:8]
-
-
-def _procedure_table(name: str) -> str:
-    """`catalog`.`db`.`t` -> the string procedures take for the table: '`db`.`t`'."""
-    return literal(name.split(".", 1)[1])
-
-
-def _catalog(name: str) -> str:
-    return name.split(".", 1)[0]
-
-
-def ref_snapshot(spark: SparkSession, name: str, ref: str) -> int | None:
-    row = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = {literal(ref)}").first()
-    return row.snapshot_id if row else None
-
-
-def _unpublished(spark: SparkSession, name: str, branch: str) -> list[int]:
-    """Snapshots on `branch` that `main` does not reach (what the audit wrote)."""
-    head = ref_snapshot(spark, name, branch)
-    if head is None:
-        return []
-    parents = {
-        r.snapshot_id: r.parent_id
-        for r in spark.sql(f"SELECT snapshot_id, parent_id FROM {name}.snapshots").collect()
-    }
-    main_line: set[int] = set()
-    current = ref_snapshot(spark, name, "main")
-    while current is not None and current not in main_line:
-        main_line.add(current)
-        current = parents.get(current)
-    ids = []
-    current = head
-    while current is not None and current not in main_line and current in parents:
-        ids.append(current)
-        current = parents.get(current)
-    return ids
-
-
-def create_branch(spark: SparkSession, name: str, branch: str) -> None:
-    spark.sql(f"ALTER TABLE {name} CREATE BRANCH {quote(branch)}")
-
-
-def discard_branch(spark: SparkSession, name: str, branch: str, progress: Progress) -> None:
-    """Drop the branch and expire the snapshots only it held (their files are deleted)."""
-    unpublished = _unpublished(spark, name, branch)
-    spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {quote(branch)}")
-    if unpublished:
-        ids = ", ".join(f"{i}L" for i in unpublished)
-        try:
-            # older_than in 1970: expire exactly these snapshots, nothing by age.
-            spark.sql(
-                f"CALL {_catalog(name)}.system.expire_snapshots(table => {_procedure_table(name)}, "
-                f"older_than => TIMESTAMP '1970-01-01 00:00:00', snapshot_ids => array({ids}))"
-            ).collect()
-        except Exception as exc:  # noqa: BLE001 - cleanup: report, the next maintain expires them
-            progress(f"could not expire unpublished audit snapshot(s) {unpublished}: {exc}")
-
-
-def publish(spark: SparkSession, name: str, branch: str) -> None:
-    if ref_snapshot(spark, name, branch) == ref_snapshot(spark, name, "main"):
-        return
-    spark.sql(
-        f"CALL {_catalog(name)}.system.fast_forward(table => {_procedure_table(name)}, branch => 'main', "
-        f"to => {literal(branch)})"
-    ).collect()
-
-
-# --------------------------------------------------------------------------------------------- WAP
+# -------------------------------------------------------------------------------------- quarantine
 
 
 def quarantine_name(name: str, table: TableConfig) -> str:
-    catalog = _catalog(name).strip("`").replace("``", "`")
-    return qualified(
-        catalog, table.target.database, table.quality.quarantine_table or f"{table.target.table}__quarantine"
-    )
+    quarantine = table.quality.quarantine_table or f"{table.target.table}__quarantine"
+    return qualified(iceberg.catalog_of(name), table.target.database, quarantine)
 
 
-def _write_quarantine(spark: SparkSession, target: str, rows: DataFrame) -> int:
+def write_quarantine(spark: SparkSession, target: str, rows: DataFrame) -> int:
+    """Append the failing rows (Evaluation.quarantine) to the quarantine table; how many."""
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {target} ({QUARANTINE_COLUMNS}) USING iceberg "
         "TBLPROPERTIES ('format-version'='2')"
@@ -440,98 +323,9 @@ def exclude(batch: DataFrame, failing: DataFrame, table: TableConfig) -> DataFra
     return batch.join(F.broadcast(bad), on=on, how="left_anti")
 
 
-def _audit_once(
-    spark: SparkSession,
-    name: str,
-    table: TableConfig,
-    batch: DataFrame,
-    commit: Commit,
-    *,
-    run_id: str,
-    progress: Progress,
-) -> QualityReport:
-    branch = branch_name(run_id)
-    base = ref_snapshot(spark, name, "main")
-    target = f"{name}.{quote('branch_' + branch)}"
-    report = QualityReport(branch=branch)
-    quarantine_target = quarantine_name(name, table)
-    quarantined = False
-    create_branch(spark, name, branch)
-    published = False
-    try:
-        progress(f"writing the batch to audit branch {branch}")
-        commit(target, batch)
-        check = evaluate(spark, name, branch, base, table, batch, run_id=run_id)
-        report.outcomes = check.outcomes
-        if not check.passed:
-            if table.quality.on_failure == "fail":
-                report.action = "failed"
-                raise QualityError(table.id, report, "quality rules failed (on_failure: fail)")
-            if check.table_level_failed:
-                report.action = "failed"
-                raise QualityError(table.id, report, "a table-level quality rule failed")
-            assert check.failing_rows is not None and check.quarantine is not None
-            progress("quality rules failed; quarantining the failing rows and re-writing the rest")
-            failing = check.failing_rows.localCheckpoint(eager=True)
-            discard_branch(spark, name, branch, progress)
-            create_branch(spark, name, branch)
-            commit(target, exclude(batch, failing, table))
-            again = evaluate(spark, name, branch, base, table, batch, run_id=run_id)
-            if not again.passed:
-                report.action = "failed"
-                report.outcomes = again.outcomes
-                raise QualityError(table.id, report, "quality rules still fail without the quarantined rows")
-            report.quarantined_rows = _write_quarantine(spark, quarantine_target, check.quarantine)
-            report.quarantine_table = quarantine_target
-            report.action = "quarantined"
-            quarantined = True
-        crash_point("before_publish")
-        progress(f"publishing {branch} to main (fast_forward)")
-        publish(spark, name, branch)
-        published = True
-        progress(report.describe())
-        return report
-    finally:
-        try:
-            if published:
-                spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {quote(branch)}")
-            else:
-                discard_branch(spark, name, branch, progress)
-                if quarantined:  # this attempt's quarantine rows describe a batch that was not published
-                    spark.sql(f"DELETE FROM {quarantine_target} WHERE audit_branch = {literal(branch)}")
-        except Exception as exc:  # noqa: BLE001 - never hide the original error behind a cleanup error
-            progress(f"could not clean up audit branch {branch}: {exc}")
-
-
-def write_audit_publish(
-    spark: SparkSession,
-    name: str,
-    table: TableConfig,
-    batch: DataFrame,
-    commit: Commit,
-    *,
-    run_id: str,
-    progress: Progress = lambda message: None,
-) -> QualityReport | None:
-    """Commit `batch` through `commit`; with quality rules, via an audit branch (see the module doc).
-
-    Commit conflicts are retried per `table.maintenance.retry`. Returns the quality report (None
-    when the table has no rules); raises QualityError when the batch is rejected.
-    """
-    from lakeloader.maintenance import ensure_commit_retry_properties
-
-    ensure_commit_retry_properties(spark, name, table)  # Iceberg's own retry first (commit.retry.*)
-    policy = RetryPolicy.from_settings(table.maintenance.retry)
-    what = f"table {table.id!r}: commit"
-    if not table.quality.rules:
-        retry_on_conflict(lambda: commit(name, batch), what=what, policy=policy, progress=progress)
-        return None
-    return retry_on_conflict(
-        lambda: _audit_once(spark, name, table, batch, commit, run_id=run_id, progress=progress),
-        what=what,
-        policy=policy,
-        progress=progress,
-    )
+def delete_quarantined(spark: SparkSession, target: str, branch: str) -> None:
+    """Take back the rows an attempt quarantined whose batch was then not published."""
+    spark.sql(f"DELETE FROM {target} WHERE audit_branch = {literal(branch)}")
 
 
 def combine(total: QualityReport | None, report: QualityReport | None) -> QualityReport | None:

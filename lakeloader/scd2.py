@@ -1,51 +1,8 @@
 """Slowly changing dimension, type 2 (``mode: scd2``): keep every version of every key.
 
-The table holds the source's columns plus five managed ones (names configurable
-under ``scd2:``)::
-
-    valid_from   the sequence value of the change that opened the version
-    valid_to     the valid_from of the change that ended it; NULL while current
-    is_current   true on the one current version of a key (none after a delete)
-    version_key  surrogate key: sha256 hex of the key columns and valid_from
-                 (deterministic: re-running a batch produces the same keys)
-    row_hash     sha256 hex of the tracked columns (default: every column but the
-                 keys, the sequence columns and ``scd2.ignore``)
-
-Per batch, every change (not only the latest per key) is applied in sequence
-order (the sequence tuple -- valid_from's column and its tie-breakers --, then
-file, then row):
-
-* a change whose tracked columns differ from the key's previous state closes
-  that version (valid_to = the change's sequence value) and opens a new one;
-* a change that leaves the tracked columns as they were opens nothing, so
-  consecutive no-op changes collapse;
-* a delete closes the current version; no version is current afterwards, and
-  a later insert opens a new one;
-* several changes to one key in one batch become a chain of versions: those
-  superseded within the batch are written already closed;
-* changes to one key with the same valid_from value: the last (sequence tuple,
-  then file, then row) wins -- a version valid for zero time would be invisible
-  to every query. A later batch's change at the current version's valid_from
-  with a higher tie-breaker replaces that version (same valid_from, same
-  surrogate key); a delete at that instant closes it with valid_to = valid_from;
-* late changes -- not newer than the key's latest known point: the current
-  version's sequence tuple (its valid_from and the tie-breaker columns it holds),
-  or for a deleted key the last valid_to (the delete's tie-breakers are not
-  kept, so an equal time is late) -- are ignored and counted in the run
-  summary: history is never rewritten;
-* a change without a sequence value fails the batch (valid_from needs one).
-
-Everything the batch does is ONE MERGE, so one atomic commit: its source is
-the union of "close" rows (matched on the key and is_current) and "open" rows
-(NULL merge key, so they never match and are inserted).
-
-Counts in the run summary: inserted = versions opened, updated = versions
-closed because a newer version replaced them, deleted = versions closed by a
-delete.
-
-Point in time: the row of key K as it was at time D is::
-
-    SELECT * FROM db.t WHERE K = ... AND valid_from <= D AND (valid_to > D OR valid_to IS NULL)
+`prepare` turns a batch's changes, in sequence order, into the close and open rows of ONE MERGE
+(`merge_sql`) against the keys' current versions. The managed columns, the rules (no-op changes,
+chains within a batch, late changes, deletes) and point-in-time queries: docs/schema_and_scd2.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,7 @@
-"""Compare a batch's schema with its target table's and decide what the policy allows.
+"""Compare a batch's schema with its target table's, decide what the table's policy allows, and
+evolve the table in one schema commit before the write (Spark 3.5's MERGE does not evolve a schema).
 
-Spark 3.5's MERGE does not evolve a schema, so the plan is applied *before*
-the MERGE, and the batch is then aligned to the (possibly evolved) target
-schema with a `select` that is the schema contract.
-
-Policies (``schema_evolution`` in the table config):
-
-* ``evolve`` (default) adds new columns (nested struct fields too) and applies
-  safe widenings: int -> bigint (and smaller integers), float -> double,
-  decimal(P, S) -> decimal(P', S) with P' > P. A column the source no longer
-  sends (dropped or renamed) stays in the table and reads NULL in the rows
-  this batch writes; rows already in the table are never rewritten.
-* ``freeze`` never changes the table; source columns it lacks are ignored and
-  reported in the run summary (TableResult.notes).
-* ``fail`` fails the table on any drift (a new, widened or missing column) and
-  lists every differing column.
-
-Whatever the policy, an incompatible change -- a type that would have to
-narrow or change kind (string -> int, double -> bigint, a decimal scale
-change), a removed key column, two source columns differing only in case --
-fails the table before anything is changed: the whole plan is checked first,
-and then applied as ONE Iceberg schema commit (all changes or none).
-
-Column names match case-insensitively, as in Spark SQL: a source ``Email``
-is the target's ``email``; the target keeps its spelling.
+Policies, widenings and what is incompatible: docs/schema_and_scd2.md.
 """
 
 from __future__ import annotations
@@ -34,8 +12,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lakeloader import cdc, iceberg
+from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
 from lakeloader.errors import SchemaChangeError
-from lakeloader.sql import qualified
+from lakeloader.sql import literal, quote
 
 INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
 
@@ -261,37 +241,51 @@ def _iceberg_type(spark: SparkSession, dtype: T.DataType):
     return convert(java_type)
 
 
-def load_iceberg_table(spark: SparkSession, catalog: str, database: str, table: str):
-    """The org.apache.iceberg.Table behind `catalog`.`database`.`table` (the catalog's cached instance)."""
-    jvm = spark.sparkContext._jvm
-    namespace = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
-    namespace[0] = database
-    identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, table)
-    spark_catalog = spark._jsparkSession.sessionState().catalogManager().catalog(catalog)
-    return spark_catalog.loadTable(identifier).table()
-
-
-def apply_plan(spark: SparkSession, plan: SchemaPlan, *, catalog: str, database: str, table: str) -> None:
-    """Evolve the target so it can hold the batch: every change of the plan in ONE schema commit.
+def apply_plan(spark: SparkSession, plan: SchemaPlan, name: str) -> None:
+    """Evolve table `name` so it can hold the batch: every change of the plan in ONE schema commit.
 
     Spark SQL would need one ALTER TABLE (one commit) per change; Iceberg's
     UpdateSchema applies them all or none.
     """
     if not plan.changes_table:
         return
-    iceberg_table = load_iceberg_table(spark, catalog, database, table)
-    iceberg_table.refresh()
-    update = iceberg_table.updateSchema().caseSensitive(False)
+    update = iceberg.iceberg_table(spark, name).updateSchema().caseSensitive(False)
     for path, dtype in plan.add:
-        parent, name = path[:-1], path[-1]
+        parent, column = path[:-1], path[-1]
         if parent:
-            update = update.addColumn(dotted(parent), name, _iceberg_type(spark, dtype))
+            update = update.addColumn(dotted(parent), column, _iceberg_type(spark, dtype))
         else:
-            update = update.addColumn(name, _iceberg_type(spark, dtype))
+            update = update.addColumn(column, _iceberg_type(spark, dtype))
     for path, _, new in plan.widen:
         update = update.updateColumn(dotted(path), _iceberg_type(spark, new))
     update.commit()
-    spark.sql(f"REFRESH TABLE {qualified(catalog, database, table)}")
+    spark.sql(f"REFRESH TABLE {name}")
+
+
+def create_table(spark: SparkSession, name: str, table: TableConfig, data: DataFrame) -> None:
+    """Create the target from the first batch's columns, with the configured partitioning and properties."""
+    catalog_db = name.rsplit(".", 1)[0]
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog_db}")
+    columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in data.schema.fields)
+    partitioning = ""
+    if table.target.partition_by:
+        transforms = []
+        for expr in table.target.partition_by:
+            column = cdc.find_column(data.columns, _partition_column(expr)) or _partition_column(expr)
+            transforms.append(expr.replace(_partition_column(expr), quote(column)))
+        partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
+    properties = {**NEW_TABLE_PROPERTIES, **table.target.properties}
+    props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} ({columns}) USING iceberg{partitioning} TBLPROPERTIES ({props})"
+    )
+
+
+def _partition_column(expr: str) -> str:
+    inner = expr.strip()
+    if "(" in inner:
+        inner = inner[inner.index("(") + 1 : inner.rindex(")")].split(",")[-1]
+    return inner.strip()
 
 
 def _aligned(value: Column, source: T.DataType, target: T.DataType) -> Column:

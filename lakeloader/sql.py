@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 
 def quote(name: str) -> str:
     """Quote one identifier for Spark SQL (backticks, embedded backticks doubled)."""
@@ -16,3 +18,9 @@ def qualified(*parts: str) -> str:
 def literal(value: str) -> str:
     """A Spark SQL string literal."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def timestamp_literal(moment: datetime) -> str:
+    """A Spark TIMESTAMP literal for an aware datetime, independent of the session time zone."""
+    utc = moment.astimezone(UTC)
+    return f"TIMESTAMP '{utc:%Y-%m-%d %H:%M:%S.%f}+00:00'"

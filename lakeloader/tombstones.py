@@ -1,28 +1,8 @@
 """Tombstones: a delete is remembered, so an older change delivered later cannot bring the row back.
 
-A tombstone is (the key, the delete's sequence tuple, when it was recorded), kept in a side Iceberg
-table ``<database>.<table>__tombstones`` beside its target (so it follows the stage's database
-prefix, the catalog grants and the table's erasure). Rules (README "How a batch is merged"):
-
-* a delete leaves a tombstone, also when the table does not hold the key (its insert may arrive
-  later with an older stamp); in ``scd2`` only a delete the table's history does not already
-  record (a key without versions) needs one;
-* an insert or update whose sequence tuple is not newer than the key's tombstone (equal: a replay)
-  is ignored and counted as late; a newer one brings the key back. A delete is never blocked;
-* tombstones are appended (one Spark job), never updated: a key's tombstone is the newest of its
-  rows, and a re-run after a crash appends the same row again, which changes nothing. They are
-  appended BEFORE the target's commit: Iceberg cannot commit two tables at once, and the target's
-  commit is the one that consumes the input files, so a crash between the two re-runs the batch
-  against tombstones it already wrote -- which bury none of its own changes, because only a
-  batch's latest change per key (merge), or a delete with nothing before it (scd2), leaves one;
-* ``lakeloader maintain`` deletes tombstones older than ``tombstones.retain_days`` and compacts
-  and expires the side table; ``lakeloader erase`` deletes the subject's.
-
-Why a side table and not hidden columns or soft-deleted rows in the target: Iceberg has no hidden
-columns, so deleted rows kept in the target would be read by every other engine (Athena, Trino)
-unless each query filtered them; a separate table keeps the target exactly the source's rows. The
-lookup costs no extra Spark job: the batch's classification already probes the target with the
-batch's keys, and the tombstones ride along in that probe (:func:`probe_side`).
+Kept in the side table ``<database>.<table>__tombstones``, appended before the target's commit and
+probed with the batch's keys. The rules, and why a side table: README "Deletes leave tombstones";
+their purge and erasure: docs/quality_erase_maintain.md.
 """
 
 from __future__ import annotations
@@ -31,6 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.sequence import newer_sql
 from lakeloader.spark import table_exists
@@ -47,8 +28,7 @@ def _field(j: int) -> str:
 
 def side_table(name: str, table: TableConfig) -> str:
     """The tombstone table of the target `name` (a table, or its audit branch): same catalog and database."""
-    catalog = name.split(".", 1)[0].strip("`").replace("``", "`")
-    return qualified(catalog, table.target.database, table.target.table + SUFFIX)
+    return qualified(iceberg.catalog_of(name), table.target.database, table.target.table + SUFFIX)
 
 
 def enabled(table: TableConfig, seq: list[str]) -> bool:

@@ -11,7 +11,7 @@ from collections import Counter
 import boto3
 import pytest
 
-from lakeloader import jobs, merge
+from lakeloader import commit, drain, merge
 from lakeloader.inputs import list_inputs
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
 from lakeloader.spark import CATALOG
@@ -62,8 +62,8 @@ def test_two_runs_of_the_same_tables_at_once(lake):
     # What happened: every file is recorded as consumed by a commit of one of the two runs.
     for table in (plain, gated, history):
         lake.refresh(name_of(table))
-        consumed = merge.consumed_file_ids(lake.spark, name_of(table))
-        offered = {merge.file_id(f) for f in list_inputs(str(lake.raw), table.source.prefix)}
+        consumed = commit.consumed_file_ids(lake.spark, name_of(table))
+        offered = {commit.file_id(f) for f in list_inputs(str(lake.raw), table.source.prefix)}
         assert offered <= consumed, table.id
 
 
@@ -115,7 +115,7 @@ def test_two_drains_after_a_lost_lock_lease(spark, make_table, s3_raw, tmp_path,
     raw_root = f"s3://{bucket}/"
     half = len(work.files) // 2
     land_objects(work.files[:half])
-    stalled: list[jobs.TableResult] = []
+    stalled: list[merge.TableResult] = []
 
     def stall(spark_, target):  # A's MERGE is about to run: A stalls past its lease; B runs meanwhile
         if stalled:
@@ -123,10 +123,10 @@ def test_two_drains_after_a_lost_lock_lease(spark, make_table, s3_raw, tmp_path,
         stalled.append(None)
         clock.now += DEFAULT_LOCK_TTL_SECONDS + 60
         land_objects(work.files[half:])
-        stalled[0] = jobs.drain_table(spark_, table, ledger, catalog=CATALOG, raw_root=raw_root, cid="B")
+        stalled[0] = drain.drain_table(spark_, table, ledger, catalog=CATALOG, raw_root=raw_root, cid="B")
 
     monkeypatch.setattr(merge, "before_merge", stall)
-    jobs.drain_table(spark, table, ledger, catalog=CATALOG, raw_root=raw_root, cid="A")
+    drain.drain_table(spark, table, ledger, catalog=CATALOG, raw_root=raw_root, cid="A")
 
     b = stalled[0]
     assert b is not None and b.status == "ok", b

@@ -12,7 +12,7 @@ import pytest
 
 from lakeloader.erase import ErasureError, erase, parse_keys
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import load_table
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -45,7 +45,7 @@ def load_batches(spark, table, raw, batches):
     for n, batch in enumerate(batches):
         raw.write_parquet(f"src/2026110{n}-0900.parquet", batch, DMS)
         files = list_inputs(str(raw.root), table.source.prefix)
-        load_table(spark, table, files, catalog=CATALOG, run_id=f"r{n}")
+        apply_batch(spark, table, files, catalog=CATALOG, run_id=f"r{n}")
 
 
 def table_dir(spark, table) -> Path:

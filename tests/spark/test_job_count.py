@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import load_table
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -29,7 +29,7 @@ def jobs_of(spark, table, raw, run_id: str):
     context = spark.sparkContext
     context.setLocalProperty("spark.jobGroup.id", run_id)
     try:
-        result = load_table(spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id=run_id)
+        result = apply_batch(spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id=run_id)
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
     return result, len(context.statusTracker().getJobIdsForGroup(run_id))

@@ -13,7 +13,7 @@ import pytest
 
 from lakeloader.inputs import list_inputs
 from lakeloader.maintenance import maintain_table, sort_order_sql, summary_table
-from lakeloader.merge import load_table
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -46,7 +46,7 @@ def name_of(table) -> str:
 def load(spark, table, raw, file: str, batch: list[dict], run_id: str = "r", progress=lambda m: None):
     raw.write_parquet(f"src/{file}.parquet", batch, DMS)
     files = list_inputs(str(raw.root), table.source.prefix)
-    return load_table(spark, table, files, catalog=CATALOG, run_id=run_id, progress=progress)
+    return apply_batch(spark, table, files, catalog=CATALOG, run_id=run_id, progress=progress)
 
 
 def rows(spark, table) -> list[tuple]:

@@ -9,9 +9,9 @@ import pytest
 
 from lakeloader import merge
 from lakeloader.errors import BadInputError
+from lakeloader.ingest import run_tables
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import load_table
-from lakeloader.runner import run_tables
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -35,7 +35,7 @@ def change(op: str, id_: int, name: str | None, minute: int) -> dict:
 
 def load(spark, table, raw, run_id: str = "run"):
     files = list_inputs(str(raw.root), table.source.prefix)
-    return load_table(spark, table, files, catalog=CATALOG, run_id=run_id)
+    return apply_batch(spark, table, files, catalog=CATALOG, run_id=run_id)
 
 
 def rows(spark, table, columns: str = "id, name") -> list[tuple]:
@@ -462,7 +462,7 @@ def test_input_log_outlives_snapshot_expiry_so_an_erasure_is_not_undone(spark, r
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
     files = list_inputs(str(raw.root), table.source.prefix)
-    load_table(spark, table, files, catalog=CATALOG, run_id="r1", log_consumed=True)
+    apply_batch(spark, table, files, catalog=CATALOG, run_id="r1", log_consumed=True)
     name = f"{CATALOG}.{table.target.database}.{table.target.table}"
     spark.sql(f"DELETE FROM {name} WHERE id = 1")
     spark.sql(
@@ -471,5 +471,5 @@ def test_input_log_outlives_snapshot_expiry_so_an_erasure_is_not_undone(spark, r
     )
     assert snapshots(spark, table) == 1  # the summary that listed the file is gone
 
-    again = load_table(spark, table, files, catalog=CATALOG, run_id="r2", log_consumed=True)
+    again = apply_batch(spark, table, files, catalog=CATALOG, run_id="r2", log_consumed=True)
     assert again.status == "skipped" and rows(spark, table) == []

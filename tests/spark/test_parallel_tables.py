@@ -1,7 +1,7 @@
-"""One run drains several tables at once in one Spark session (lakeloader.jobs.drain_tables).
+"""One run drains several tables at once in one Spark session (lakeloader.drain.drain_tables).
 
 Real: Spark and Iceberg (local catalog), the merge, the ledger on moto's DynamoDB over HTTP, the
-thread pool. Only where a ledger object's bytes live is mapped (`jobs._input_file`): on AWS they
+thread pool. Only where a ledger object's bytes live is mapped (`drain._input_file`): on AWS they
 are s3:// objects, here files in the test's raw folder. What must hold when tables share a session
 at the same time: each commit carries its own table's run id and input files (Iceberg's commit
 properties are per thread), and one table's bad file fails that table alone.
@@ -21,10 +21,10 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
-from lakeloader import jobs  # noqa: E402
+from lakeloader import drain  # noqa: E402
+from lakeloader.iceberg import SUMMARY_FILE_NAMES, SUMMARY_RUN_ID  # noqa: E402
 from lakeloader.inputs import InputFile  # noqa: E402
 from lakeloader.ledger import Ledger, ObjectRef  # noqa: E402
-from lakeloader.merge import SUMMARY_FILE_NAMES, SUMMARY_RUN_ID  # noqa: E402
 from lakeloader.spark import CATALOG  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -63,12 +63,12 @@ def test_tables_drained_side_by_side_commit_their_own_files_and_fail_alone(
             key = f"{table.source.prefix}{path.name}"
             ledger.record_object(table.id, ObjectRef("raw", key, etag=path.name), correlation_id="c")
     monkeypatch.setattr(
-        jobs,
+        drain,
         "_input_file",
         lambda obj, raw_root: InputFile(name=obj.key, uri=str(raw.root / obj.key), size=0, version=obj.etag),
     )
 
-    results = jobs.drain_tables(
+    results = drain.drain_tables(
         spark, tables, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="cid", parallel=3
     )
 

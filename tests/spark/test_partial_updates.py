@@ -9,7 +9,7 @@ import pytest
 
 from lakeloader.config import DEBEZIUM_UNAVAILABLE
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import load_table
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -55,7 +55,7 @@ def debezium_table(make_table, mode: str, **partial):
 
 def load(spark, table, raw):
     files = list_inputs(str(raw.root), table.source.prefix)
-    return load_table(spark, table, files, catalog=CATALOG, run_id="run")
+    return apply_batch(spark, table, files, catalog=CATALOG, run_id="run")
 
 
 def rows(spark, table, where: str = "") -> list[tuple]:

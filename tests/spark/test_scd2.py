@@ -12,7 +12,7 @@ import yaml
 from lakeloader import cli
 from lakeloader.errors import BadInputError
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import load_table
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -45,7 +45,7 @@ def scd2_table(make_table, **overrides):
 
 def load(spark, table, raw, run_id: str = "run"):
     files = list_inputs(str(raw.root), table.source.prefix)
-    return load_table(spark, table, files, catalog=CATALOG, run_id=run_id)
+    return apply_batch(spark, table, files, catalog=CATALOG, run_id=run_id)
 
 
 def target(table) -> str:

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.errors import SchemaChangeError
+from lakeloader.iceberg import iceberg_table
+from lakeloader.ingest import run_tables
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import load_table
-from lakeloader.runner import run_tables
-from lakeloader.schema import load_iceberg_table
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -26,7 +26,7 @@ def at(minute: int) -> datetime:
 
 def load(spark, table, raw, run_id: str = "run"):
     files = list_inputs(str(raw.root), table.source.prefix)
-    return load_table(spark, table, files, catalog=CATALOG, run_id=run_id)
+    return apply_batch(spark, table, files, catalog=CATALOG, run_id=run_id)
 
 
 def target(table) -> str:
@@ -42,7 +42,7 @@ def snapshots(spark, table) -> int:
 
 
 def schema_count(spark, table) -> int:
-    return load_iceberg_table(spark, CATALOG, table.target.database, table.target.table).schemas().size()
+    return iceberg_table(spark, f"{CATALOG}.{table.target.database}.{table.target.table}").schemas().size()
 
 
 BASE = pa.schema(

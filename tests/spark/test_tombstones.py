@@ -10,7 +10,7 @@ import pytest
 from lakeloader import tombstones
 from lakeloader.inputs import list_inputs
 from lakeloader.maintenance import maintain_table
-from lakeloader.merge import load_table
+from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -27,7 +27,7 @@ def change(op: str, id_: int, name: str | None, minute: int) -> dict:
 
 def load(spark, table, raw):
     files = list_inputs(str(raw.root), table.source.prefix)
-    return load_table(spark, table, files, catalog=CATALOG, run_id="run")
+    return apply_batch(spark, table, files, catalog=CATALOG, run_id="run")
 
 
 def target(table) -> str:
@@ -171,7 +171,7 @@ def test_erase_removes_the_subjects_tombstones_from_every_snapshot(spark, raw, m
     # (only the new file: the expired snapshots no longer record the older ones as loaded)
     raw.write_parquet("src/20261101-0902.parquet", [change("I", 1, "ann-again", 30)], DMS)
     files = [f for f in list_inputs(str(raw.root), table.source.prefix) if f.name.endswith("0902.parquet")]
-    load_table(spark, table, files, catalog=CATALOG, run_id="after-erasure")
+    apply_batch(spark, table, files, catalog=CATALOG, run_id="after-erasure")
     assert rows(spark, table) == [(1, "ann-again"), (3, "cy")]
 
 

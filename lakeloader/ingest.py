@@ -1,29 +1,19 @@
-"""Run a batch over several tables: each isolated, each summarised."""
+"""Ingest input files into their tables: each table's batch applied in isolation (one table's failure
+never stops the others), the run summarised in one table. The CLI, the demos and the Glue/EMR drain
+(lakeloader.jobs) all load through `run_tables`."""
 
 from __future__ import annotations
 
-import sys
 import time
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.inputs import InputFile, list_inputs, resolve_paths
-from lakeloader.merge import TableResult, load_table
-
-Progress = Callable[[str], None]
-
-
-def stderr_progress(message: str) -> None:
-    print(f"{datetime.now(UTC):%H:%M:%S} {message}", file=sys.stderr, flush=True)
-
-
-def new_run_id() -> str:
-    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+from lakeloader.merge import TableResult, apply_batch
+from lakeloader.progress import Progress, stderr_progress, text_table
 
 
 def assign_inputs(
@@ -67,12 +57,12 @@ def run_tables(
     run_id: str,
     progress: Progress = stderr_progress,
     log_consumed: bool = False,
-    before_commit: Callable[[], None] = lambda: None,
+    before_publish: Callable[[], None] = lambda: None,
 ) -> list[TableResult]:
     """Load each table; one table's failure is recorded and never stops the others.
 
     `log_consumed`: remember consumed files in the input log (runs that have no ledger).
-    `before_commit`: see `lakeloader.merge.load_table`.
+    `before_publish`: see `lakeloader.commit.commit_batch`.
     """
     results = []
     for position, table in enumerate(tables, start=1):
@@ -82,7 +72,7 @@ def run_tables(
 
         started = time.monotonic()
         try:
-            result = load_table(
+            result = apply_batch(
                 spark,
                 table,
                 inputs.get(table.id, []),
@@ -90,7 +80,7 @@ def run_tables(
                 run_id=run_id,
                 progress=table_progress,
                 log_consumed=log_consumed,
-                before_commit=before_commit,
+                before_publish=before_publish,
             )
         except LakeloaderError as exc:
             # A failed quality gate carries its rule outcomes into the run record.
@@ -138,10 +128,7 @@ def summary_table(results: list[TableResult]) -> str:
         )
         for r in results
     ]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines.extend("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows)
+    lines = text_table(header, rows)
     for r in results:
         if r.error:
             lines.append(f"! {r.table_id}: {r.error}")

@@ -1,0 +1,243 @@
+"""Iceberg table operations: snapshots and their summaries, refs and branches, procedures, properties.
+
+Every other module reaches an Iceberg table's metadata through here; none loads the Java table or
+spells a `CALL` itself. Names are SQL names (`catalog`.`db`.`t`, quoted); docs/merge_and_commit.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from pyspark.sql import SparkSession
+
+from lakeloader.progress import Progress
+from lakeloader.sql import literal, qualified, quote
+
+# What lakeloader records in the summary of every snapshot that commits a batch.
+SUMMARY_FILE_IDS = "lakeloader.input-ids"
+SUMMARY_FILE_NAMES = "lakeloader.input-files"
+SUMMARY_RUN_ID = "lakeloader.run-id"
+SUMMARY_TABLE_ID = "lakeloader.table-id"
+# table properties that put data or metadata files outside the table's location
+LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path")
+
+
+def iceberg_table(spark: SparkSession, name: str):
+    """The org.apache.iceberg.Table `name` names, refreshed: catalog I/O (GetTable on Glue), no Spark job."""
+    spark3_util = spark.sparkContext._jvm.org.apache.iceberg.spark.Spark3Util
+    table = spark3_util.loadIcebergTable(spark._jsparkSession, name)
+    table.refresh()
+    return table
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What a batch needs to know of the table before it starts, from ONE metadata read.
+
+    `committed_file_ids`: the input files recorded by the snapshots `main` descends from. Only main's
+    ancestry counts: an audit branch that a killed run never published consumed nothing.
+    """
+
+    snapshot_id: int | None = None
+    records: int = 0  # the rows the table's data files hold (snapshot summary's total-records)
+    committed_file_ids: frozenset[str] = frozenset()
+
+    @classmethod
+    def read(cls, spark: SparkSession, name: str) -> TableState:
+        parser = spark.sparkContext._jvm.org.apache.iceberg.TableMetadataParser
+        metadata = json.loads(parser.toJson(iceberg_table(spark, name).operations().current()))
+        snapshots = {s["snapshot-id"]: s for s in metadata.get("snapshots", [])}
+        current = snapshots.get(metadata.get("current-snapshot-id"))
+        ids: set[str] = set()
+        snapshot = current
+        while snapshot is not None:
+            recorded = snapshot.get("summary", {}).get(SUMMARY_FILE_IDS)
+            ids.update(recorded.split(",") if recorded else ())
+            snapshot = snapshots.get(snapshot.get("parent-snapshot-id"))
+        if current is None:
+            return cls(committed_file_ids=frozenset(ids))
+        records = int(current.get("summary", {}).get("total-records") or 0)
+        return cls(current["snapshot-id"], records, frozenset(ids))
+
+
+def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
+    """The snapshot `main` points at now (None for an empty table)."""
+    snapshot = iceberg_table(spark, name).currentSnapshot()
+    return snapshot.snapshotId() if snapshot is not None else None
+
+
+@contextmanager
+def commit_properties(spark: SparkSession, properties: dict[str, str]) -> Iterator[None]:
+    """Put `properties` into the summary of every Iceberg commit made by this thread meanwhile.
+
+    Iceberg's `CommitMetadata.withCommitProperties` takes a Java callable; from Python we set the
+    thread-local it fills. PySpark pins each Python thread to one JVM thread, and SQL DML and
+    DataFrameWriterV2 writes commit on the calling thread.
+    """
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    holder = jvm.java.lang.Class.forName(
+        "org.apache.iceberg.spark.CommitMetadata", True, loader
+    ).getDeclaredField("COMMIT_PROPERTIES")
+    holder.setAccessible(True)
+    thread_local = holder.get(None)
+    java_map = jvm.java.util.HashMap()
+    for key, value in properties.items():
+        java_map.put(key, value)
+    thread_local.set(java_map)
+    try:
+        yield
+    finally:
+        thread_local.remove()
+
+
+# ------------------------------------------------------------------------------------- names
+
+
+def catalog_of(name: str) -> str:
+    """The catalog of a SQL name, unquoted: `cat`.`db`.`t` -> cat."""
+    return name.split(".", 1)[0].strip("`").replace("``", "`")
+
+
+def _table_argument(name: str) -> str:
+    """The `table =>` argument of Iceberg procedures: `db`.`t` of `cat`.`db`.`t`, as a string literal."""
+    return literal(name.split(".", 1)[1])
+
+
+def branch_target(name: str, branch: str) -> str:
+    """The SQL name that writes to (or reads) `branch` of table `name`."""
+    return f"{name}.{quote('branch_' + branch)}"
+
+
+# ------------------------------------------------------------------------------------- procedures
+
+
+def call_procedure(spark: SparkSession, name: str, procedure: str, *args: str) -> dict[str, int]:
+    """CALL an Iceberg procedure on table `name` (`table =>` first, then `args`); its numeric outputs
+    summed by name (orphan locations counted)."""
+    arguments = ", ".join([f"table => {_table_argument(name)}", *args])
+    rows = spark.sql(f"CALL {qualified(catalog_of(name))}.system.{procedure}({arguments})").collect()
+    counts: dict[str, int] = {}
+    for row in rows:
+        for key, value in row.asDict().items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                counts[key] = counts.get(key, 0) + value
+            elif key == "orphan_file_location":
+                counts["orphan_files_removed"] = counts.get("orphan_files_removed", 0) + 1
+    return counts
+
+
+def delete_orphan_files(spark: SparkSession, name: str, older_than: datetime) -> int:
+    """Delete files under the table location that no snapshot references, older than `older_than`.
+
+    The `remove_orphan_files` procedure refuses an interval under 24 hours (a younger file may belong
+    to a commit still in flight); Iceberg's Action API is its documented way to choose the interval.
+    Only erasure uses it, for the reason docs/quality_erase_maintain.md gives.
+    """
+    jvm = spark.sparkContext._jvm
+    actions = jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)
+    action = actions.deleteOrphanFiles(iceberg_table(spark, name))
+    result = action.olderThan(int(older_than.timestamp() * 1000)).execute()
+    return sum(1 for _ in result.orphanFileLocations())
+
+
+def table_locations(spark: SparkSession, name: str) -> list[str]:
+    """The table's location, plus data/metadata paths its properties set outside it."""
+    table = iceberg_table(spark, name)
+    properties = table.properties()
+    found = [table.location()]
+    found += [str(properties.get(key)) for key in LOCATION_PROPERTIES if properties.get(key)]
+    prefixes = sorted({location.rstrip("/") + "/" for location in found})
+    return [p for p in prefixes if not any(p != other and p.startswith(other) for other in prefixes)]
+
+
+# ------------------------------------------------------------------------------------- properties
+
+
+def table_properties(spark: SparkSession, name: str) -> dict[str, str]:
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+
+
+def ensure_properties(spark: SparkSession, name: str, wanted: dict[str, str]) -> dict[str, str]:
+    """Set the `wanted` table properties where they differ; returns what was changed."""
+    current = table_properties(spark, name)
+    changed = {k: v for k, v in wanted.items() if current.get(k) != v}
+    if changed:
+        props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in changed.items())
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({props})")
+    return changed
+
+
+# ------------------------------------------------------------------------------------- refs
+
+
+def ref_snapshot(spark: SparkSession, name: str, ref: str) -> int | None:
+    """The snapshot a branch or tag points at (None: no such ref, or `main` of an empty table)."""
+    row = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = {literal(ref)}").first()
+    return row.snapshot_id if row else None
+
+
+def refs_by_snapshot(spark: SparkSession, name: str) -> dict[int, list[str]]:
+    """The branches and tags pointing at each snapshot."""
+    refs: dict[int, list[str]] = {}
+    for r in spark.sql(f"SELECT name, snapshot_id FROM {name}.refs").collect():
+        refs.setdefault(r.snapshot_id, []).append(r.name)
+    return refs
+
+
+def unpublished_snapshots(spark: SparkSession, name: str, branch: str) -> list[int]:
+    """Snapshots on `branch` that `main` does not reach (what a write to the branch added)."""
+    head = ref_snapshot(spark, name, branch)
+    if head is None:
+        return []
+    parents = {
+        r.snapshot_id: r.parent_id
+        for r in spark.sql(f"SELECT snapshot_id, parent_id FROM {name}.snapshots").collect()
+    }
+    main_line: set[int] = set()
+    current = ref_snapshot(spark, name, "main")
+    while current is not None and current not in main_line:
+        main_line.add(current)
+        current = parents.get(current)
+    ids = []
+    current = head
+    while current is not None and current not in main_line and current in parents:
+        ids.append(current)
+        current = parents.get(current)
+    return ids
+
+
+def create_branch(spark: SparkSession, name: str, branch: str) -> None:
+    spark.sql(f"ALTER TABLE {name} CREATE BRANCH {quote(branch)}")
+
+
+def drop_branch(spark: SparkSession, name: str, branch: str) -> None:
+    spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {quote(branch)}")
+
+
+def discard_branch(spark: SparkSession, name: str, branch: str, progress: Progress) -> None:
+    """Drop the branch, then expire the snapshots only it held (their files are deleted)."""
+    unpublished = unpublished_snapshots(spark, name, branch)
+    drop_branch(spark, name, branch)
+    if not unpublished:
+        return
+    ids = ", ".join(f"{i}L" for i in unpublished)
+    try:  # older_than in 1970: expire exactly these snapshots, nothing by age.
+        call_procedure(
+            spark,
+            name,
+            "expire_snapshots",
+            "older_than => TIMESTAMP '1970-01-01 00:00:00'",
+            f"snapshot_ids => array({ids})",
+        )
+    except Exception as exc:  # noqa: BLE001 - cleanup: report, the next maintain expires them
+        progress(f"could not expire unpublished audit snapshot(s) {unpublished}: {exc}")
+
+
+def fast_forward(spark: SparkSession, name: str, branch: str) -> None:
+    """Move `main` to the head of `branch` (publish exactly the snapshot that was checked)."""
+    call_procedure(spark, name, "fast_forward", "branch => 'main'", f"to => {literal(branch)}")
