@@ -8,10 +8,11 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
+from lakeloader.ingest import run_tables, summary_table
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import load_table
+from lakeloader.ledger import LockLostError
+from lakeloader.merge import apply_batch
 from lakeloader.quality import QualityError
-from lakeloader.runner import run_tables, summary_table
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -55,7 +56,7 @@ def name_of(table) -> str:
 
 def load(spark, table, raw, run_id: str):
     files = list_inputs(str(raw.root), table.source.prefix)
-    return load_table(spark, table, files, catalog=CATALOG, run_id=run_id)
+    return apply_batch(spark, table, files, catalog=CATALOG, run_id=run_id)
 
 
 def rows(spark, table) -> list[tuple]:
@@ -84,6 +85,30 @@ def test_passing_batch_is_published_from_the_audit_branch(spark, raw, make_table
         .summary
     )
     assert summary["lakeloader.run-id"] == "r1"
+
+
+def test_the_last_check_runs_after_the_audit_and_right_before_publishing(spark, raw, make_table):
+    """`before_publish` (the drain's lock re-check) runs once, when the audit branch holds the checked
+    batch and `main` is about to move: not before the write to the branch. Raising there publishes
+    nothing and drops the branch."""
+    table = make_table(quality={"rules": RULES})
+    raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30)], DMS)
+    load(spark, table, raw, "r1")
+    before = refs(spark, table)
+    raw.write_parquet("src/20261101-0901.parquet", [row("I", 2, "b@x", 40, minute=1)], DMS)
+    seen: list[dict[str, int]] = []
+
+    def lost_the_lock() -> None:
+        seen.append(refs(spark, table))
+        raise LockLostError(f"table {table.id!r}: run 'r2' no longer holds the table lock")
+
+    files = list_inputs(str(raw.root), table.source.prefix)
+    with pytest.raises(LockLostError):
+        apply_batch(spark, table, files, catalog=CATALOG, run_id="r2", before_publish=lost_the_lock)
+    ((branch, head),) = [(k, v) for k, v in seen[0].items() if k.startswith("audit_")]
+    assert len(seen) == 1 and head != seen[0]["main"] == before["main"], seen  # the branch holds the batch
+    assert refs(spark, table) == before  # nothing published, the branch dropped
+    assert rows(spark, table) == [(1, "a@x", 30)]
 
 
 def test_quarantine_sets_failing_rows_aside_and_publishes_the_rest(spark, raw, make_table):
@@ -148,7 +173,7 @@ def test_fail_leaves_main_untouched_and_fails_the_table(spark, raw, make_table):
     assert rows(spark, table) == [(1, "a@x", 30)]
     # the rejected audit snapshot was expired, so its input file is not taken as consumed
     assert spark.sql(f"SELECT snapshot_id FROM {name_of(table)}.snapshots").count() == snapshots_before
-    # through the runner: recorded as a failed table with the rule outcomes
+    # through run_tables: recorded as a failed table with the rule outcomes
     files = list_inputs(str(raw.root), table.source.prefix)
     (result,) = run_tables(
         spark, [table], {table.id: files}, catalog=CATALOG, run_id="r3", progress=lambda m: None

@@ -1,0 +1,70 @@
+"""The Iceberg layer stays one layer: table operations live in lakeloader.iceberg, a batch commits only
+through lakeloader.commit, and the modules above them call down, never sideways (docs/merge_and_commit.md).
+
+Read from the source (imports and spellings), no Spark needed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "lakeloader"
+# The modules that use Iceberg tables; which of each other each may import. A batch (merge) composes
+# its mode (scd2) and the tombstones; maintenance and erase reach the tombstones' side table. Table
+# operations (refs, procedures, properties, commits, snapshot lookups) come from iceberg and commit.
+ALLOWED = {
+    "merge": {"scd2", "tombstones", "commit", "iceberg"},
+    "scd2": {"tombstones"},
+    "maintenance": {"tombstones", "iceberg"},
+    "erase": {"tombstones", "commit", "iceberg"},
+    "quality": {"iceberg"},
+    "tombstones": {"iceberg"},
+    "commit": {"quality", "iceberg"},  # the audit branch runs the quality rules
+    "iceberg": set(),
+}
+# Spellings of Iceberg table operations: only lakeloader/iceberg.py writes them.
+ICEBERG_ONLY = re.compile(
+    r"loadIcebergTable|TableMetadataParser|CommitMetadata|SparkActions|\.system\.|\} (?:CREATE|DROP) BRANCH|"
+    r"SET TBLPROPERTIES|\.refs\b"
+)
+
+
+def runtime_imports(module: str) -> set[str]:
+    """The lakeloader modules `module` imports at run time (annotation-only TYPE_CHECKING imports aside)."""
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    skipped = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in ast.walk(block)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "lakeloader":
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lakeloader."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("lakeloader."))
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(ALLOWED))
+def test_table_modules_call_down_never_sideways(module):
+    sideways = (runtime_imports(module) & ALLOWED.keys()) - ALLOWED[module]
+    assert not sideways, f"lakeloader/{module}.py imports {sorted(sideways)}: go through iceberg/commit"
+
+
+def test_only_the_iceberg_module_spells_table_operations():
+    spelled = {
+        path.name: sorted(set(ICEBERG_ONLY.findall(path.read_text())))
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "iceberg.py"
+    }
+    assert {name: found for name, found in spelled.items() if found} == {}
