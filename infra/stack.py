@@ -7,11 +7,12 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack, Tags
 from constructs import Construct
 
-from infra.catalog import Catalog, LakeFormationAccess
+from infra.catalog import Catalog
 from infra.config_store import ConfigStore
 from infra.emr import check_emr_tables
 from infra.erasure import ErasurePolicy
 from infra.functions import own_cdk_function_logs
+from infra.lake_formation import LakeFormationAccess
 from infra.monitoring import AlarmTopic, Monitoring
 from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing
