@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+from lakeloader.dynamodb import decode_item
+
+R = TypeVar("R")
 
 DEFAULT_RUN_RETENTION_DAYS = 90
 MAX_ERROR_CHARS = 4000
@@ -35,6 +40,13 @@ def clip_error(text: str | None) -> str | None:
     head = MAX_ERROR_CHARS * 2 // 3
     tail = MAX_ERROR_CHARS - head - 20
     return f"{text[:head]}\n...[truncated]...\n{text[-tail:]}"
+
+
+def record_from_item(cls: type[R], item: Mapping[str, Any], **defaults: Any) -> R:
+    """A ledger dataclass from a DynamoDB item: its fields by name, ``defaults`` where the item has none."""
+    data = decode_item(item)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{**defaults, **{k: v for k, v in data.items() if k in names and v is not None}})
 
 
 class LedgerTables:

@@ -12,8 +12,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lakeloader.dynamodb import decode_item, encode_item, is_condition_failure
-from lakeloader.ledger.base import LedgerTables, utc_now_iso
+from lakeloader.dynamodb import encode_item, is_condition_failure
+from lakeloader.ledger.base import LedgerTables, record_from_item, utc_now_iso
 
 LOCK_RUN_ID = "#lock"
 LOCK_STARTING = "starting"
@@ -39,14 +39,8 @@ class Lock:
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> Lock:
-        data = decode_item(item)
-        return cls(
-            table_id=data.get("table_id") or "",
-            holder=data.get("holder") or "",
-            state=data.get("state") or LOCK_RUNNING,
-            acquired_at=data.get("acquired_at"),
-            expires_at=data.get("expires_at") or 0,
-            engine_run_id=data.get("engine_run_id"),
+        return record_from_item(
+            cls, item, table_id="", holder="", state=LOCK_RUNNING, acquired_at=None, expires_at=0
         )
 
 

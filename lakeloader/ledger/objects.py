@@ -13,8 +13,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lakeloader.dynamodb import decode_item, encode_item, is_condition_failure
-from lakeloader.ledger.base import LedgerTables, clip_error, utc_now_iso
+from lakeloader.dynamodb import encode_item, is_condition_failure
+from lakeloader.ledger.base import LedgerTables, clip_error, record_from_item, utc_now_iso
 
 LOG = logging.getLogger("lakeloader.ledger")
 
@@ -117,25 +117,7 @@ class LedgerObject:
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> LedgerObject:
-        data = decode_item(item)
-        return cls(
-            table_id=data.get("table_id") or "",
-            object_id=data.get("object_id") or "",
-            bucket=data.get("bucket") or "",
-            key=data.get("key") or "",
-            status=data.get("status") or PENDING,
-            etag=data.get("etag"),
-            version_id=data.get("version_id"),
-            size=data.get("size"),
-            sequencer=data.get("sequencer"),
-            event_time=data.get("event_time"),
-            first_seen=data.get("first_seen"),
-            updated_at=data.get("updated_at"),
-            run_id=data.get("run_id"),
-            error=data.get("error"),
-            correlation_id=data.get("correlation_id"),
-            attempts=data.get("attempts") or 0,
-        )
+        return record_from_item(cls, item, table_id="", object_id="", bucket="", key="", status=PENDING)
 
 
 @dataclass(frozen=True)

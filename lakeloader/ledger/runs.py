@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeloader.dynamodb import decode_item, encode_item
-from lakeloader.ledger.base import LedgerTables, clip_error, utc_now_iso
+from lakeloader.ledger.base import LedgerTables, clip_error, record_from_item, utc_now_iso
 
 RUN_RUNNING = "running"
 RUN_SUCCEEDED = "succeeded"
@@ -37,23 +37,7 @@ class RunRecord:
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> RunRecord:
-        data = decode_item(item)
-        return cls(
-            table_id=data.get("table_id") or "",
-            run_id=data.get("run_id") or "",
-            status=data.get("status") or RUN_RUNNING,
-            correlation_id=data.get("correlation_id"),
-            engine=data.get("engine"),
-            engine_run_id=data.get("engine_run_id"),
-            objects=data.get("objects"),
-            started_at=data.get("started_at"),
-            ended_at=data.get("ended_at"),
-            duration_ms=data.get("duration_ms"),
-            counts=dict(data.get("counts") or {}),
-            snapshot_id=data.get("snapshot_id"),
-            error=data.get("error"),
-            expires_at=data.get("expires_at"),
-        )
+        return record_from_item(cls, item, table_id="", run_id="", status=RUN_RUNNING)
 
 
 def _check_run_id(run_id: str) -> None:
