@@ -71,12 +71,19 @@ class Import:
         return f"{path}:{self.line}"
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    """`TYPE_CHECKING` or `typing.TYPE_CHECKING`: false whenever the code runs."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def _statements(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement, in functions too, except under `if TYPE_CHECKING:` (never run)."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.orelse:
                 yield from _statements(ast.Module(body=[child], type_ignores=[]))
         else:

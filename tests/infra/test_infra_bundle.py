@@ -133,7 +133,8 @@ PACKAGE = {
     "sub/__init__.py": "from . import leaf\n",
     "sub/leaf.py": "from ..contract import loads\n",
     "sub/lazy.py": "def f():\n    from .. import contract\n    return contract\n",
-    "typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lakeloader.config import X\n",
+    "typed.py": "import typing\nif typing.TYPE_CHECKING:\n    from lakeloader.config import X\n",
+    "untyped.py": "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n    from .config import X\n",
     "unused.py": "import pyspark\n",
     "config/__init__.py": "import pydantic\n",
     "helper.py": "def load():\n    from .config import X\n    return X\n",
@@ -180,6 +181,7 @@ def test_lambda_bundle_holds_the_import_closure_of_the_handler(tmp_path, build_d
         ("from lakeloader import helper\n", r"helper.py:2: imports lakeloader.config.*handler.py -> "),
         ("import lakeloader.unused\n", r"unused.py:1: imports pyspark"),
         ("import yaml\n", r"handler.py:1: imports yaml"),
+        ("import lakeloader.untyped\n", r"untyped.py:3: imports lakeloader.config"), # runs at import
         ("import lakeloader.missing\n", r"handler.py:1: imports lakeloader.missing, which does not exist"),
         ("import lakeloader.bare.mod\n", r"lakeloader.bare, a folder without __init__.py"),
         ("import requests\n", r"handler.py:1: imports requests, which the Lambda runtime does not have"),
