@@ -185,7 +185,10 @@ DEV_ONLY = ("lakeloader_dev", "emulator", "jars.py", "local.py", "demo.py", "tes
 def test_lakeloader_zip_holds_only_runtime_modules():
     with zipfile.ZipFile(lakeloader_zip()) as archive:
         names = archive.namelist()
-    runtime = sorted(f"lakeloader/{p.name}" for p in (ROOT / "lakeloader").glob("*.py") if p.name != "cli.py")
+    package = ROOT / "lakeloader"
+    modules = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
+    modules = [m for m in modules if "__pycache__/" not in m]
+    runtime = sorted(f"lakeloader/{m}" for m in modules if m != "cli.py")
     assert "lakeloader/jobs.py" in names and "lakeloader/versions.py" in names
     offending = [n for n in names if any(part in n for part in DEV_ONLY) or not n.endswith(".py")]
     assert offending == []
