@@ -98,7 +98,9 @@ class ErasureResult:
 
 
 def parse_keys(table: TableConfig, values: list[str]) -> list[dict[str, str]]:
-    """`--key` values -> one {key column: value} per subject (see the module doc for the syntax)."""
+    """`--key` values -> one {key column: value} per subject: `42` or `id=42` for a one-column key,
+    `order_id=1,line_no=2` for a composite one (every key column once; ',' or '=' in a value needs
+    --where)."""
     if not table.keys:
         raise ErasureError(f"table {table.id!r} has no keys: use --where")
     subjects = []
@@ -297,7 +299,8 @@ def erase(
     who: str | None = None,
     progress: Progress = no_progress,
 ) -> ErasureResult:
-    """Erase a data subject from `table` and from its history; see the module doc."""
+    """Erase a data subject from `table` and from its history (docs/quality_erase_maintain.md).
+    Run it while no writer loads the table: orphan files younger than a day are removed too."""
     if bool(keys) == bool(where):
         raise ErasureError("give either --key VALUE (repeatable) or --where SQL, not both")
     started_clock = time.monotonic()

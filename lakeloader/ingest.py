@@ -1,6 +1,7 @@
 """Ingest input files into their tables: each table's batch applied in isolation (one table's failure
 never stops the others), the run summarised in one table. The CLI, the demos and the Glue/EMR drain
-(lakeloader.jobs) all load through `run_tables`."""
+(lakeloader.drain) all load through `run_tables`.
+"""
 
 from __future__ import annotations
 
