@@ -83,8 +83,9 @@ def publish(name: str, digest: str, build: Callable[[Path], None]) -> Path:
     return target
 
 
-# The `lakeloader` command runs on a developer's machine (Spark jars from lakeloader_dev); no job imports it.
-LOCAL_ONLY_MODULES = {"cli.py"}
+# Not for Glue/EMR: the `lakeloader` command runs on a developer's machine (Spark jars from
+# lakeloader_dev), and the trigger runs in the S3-arrival Lambda (with Powertools, which the jobs lack).
+NOT_IN_JOB_ZIP = ("cli.py", "trigger/")
 
 
 def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:
@@ -94,7 +95,7 @@ def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:
     entries = [
         (f"lakeloader/{p.relative_to(source).as_posix()}", p.read_bytes(), 0o644)
         for p in package_files(source)
-        if p.relative_to(source).as_posix() not in LOCAL_ONLY_MODULES
+        if not p.relative_to(source).as_posix().startswith(NOT_IN_JOB_ZIP)
     ]
     return publish_zip("lakeloader-zip", "lakeloader.zip", entries)
 
