@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from lakeloader import contract
 from lakeloader.config import LakeConfig, TableConfig
-from lakeloader.contract import METRICS_NAMESPACE  # noqa: F401 - until tests/infra imports it from contract
 from lakeloader.drain import drain_tables, log_event
 from lakeloader.ledger import Ledger
 from lakeloader.merge import TableResult

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from lakeloader.errors import LakeloaderError
+from lakeloader.progress import Progress, no_progress
 
 T = TypeVar("T")
 
@@ -143,7 +144,7 @@ def retry_on_conflict(
     what: str,
     policy: RetryPolicy,
     retryable: Callable[[BaseException], bool] = is_commit_conflict,
-    progress: Callable[[str], None] = lambda message: None,
+    progress: Progress = no_progress,
     sleep: Callable[[float], None] = time.sleep,
     rand: Callable[[], float] = random.random,
     clock: Callable[[], float] = time.monotonic,

@@ -35,7 +35,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from lakeloader.jobs import METRICS_NAMESPACE
+from lakeloader.contract import METRICS_NAMESPACE
 from lakeloader.tombstones import SUFFIX as TOMBSTONES
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, matches, role_statements
 
