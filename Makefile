@@ -65,11 +65,11 @@ define MUTATION_SCORE_PY
 import collections, json, pathlib
 from mutmut.stats import status_by_exit_code as status
 print("module      killed timeout survived no-tests  score")
-for meta in sorted(pathlib.Path("mutants/lakeloader").glob("*.py.meta")):
+for meta in sorted(pathlib.Path("mutants/lakeloader").rglob("*.py.meta")):
     n = collections.Counter(status[code] for code in json.loads(meta.read_text())["exit_code_by_key"].values())
     caught, checked = n["killed"] + n["timeout"], n["killed"] + n["timeout"] + n["survived"] + n["no tests"]
     score = f"{100 * caught / checked:5.1f}%" if checked else "    -"
-    print(f"{meta.name[:-8]:10} {n['killed']:7} {n['timeout']:7} {n['survived']:8} {n['no tests']:8}  {score}"
+    print(f"{meta.relative_to('mutants/lakeloader').as_posix()[:-8]:10} {n['killed']:7} {n['timeout']:7} {n['survived']:8} {n['no tests']:8}  {score}"
           + (f"  ({n['not checked']} not checked)" if n["not checked"] else ""))
 endef
 export MUTATION_SCORE_PY
@@ -80,7 +80,7 @@ mutate: $(STAMP)
 	rm -rf build/mutate && mkdir -p build/mutate
 	cp -r lakeloader tests config examples lambda pyproject.toml build/mutate/
 	printf '\n[tool.mutmut]\nsource_paths = ["lakeloader"]\nalso_copy = ["config", "examples", "lambda"]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\n' \
-	  '$(subst " ","$(comma) ",$(patsubst %,"lakeloader/%.py",$(MUTATE_MODULES)))' \
+	  '$(foreach m,$(MUTATE_MODULES),"lakeloader/$(m).py"$(comma) "lakeloader/$(m)/*"$(comma))' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(MUTATE_TESTS)))' >> build/mutate/pyproject.toml
 	cd build/mutate && $(abspath $(VENV))/bin/mutmut run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }
 	cd build/mutate && $(abspath $(VENV))/bin/mutmut results; $(abspath $(PY)) -c "$$MUTATION_SCORE_PY"
