@@ -18,11 +18,14 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
+import lakeloader.drain  # noqa: E402
 import lakeloader.maintenance  # noqa: E402
 import lakeloader.spark  # noqa: E402
 from lakeloader import jobs, quality, tombstones  # noqa: E402
 from lakeloader.config import TableConfig, parse_config  # noqa: E402
-from lakeloader.config_store import PARTITION_KEY, config_items, to_item  # noqa: E402
+from lakeloader.config_store import PARTITION_KEY  # noqa: E402
+from lakeloader.config_table import config_items  # noqa: E402
+from lakeloader.dynamodb import encode_item  # noqa: E402
 from lakeloader.merge import TableResult  # noqa: E402
 from lakeloader.sql import qualified  # noqa: E402
 
@@ -79,7 +82,7 @@ def job_args(aws_endpoint) -> dict[str, str]:
     dynamodb = boto3.client("dynamodb")
     table = create_dynamodb_table(dynamodb, unique_name("config"), PARTITION_KEY)
     for item in config_items(CONFIG):
-        dynamodb.put_item(TableName=table, Item=to_item(item))
+        dynamodb.put_item(TableName=table, Item=encode_item(item))
     return {
         "lakeloader_config_table": table,
         "lakeloader_ledger_table": unique_name("ledger"),
@@ -105,7 +108,7 @@ def handed(monkeypatch) -> list[TableConfig]:
         seen.extend(tables)
         return []
 
-    monkeypatch.setattr(jobs, "drain_table", drain)
+    monkeypatch.setattr(lakeloader.drain, "drain_table", drain)
     monkeypatch.setattr(lakeloader.maintenance, "maintain_tables", maintain)
     monkeypatch.setattr(lakeloader.maintenance, "summary_table", lambda results: "")
     return seen
