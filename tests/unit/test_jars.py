@@ -1,4 +1,4 @@
-"""Class-file relocation used to assemble the local Spark jars (lakeloader_dev.jars).
+"""Class-file relocation (lakeloader_dev.relocate) and the jar cache CLI (lakeloader_dev.jars).
 
 Fast and offline: a synthetic class file is relocated and checked structurally and,
 when a JVM is available, executed; a real Jackson class from PySpark is relocated
@@ -17,7 +17,7 @@ import zipfile
 
 import pytest
 
-from lakeloader_dev import jars
+from lakeloader_dev import jar_sources, jars, relocate
 
 JACKSON = "com/fasterxml/jackson/"
 SHADED_JACKSON = "org/apache/iceberg/shaded/com/fasterxml/jackson/"
@@ -93,7 +93,7 @@ def parse_class(data: bytes) -> tuple[dict[int, tuple[int, object]], int, int]:
             pos += 3 + length
             index += 1
         else:
-            size = jars._CP_SIZES[tag]
+            size = relocate._CP_SIZES[tag]
             pool[index] = (tag, data[pos + 1 : pos + 1 + size])
             pos += 1 + size
             index += 2 if tag in (5, 6) else 1
@@ -131,7 +131,7 @@ def class_name(pool: dict[int, tuple[int, object]], class_index: int) -> str:
 def test_relocate_class_rewrites_only_utf8_entries():
     original = demo_class()
     before, _, _ = parse_class(original)
-    relocated = jars.relocate_class(original, jars.Relocation(RULES).bytes)
+    relocated = relocate.relocate_class(original, relocate.Relocation(RULES).bytes)
     pool, this, sup = parse_class(relocated)
 
     assert class_name(pool, this) == SHADED_JACKSON + "Demo"
@@ -152,16 +152,17 @@ def test_relocate_class_rewrites_only_utf8_entries():
 
 def test_relocate_class_is_identity_without_matches():
     data = demo_class()
-    assert jars.relocate_class(data, jars.Relocation({"org/nowhere/": "x/org/nowhere/"}).bytes) == data
+    rules = relocate.Relocation({"org/nowhere/": "x/org/nowhere/"})
+    assert relocate.relocate_class(data, rules.bytes) == data
 
 
 def test_relocate_class_rejects_non_class_bytes():
     with pytest.raises(ValueError):
-        jars.relocate_class(b"PK\x03\x04 not a class", lambda value: value)
+        relocate.relocate_class(b"PK\x03\x04 not a class", lambda value: value)
 
 
 def test_relocation_handles_both_forms_and_reverse_rules():
-    back = jars.Relocation({"smfs/shaded/software/amazon/": "software/amazon/"})
+    back = relocate.Relocation({"smfs/shaded/software/amazon/": "software/amazon/"})
     assert (
         back.text("Lsmfs/shaded/software/amazon/awssdk/core/SdkBytes;")
         == "Lsoftware/amazon/awssdk/core/SdkBytes;"
@@ -174,12 +175,12 @@ def test_relocation_handles_both_forms_and_reverse_rules():
         == "smfs/shaded/org/apache/hc/core5/http/HttpHost"
     )
     with pytest.raises(ValueError):
-        jars.Relocation({"com/fasterxml": "x/com/fasterxml"})
+        relocate.Relocation({"com/fasterxml": "x/com/fasterxml"})
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="no JVM on PATH")
 def test_relocated_class_runs_on_the_jvm(tmp_path: pathlib.Path):
-    relocated = jars.relocate_class(demo_class(), jars.Relocation(RULES).bytes)
+    relocated = relocate.relocate_class(demo_class(), relocate.Relocation(RULES).bytes)
     target = tmp_path / SHADED_JACKSON / "Demo.class"
     target.parent.mkdir(parents=True)
     target.write_bytes(relocated)
@@ -230,7 +231,7 @@ def test_relocate_jar_renames_entries_services_and_drops_metadata(tmp_path: path
 
     target = tmp_path / "out" / "shaded.jar"
     target.parent.mkdir()
-    classes = jars.relocate_jar(target, [source, other], RULES, title="test")
+    classes = relocate.relocate_jar(target, [source, other], RULES, title="test")
 
     assert classes == 1
     assert sorted(p.name for p in target.parent.iterdir()) == ["shaded.jar"]  # no temporary left behind
@@ -264,7 +265,7 @@ def test_relocate_jar_select_filters_entries(tmp_path: pathlib.Path):
         )
         jar.writestr("smfs/shaded/org/apache/hc/core5/http/HttpHost.class", demo_class())
     target = tmp_path / "out.jar"
-    jars.relocate_jar(
+    relocate.relocate_jar(
         target,
         [source],
         {"smfs/shaded/software/amazon/": "software/amazon/"},
@@ -280,7 +281,7 @@ def test_relocate_jar_select_filters_entries(tmp_path: pathlib.Path):
 
 def _pyspark_jackson_core() -> str | None:
     try:
-        folder = jars._spark_jars_dir()
+        folder = jar_sources.spark_jars_dir()
     except RuntimeError:
         return None
     found = sorted(glob.glob(os.path.join(folder, "jackson-core-2.*.jar")))
@@ -289,10 +290,10 @@ def _pyspark_jackson_core() -> str | None:
 
 @pytest.mark.skipif(_pyspark_jackson_core() is None, reason="PySpark (with its Jackson jars) not installed")
 def test_real_jackson_class_relocates_cleanly():
-    relocation = jars.Relocation(RULES)
+    relocation = relocate.Relocation(RULES)
     with zipfile.ZipFile(_pyspark_jackson_core()) as jar:
         original = jar.read("com/fasterxml/jackson/core/JsonFactory.class")
-    relocated = jars.relocate_class(original, relocation.bytes)
+    relocated = relocate.relocate_class(original, relocation.bytes)
     pool, this, sup = parse_class(relocated)
     assert class_name(pool, this) == SHADED_JACKSON + "core/JsonFactory"
     assert class_name(pool, sup) == SHADED_JACKSON + "core/TokenStreamFactory"
@@ -303,7 +304,7 @@ def test_real_jackson_class_relocates_cleanly():
         for t in texts
         if "com.fasterxml.jackson." in t.replace("org.apache.iceberg.shaded.com.fasterxml.jackson.", "")
     ]
-    assert jars.relocate_class(relocated, relocation.bytes) == relocated  # idempotent
+    assert relocate.relocate_class(relocated, relocation.bytes) == relocated  # idempotent
 
 
 def test_local_jars_rejects_unknown_kind():
