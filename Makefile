@@ -57,7 +57,7 @@ synth: $(STAMP)
 # touched); it prints the score and the surviving mutants (`mutmut show <name>` in build/mutate
 # shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="trigger ledger"`.
 MUTATE_MODULES ?= trigger ledger config schema inputs
-MUTATE_TESTS   ?= tests/unit/test_trigger.py tests/unit/test_ledger.py tests/unit/test_drain.py \
+MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_ledger.py tests/unit/test_drain.py \
                   tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
                   tests/unit/test_schema_plan.py
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped).

@@ -7,13 +7,13 @@ import threading
 from collections import Counter
 
 from tests.faults import oracle
-from tests.unit import test_trigger
-from tests.unit.test_trigger import CUSTOMERS, HANDLER, World, context, log_lines, s3_event, s3_record
+from tests.unit import trigger_world
+from tests.unit.trigger_world import CUSTOMERS, HANDLER, World, context, log_lines, s3_event, s3_record
 
 # pytest fixtures: the trigger tests' world (config, ledger and runs tables, a Glue job) on moto
-world = test_trigger.world
-aws_endpoint = test_trigger.aws_endpoint
-moto_server = test_trigger.moto_server
+world = trigger_world.world
+aws_endpoint = trigger_world.aws_endpoint
+moto_server = trigger_world.moto_server
 
 TIMES = 10
 

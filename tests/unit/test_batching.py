@@ -27,7 +27,7 @@ from lakeloader.config_table import config_items  # noqa: E402
 from lakeloader.contract import ARG_TABLE_ID, glue_arg, new_run_id  # noqa: E402
 from lakeloader.ledger import DONE, PENDING, Ledger, ObjectRef  # noqa: E402
 from lakeloader.trigger import SettingsError, Trigger, TriggerSettings  # noqa: E402
-from tests.unit.test_trigger import RAW, World, s3_event, s3_record  # noqa: E402
+from tests.unit.trigger_world import RAW, World, s3_event, s3_record  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint

@@ -1,0 +1,116 @@
+"""Event parsing (lakeloader.trigger.events): S3 notifications, their SQS/SNS/EventBridge wrappers,
+URL-encoded keys, and records that are counted as ignored rather than dropped."""
+
+from __future__ import annotations
+
+import json
+
+from lakeloader.trigger import parse_event
+from tests.unit import trigger_world
+from tests.unit.trigger_world import (
+    CUSTOMERS,
+    HANDLER,
+    RAW,
+    World,
+    context,
+    eventbridge_event,
+    log_lines,
+    s3_event,
+    s3_record,
+    sqs_event,
+)
+
+# pytest fixtures: the trigger world (config, ledger and runs tables, a Glue job) on one moto server
+world = trigger_world.world
+aws_endpoint = trigger_world.aws_endpoint
+moto_server = trigger_world.moto_server
+
+
+def test_ignored_records_are_counted(world: World, capsys):
+    world.add_table("crm.customers", CUSTOMERS)
+    summary = HANDLER(
+        s3_event(
+            s3_record(CUSTOMERS + "1.parquet", event_name="ObjectRemoved:Delete"),
+            s3_record(CUSTOMERS + "_SUCCESS"),
+            s3_record(CUSTOMERS),  # folder marker
+            s3_record(CUSTOMERS + "1.parquet", bucket="someone-elses-bucket"),
+            {"eventSource": "aws:dynamodb", "dynamodb": {}},
+        ),
+        context(),
+    )
+    assert (summary["records"], summary["ignored"], summary["recorded"], summary["started"]) == (5, 5, 0, {})
+    reasons = [
+        x.get("reason", "")
+        for x in log_lines(capsys)
+        if x["message"] in ("object.ignored", "record.unrecognised")
+    ]
+    assert len(reasons) == 5
+    assert any("ObjectRemoved:Delete" in r for r in reasons)
+    assert any("raw bucket" in r for r in reasons)
+
+
+def test_s3_test_event_is_not_a_record(world: World):
+    summary = HANDLER(
+        {
+            "Service": "Amazon S3",
+            "Event": "s3:TestEvent",
+            "Time": "2024-05-01T12:00:00.000Z",
+            "Bucket": RAW,
+            "RequestId": "5582815E1AEA5ADF",
+            "HostId": "8cLeGAmw...",
+        },
+        context(),
+    )
+    assert summary["records"] == 0 and summary["ignored"] == 0
+
+
+def test_url_encoded_keys_with_spaces_and_plus(world: World):
+    world.add_table("crm.customers", CUSTOMERS)
+    key = CUSTOMERS + "2024-05-01 12:00:00/part+1 (copy)=x%.parquet"
+    record = s3_record(key)
+    assert record["s3"]["object"]["key"] != key  # really encoded: spaces as '+', '+' as %2B
+    summary = HANDLER(s3_event(record), context())
+    assert summary["recorded"] == 1
+    [obj] = world.ledger.objects("crm.customers")
+    assert obj.key == key
+    assert obj.uri == f"s3://{RAW}/{key}"
+
+
+def test_sqs_sns_and_eventbridge_wrappers(world: World):
+    world.add_table("crm.customers", CUSTOMERS)
+    sns_in_sqs = {
+        "Type": "Notification",
+        "MessageId": "m1",
+        "TopicArn": "arn:aws:sns:us-east-1:123456789012:raw",
+        "Message": json.dumps(s3_event(s3_record(CUSTOMERS + "sns file.parquet", etag="s"))),
+    }
+    event = sqs_event(
+        s3_event(s3_record(CUSTOMERS + "sqs file.parquet", etag="q")),
+        sns_in_sqs,
+        eventbridge_event(CUSTOMERS + "eb file.parquet", etag="e"),
+    )
+    summary = HANDLER(event, context())
+    assert (summary["records"], summary["recorded"]) == (3, 3)
+    assert len(summary["started"]) == 1
+    assert sorted(o.key for o in world.ledger.objects("crm.customers")) == [
+        CUSTOMERS + "eb file.parquet",
+        CUSTOMERS + "sns file.parquet",
+        CUSTOMERS + "sqs file.parquet",
+    ]
+    # EventBridge directly
+    direct = HANDLER(eventbridge_event(CUSTOMERS + "direct.parquet", etag="d"), context())
+    assert direct["recorded"] == 1
+
+
+def test_parse_event_reads_versions_and_reports_garbage():
+    objects, problems = parse_event(
+        {"Records": [s3_record("a/b c.csv", version_id="3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"), "junk"]}
+    )
+    assert [(o.ref.key, o.ref.version_id, o.ref.object_id) for o in objects] == [
+        ("a/b c.csv", "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY", "a/b c.csv#3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY")
+    ]
+    assert problems == ["record of type str"]
+    assert parse_event({"hello": 1})[1] and parse_event([1])[1]
+    raw_eb = eventbridge_event("a/x+y.csv")
+    raw_eb["detail"]["object"]["key"] = "a/x+y.csv"
+    assert parse_event(raw_eb, eventbridge_keys_encoded=False)[0][0].ref.key == "a/x+y.csv"

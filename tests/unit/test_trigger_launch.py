@@ -1,0 +1,106 @@
+"""Starting job runs (lakeloader.trigger.launch): Glue and EMR Serverless on moto, concurrency limits,
+start failures and an engine that is not configured."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lakeloader.ledger import PENDING
+from lakeloader.trigger import TriggerError
+from tests.aws_fixtures import moto_api, unique_name
+from tests.unit import trigger_world
+from tests.unit.trigger_world import CUSTOMERS, HANDLER, World, context, log_lines, s3_event, s3_record
+
+# pytest fixtures: the trigger world (config, ledger and runs tables, a Glue job) on one moto server
+world = trigger_world.world
+aws_endpoint = trigger_world.aws_endpoint
+moto_server = trigger_world.moto_server
+
+
+def test_concurrent_runs_exceeded_leaves_objects_pending(world: World, monkeypatch):
+    """moto's Glue honours MaxConcurrentRuns, but finishes runs at once unless told otherwise:
+    pin job runs in STARTING through moto's state manager."""
+    job = world.create_glue_job(max_concurrent_runs=1)
+    monkeypatch.setenv("GLUE_JOB_NAME", job)
+    world.add_table("crm.customers", CUSTOMERS)
+    world.add_table("sales.order_lines", "sales/public/order_lines/")
+    moto_api(
+        world.endpoint,
+        "state-manager/set-transition",
+        {"model_name": "glue::job_run", "transition": {"progression": "manual", "times": 1_000_000}},
+    )
+    try:
+        first = HANDLER(s3_event(s3_record(CUSTOMERS + "1.parquet")), context("req-a"))
+        assert list(first["started"]) == ["crm.customers"]
+        second = HANDLER(s3_event(s3_record("sales/public/order_lines/1.csv")), context("req-b"))
+    finally:
+        moto_api(world.endpoint, "state-manager/unset-transition", {"model_name": "glue::job_run"})
+
+    assert second["recorded"] == 1 and second["started"] == {}
+    [deferred] = second["deferred"]
+    assert (deferred["table_id"], deferred["reason"], deferred["engine"]) == (
+        "sales.order_lines",
+        "concurrent_runs_exceeded",
+        "glue",
+    )
+    assert "ConcurrentRunsExceededException" in deferred["error"]
+    assert [o.status for o in world.ledger.objects("sales.order_lines")] == [PENDING]
+    assert world.ledger.get_lock("sales.order_lines") is None  # reservation given back
+    assert len(world.glue_runs(job)) == 1
+
+    # capacity again (moto now reports the first run SUCCEEDED): a sweep starts the waiting table;
+    # crm.customers still has its reservation, so it is deferred to the run that holds it
+    swept = HANDLER({"lakeloader": {"action": "sweep"}}, context("req-sweep"))
+    assert swept["action"] == "sweep"
+    assert list(swept["started"]) == ["sales.order_lines"]
+    assert [d["table_id"] for d in swept["deferred"]] == ["crm.customers"]
+
+
+def test_emr_serverless_engine(world: World, monkeypatch):
+    app = world.emr.create_application(name=unique_name("lakeloader"), releaseLabel="emr-7.5.0", type="SPARK")
+    monkeypatch.setenv("EMR_APPLICATION_ID", app["applicationId"])
+    monkeypatch.setenv("EMR_JOB_ROLE_ARN", "arn:aws:iam::123456789012:role/lakeloader-emr-job")
+    monkeypatch.setenv("EMR_ENTRY_POINT", "s3://assets/emr_steps/ingest.py")
+    monkeypatch.setenv("EMR_EXTRA_ARGS", json.dumps(["--config-table", world.config_table]))
+    world.add_table("inventory.products", "inventory/products/", engine="emr")
+    summary = HANDLER(s3_event(s3_record("inventory/products/1.json")), context("req-emr"))
+    run_id = summary["started"]["inventory.products"]
+    job_run = world.emr.get_job_run(applicationId=app["applicationId"], jobRunId=run_id)["jobRun"]
+    assert job_run["executionRole"] == "arn:aws:iam::123456789012:role/lakeloader-emr-job"
+    assert job_run["jobDriver"]["sparkSubmit"] == {
+        "entryPoint": "s3://assets/emr_steps/ingest.py",
+        "entryPointArguments": [
+            "--table-id",
+            "inventory.products",
+            "--correlation-id",
+            "req-emr",
+            "--config-table",
+            world.config_table,
+        ],
+    }
+    assert world.glue_runs() == []
+
+
+def test_start_failure_raises_keeps_objects_and_a_retry_recovers(world: World, monkeypatch, capsys):
+    monkeypatch.setenv("GLUE_JOB_NAME", "no-such-job")
+    world.add_table("crm.customers", CUSTOMERS)
+    event = s3_event(s3_record(CUSTOMERS + "1.parquet"))
+    with pytest.raises(TriggerError, match="crm.customers"):
+        HANDLER(event, context("req-x"))
+    assert [o.status for o in world.ledger.objects("crm.customers")] == [PENDING]
+    assert world.ledger.get_lock("crm.customers") is None
+    summary_line = [x for x in log_lines(capsys) if x["message"] == "trigger.summary"][0]
+    assert summary_line["level"] == "ERROR" and summary_line["deferred"][0]["reason"] == "start_failed"
+
+    monkeypatch.setenv("GLUE_JOB_NAME", world.glue_job)  # fixed; Lambda retries the same event
+    retry = HANDLER(event, context("req-x"))
+    assert (retry["duplicates"], list(retry["started"])) == (1, ["crm.customers"])
+
+
+def test_engine_not_configured(world: World, monkeypatch):
+    world.add_table("inventory.products", "inventory/products/", engine="emr")
+    with pytest.raises(TriggerError, match="engine_not_configured"):
+        HANDLER(s3_event(s3_record("inventory/products/1.json")), context())
+    assert [o.status for o in world.ledger.objects("inventory.products")] == [PENDING]

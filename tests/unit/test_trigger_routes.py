@@ -1,0 +1,89 @@
+"""Routing keys to tables (lakeloader.trigger.routes): longest prefix wins, unknown and disabled prefixes
+are counted and logged, and the config table is cached per Lambda container."""
+
+from __future__ import annotations
+
+from lakeloader import trigger as trigger_module
+from lakeloader.ledger import PENDING
+from lakeloader.trigger import TableRoute, match_route
+from tests.unit import trigger_world
+from tests.unit.trigger_world import CUSTOMERS, HANDLER, RAW, World, context, log_lines, s3_event, s3_record
+
+# pytest fixtures: the trigger world (config, ledger and runs tables, a Glue job) on one moto server
+world = trigger_world.world
+aws_endpoint = trigger_world.aws_endpoint
+moto_server = trigger_world.moto_server
+
+
+def test_unknown_prefix_is_counted_and_logged(world: World, capsys):
+    world.add_table("crm.customers", CUSTOMERS)
+    summary = HANDLER(s3_event(s3_record("hr/public/employees/1.parquet")), context("req-u"))
+    assert (summary["records"], summary["unknown"], summary["recorded"]) == (1, 1, 0)
+    assert summary["started"] == {} and summary["deferred"] == []
+    assert world.ledger.objects("crm.customers") == []
+    assert world.glue_runs() == []
+    [line] = [x for x in log_lines(capsys) if x["message"] == "object.unknown_prefix"]
+    assert (line["level"], line["key"], line["bucket"], line["correlation_id"]) == (
+        "WARNING",
+        "hr/public/employees/1.parquet",
+        RAW,
+        "req-u",
+    )
+
+
+def test_disabled_table_is_counted_recorded_and_not_started(world: World, capsys):
+    world.add_table("crm.customers", CUSTOMERS, enabled=False)
+    summary = HANDLER(s3_event(s3_record(CUSTOMERS + "1.parquet")), context())
+    assert (summary["disabled"], summary["recorded"], summary["started"]) == (1, 0, {})
+    assert world.glue_runs() == []
+    # kept as pending so that enabling the table loses nothing
+    assert [o.status for o in world.ledger.objects("crm.customers")] == [PENDING]
+    assert any(x["message"] == "object.table_disabled" for x in log_lines(capsys))
+
+    # enabled again: the sweep starts it
+    world.add_table("crm.customers", CUSTOMERS, enabled=True)
+    swept = HANDLER({"lakeloader": {"action": "sweep"}}, context())
+    assert list(swept["started"]) == ["crm.customers"]
+
+
+def test_longest_prefix_wins_with_nested_prefixes(world: World):
+    world.add_table("crm.all", "crm/")
+    world.add_table("crm.customers", CUSTOMERS)
+    world.add_table("crm.customers_gdpr", CUSTOMERS + "gdpr/", enabled=False)
+    summary = HANDLER(
+        s3_event(
+            s3_record(CUSTOMERS + "1.parquet", etag="a"),
+            s3_record("crm/public/orders/1.parquet", etag="b"),
+            s3_record("crm/public/customers_archive/1.parquet", etag="c"),  # not under customers/
+            s3_record(CUSTOMERS + "gdpr/1.parquet", etag="d"),  # the disabled nested table owns it
+        ),
+        context(),
+    )
+    assert (summary["recorded"], summary["disabled"]) == (3, 1)
+    assert [o.key for o in world.ledger.objects("crm.customers")] == [CUSTOMERS + "1.parquet"]
+    assert sorted(o.key for o in world.ledger.objects("crm.all")) == [
+        "crm/public/customers_archive/1.parquet",
+        "crm/public/orders/1.parquet",
+    ]
+    assert [o.key for o in world.ledger.objects("crm.customers_gdpr")] == [CUSTOMERS + "gdpr/1.parquet"]
+    assert sorted(summary["started"]) == ["crm.all", "crm.customers"]
+
+
+def test_match_route_normalises():
+    routes = [TableRoute("a", "x/"), TableRoute("b", "x/y/"), TableRoute("c", "z/", enabled=False)]
+    assert match_route("x/y/f", routes).table_id == "b"
+    assert match_route("/x/f", routes).table_id == "a"
+    assert match_route("x", routes) is None
+    assert match_route("z/f", routes).table_id == "c"
+    assert trigger_module.normalise_prefix("/crm/public") == "crm/public/"
+
+
+def test_config_is_cached_per_container(world: World, monkeypatch):
+    monkeypatch.setenv("CONFIG_CACHE_SECONDS", "300")
+    world.add_table("crm.customers", CUSTOMERS)
+    assert HANDLER(s3_event(s3_record(CUSTOMERS + "1.parquet")), context())["recorded"] == 1
+    world.add_table("sales.order_lines", "sales/public/order_lines/")
+    # still the cached config: the new table is unknown until the cache ages out
+    assert HANDLER(s3_event(s3_record("sales/public/order_lines/1.csv")), context())["unknown"] == 1
+    trigger_module.clear_caches()
+    assert HANDLER(s3_event(s3_record("sales/public/order_lines/1.csv")), context())["recorded"] == 1
