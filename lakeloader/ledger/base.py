@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from lakeloader.dynamodb import decode_item
+from botocore.exceptions import ClientError
+
+from lakeloader.dynamodb import decode_item, is_condition_failure
 
 R = TypeVar("R")
 
@@ -73,3 +75,12 @@ class LedgerTables:
         self.runs_table = runs_table
         self.clock = clock
         self.run_retention_days = run_retention_days
+
+    def conditional_write(self, write: Callable[..., Any], **kwargs: Any) -> dict[str, Any] | None:
+        """Run one conditional DynamoDB write: its response, or None when its condition did not hold."""
+        try:
+            return write(**kwargs)
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return None
+            raise

@@ -10,9 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from lakeloader.dynamodb import encode_item, is_condition_failure
+from lakeloader.dynamodb import encode_item
 from lakeloader.ledger.base import LedgerTables, record_from_item, utc_now_iso
 
 LOCK_RUN_ID = "#lock"
@@ -59,14 +57,8 @@ class TableLock(LedgerTables):
         return Lock.from_item(item) if item else None
 
     def _conditional(self, write: Any, **kwargs: Any) -> bool:
-        """Run one conditional write; False when its condition did not hold."""
-        try:
-            write(TableName=self.runs_table, **kwargs)
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                return False
-            raise
-        return True
+        """Run one conditional write on the runs table; False when its condition did not hold."""
+        return self.conditional_write(write, TableName=self.runs_table, **kwargs) is not None
 
     def _put_lock(
         self, table_id: str, holder: str, state: str, ttl_seconds: int, take_over_start: bool

@@ -305,22 +305,20 @@ class ObjectLedger(LedgerTables):
             }
         )
         for obj in objects:
-            try:
-                response = self.client.update_item(
-                    TableName=self.ledger_table,
-                    Key=self._object_key(table_id, obj.object_id),
-                    UpdateExpression=(
-                        "SET #status = :running, run_id = :run, updated_at = :now, "
-                        "attempts = if_not_exists(attempts, :zero) + :one"
-                    ),
-                    ConditionExpression="attribute_exists(object_id) AND #status <> :done",
-                    ExpressionAttributeNames={"#status": "status"},
-                    ExpressionAttributeValues=values,
-                    ReturnValues="ALL_NEW",
-                )
-            except ClientError as exc:
-                if not is_condition_failure(exc):
-                    raise
+            response = self.conditional_write(
+                self.client.update_item,
+                TableName=self.ledger_table,
+                Key=self._object_key(table_id, obj.object_id),
+                UpdateExpression=(
+                    "SET #status = :running, run_id = :run, updated_at = :now, "
+                    "attempts = if_not_exists(attempts, :zero) + :one"
+                ),
+                ConditionExpression="attribute_exists(object_id) AND #status <> :done",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+            if response is None:
                 LOG.info("object not claimable (done or gone): table %s object %s", table_id, obj.object_id)
                 continue
             claimed.append(LedgerObject.from_item(response["Attributes"]))
@@ -360,21 +358,20 @@ class ObjectLedger(LedgerTables):
         names = {"#status": "status"}
         if "#error" in update:
             names["#error"] = "error"
+        encoded = encode_item(values)
         finished = []
         for obj in objects:
-            try:
-                response = self.client.update_item(
-                    TableName=self.ledger_table,
-                    Key=self._object_key(table_id, obj.object_id),
-                    UpdateExpression=update,
-                    ConditionExpression="#status = :running AND run_id = :run",
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=encode_item(values),
-                    ReturnValues="ALL_NEW",
-                )
-            except ClientError as exc:
-                if not is_condition_failure(exc):
-                    raise
+            response = self.conditional_write(
+                self.client.update_item,
+                TableName=self.ledger_table,
+                Key=self._object_key(table_id, obj.object_id),
+                UpdateExpression=update,
+                ConditionExpression="#status = :running AND run_id = :run",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=encoded,
+                ReturnValues="ALL_NEW",
+            )
+            if response is None:
                 LOG.warning(
                     "object no longer claimed by run %s, left as is: table %s object %s",
                     run_id,

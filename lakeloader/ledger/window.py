@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from lakeloader.dynamodb import decode_item, encode_item, is_condition_failure
+from lakeloader.dynamodb import decode_item, encode_item
 from lakeloader.ledger.base import LedgerTables
 
 WINDOW_RUN_ID = "#window"
@@ -37,25 +35,23 @@ class BatchingWindow(LedgerTables):
         is still open. A conditional write: two triggers racing for one window get one start.
         """
         now = int(self.clock())
-        try:
-            response = self.client.update_item(
-                TableName=self.runs_table,
-                Key=self._window_key(table_id),
-                UpdateExpression="SET last_start = :now, expires_at = :expires",
-                ConditionExpression="attribute_not_exists(last_start) OR last_start <= :cutoff",
-                ExpressionAttributeValues=encode_item(
-                    {
-                        ":now": now,
-                        ":cutoff": now - min_interval_seconds,
-                        ":expires": now + min_interval_seconds + 86400,
-                    }
-                ),
-                ReturnValues="UPDATED_OLD",
-            )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                return None
-            raise
+        response = self.conditional_write(
+            self.client.update_item,
+            TableName=self.runs_table,
+            Key=self._window_key(table_id),
+            UpdateExpression="SET last_start = :now, expires_at = :expires",
+            ConditionExpression="attribute_not_exists(last_start) OR last_start <= :cutoff",
+            ExpressionAttributeValues=encode_item(
+                {
+                    ":now": now,
+                    ":cutoff": now - min_interval_seconds,
+                    ":expires": now + min_interval_seconds + 86400,
+                }
+            ),
+            ReturnValues="UPDATED_OLD",
+        )
+        if response is None:
+            return None
         return now, decode_item(response.get("Attributes") or {}).get("last_start")
 
     def unclaim_window(self, table_id: str, claimed_at: int, previous: int | None) -> None:
@@ -66,14 +62,11 @@ class BatchingWindow(LedgerTables):
         else:
             update = "SET last_start = :previous"
             values[":previous"] = previous
-        try:
-            self.client.update_item(
-                TableName=self.runs_table,
-                Key=self._window_key(table_id),
-                UpdateExpression=update,
-                ConditionExpression="last_start = :claimed",
-                ExpressionAttributeValues=encode_item(values),
-            )
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise
+        self.conditional_write(
+            self.client.update_item,
+            TableName=self.runs_table,
+            Key=self._window_key(table_id),
+            UpdateExpression=update,
+            ConditionExpression="last_start = :claimed",
+            ExpressionAttributeValues=encode_item(values),
+        )
