@@ -8,7 +8,6 @@ from lakeloader.ledger.base import (
     DEFAULT_RUN_RETENTION_DAYS,
     MAX_ERROR_CHARS,
     LedgerError,
-    LedgerTables,
     LockLostError,
     utc_now_iso,
 )
@@ -20,7 +19,6 @@ from lakeloader.ledger.lock import (
     LOCK_RUNNING,
     LOCK_STARTING,
     Lock,
-    TableLock,
 )
 from lakeloader.ledger.objects import (
     DONE,
@@ -29,7 +27,6 @@ from lakeloader.ledger.objects import (
     PENDING,
     RUNNING,
     LedgerObject,
-    ObjectLedger,
     ObjectRef,
     RecordOutcome,
     object_id_for,
@@ -40,10 +37,9 @@ from lakeloader.ledger.runs import (
     RUN_SKIPPED,
     RUN_STATUSES,
     RUN_SUCCEEDED,
-    RunHistory,
     RunRecord,
 )
-from lakeloader.ledger.window import WINDOW_RUN_ID, BatchingWindow
+from lakeloader.ledger.window import WINDOW_RUN_ID
 
 __all__ = [
     "DEFAULT_LOCK_TTL_SECONDS",
@@ -64,19 +60,14 @@ __all__ = [
     "RUN_STATUSES",
     "RUN_SUCCEEDED",
     "WINDOW_RUN_ID",
-    "BatchingWindow",
     "Ledger",
     "LedgerError",
     "LedgerObject",
-    "LedgerTables",
     "Lock",
     "LockLostError",
-    "ObjectLedger",
     "ObjectRef",
     "RecordOutcome",
-    "RunHistory",
     "RunRecord",
-    "TableLock",
     "object_id_for",
     "utc_now_iso",
 ]

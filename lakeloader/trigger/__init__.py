@@ -5,19 +5,10 @@ pydantic, no pyspark). Events, routes, launch, settings and logs are separate mo
 its retry guarantees are described in docs/ledger_and_trigger.md.
 """
 
-from lakeloader.contract import normalise_prefix
-from lakeloader.trigger.events import ObjectEvent, correlation_id_for, is_sweep, parse_event
+from lakeloader.trigger.events import parse_event
 from lakeloader.trigger.handler import Trigger, TriggerError, handle_event
-from lakeloader.trigger.launch import (
-    EMR_CONCURRENCY_ERRORS,
-    ENGINES,
-    GLUE_CONCURRENCY_ERRORS,
-    Launcher,
-    aws_client,
-    clear_clients,
-)
-from lakeloader.trigger.logs import configure_logging
-from lakeloader.trigger.routes import TableRoute, cached_routes, clear_route_cache, load_routes, match_route
+from lakeloader.trigger.launch import clear_clients
+from lakeloader.trigger.routes import TableRoute, clear_route_cache, match_route
 from lakeloader.trigger.settings import SettingsError, TriggerSettings
 
 
@@ -28,25 +19,13 @@ def clear_caches() -> None:
 
 
 __all__ = [
-    "EMR_CONCURRENCY_ERRORS",
-    "ENGINES",
-    "GLUE_CONCURRENCY_ERRORS",
-    "Launcher",
-    "ObjectEvent",
     "SettingsError",
     "TableRoute",
     "Trigger",
     "TriggerError",
     "TriggerSettings",
-    "aws_client",
-    "cached_routes",
     "clear_caches",
-    "configure_logging",
-    "correlation_id_for",
     "handle_event",
-    "is_sweep",
-    "load_routes",
     "match_route",
-    "normalise_prefix",
     "parse_event",
 ]

@@ -3,6 +3,7 @@ are counted and logged, and the config table is cached per Lambda container."""
 
 from __future__ import annotations
 
+from lakeloader import contract
 from lakeloader import trigger as trigger_module
 from lakeloader.ledger import PENDING
 from lakeloader.trigger import TableRoute, match_route
@@ -75,7 +76,7 @@ def test_match_route_normalises():
     assert match_route("/x/f", routes).table_id == "a"
     assert match_route("x", routes) is None
     assert match_route("z/f", routes).table_id == "c"
-    assert trigger_module.normalise_prefix("/crm/public") == "crm/public/"
+    assert contract.normalise_prefix("/crm/public") == "crm/public/"
 
 
 def test_config_is_cached_per_container(world: World, monkeypatch):
