@@ -138,7 +138,7 @@ class Triggers(Construct):
                 contract.ENV_EMR_ENTRY_POINT: processing.emr.ingest_entry_point.s3_object_url,
                 contract.ENV_EMR_EXTRA_ARGS: stack.to_json_string(processing.emr.entry_point_arguments),
                 contract.ENV_RAW_BUCKET: storage.raw.bucket_name,
-                contract.ENV_POWERTOOLS_SERVICE_NAME: "lakeloader-s3-arrival",
+                contract.ENV_POWERTOOLS_SERVICE_NAME: contract.ARRIVAL_SERVICE_NAME,
                 contract.ENV_POWERTOOLS_METRICS_NAMESPACE: contract.METRICS_NAMESPACE,
                 contract.ENV_LOG_LEVEL: settings.log_level,
                 contract.ENV_TABLES_PER_RUN: str(stage.settings.batching.tables_per_run),

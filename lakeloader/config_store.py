@@ -73,17 +73,8 @@ def scan_items(
 
 
 def scan_table_ids(table_name: str, *, client: Any | None = None) -> list[str]:
-    client = _client(client)
-    ids: list[str] = []
-    pages = client.get_paginator("scan").paginate(
-        TableName=table_name,
-        ProjectionExpression="#k",
-        ExpressionAttributeNames={"#k": PARTITION_KEY},
-        ConsistentRead=True,
-    )
-    for page in pages:
-        ids.extend(raw[PARTITION_KEY]["S"] for raw in page.get("Items", []))
-    return sorted(ids)
+    items = scan_items(table_name, client=client, attributes=(PARTITION_KEY,))
+    return [item[PARTITION_KEY] for item in items]
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -163,8 +154,9 @@ def delete_items(table_name: str, table_ids: Iterable[str], *, client: Any | Non
 # --- the CloudFormation custom resource ---------------------------------------------------
 
 
-def _truthy(value: Any) -> bool:
-    # CloudFormation passes every custom-resource property as a string.
+def truthy(value: Any) -> bool:
+    """A flag that may arrive as text: CloudFormation passes every custom-resource property as a
+    string, and a hand-written config item may hold "true"/"yes"/"1"."""
     return str(value).strip().lower() in {"true", "1", "yes"}
 
 
@@ -191,7 +183,7 @@ def apply_custom_resource_event(event: Mapping[str, Any], *, client: Any | None 
         return physical_id, {"Put": len(result.put), "Deleted": len(result.deleted)}
     if request == "Delete":
         physical_id = event.get("PhysicalResourceId") or physical_id
-        if not _truthy(props.get("PruneOnDelete", "false")):
+        if not truthy(props.get("PruneOnDelete", "false")):
             log.info("config table %s: Delete leaves the items in place (PruneOnDelete is false)", table_name)
             return physical_id, {"Put": 0, "Deleted": 0}
         try:

@@ -63,6 +63,8 @@ ENV_START_LEASE_SECONDS = "START_LEASE_SECONDS"
 ENV_EVENTBRIDGE_KEYS_ENCODED = "EVENTBRIDGE_KEYS_ENCODED"
 ENV_POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+# The S3-arrival Lambda's service name in its logs (ENV_POWERTOOLS_SERVICE_NAME; also the default).
+ARRIVAL_SERVICE_NAME = "lakeloader-s3-arrival"
 
 # The event the scheduled sweep sends the S3-arrival Lambda.
 SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}

@@ -198,10 +198,6 @@ class Trigger:
                     errors.append(f"table {table_id!r}: {outcome.reason}: {outcome.detail.get('error', '')}")
         return errors
 
-    def start(self, route: TableRoute, correlation_id: str) -> _StartOutcome:
-        """Start one run for a table unless one is in progress."""
-        return self.start_group([route], correlation_id)[route.table_id]
-
     def _reserve(self, route: TableRoute, holder: str) -> _StartOutcome | None:
         """Reserve one table for a start; None when reserved, else why not (or the run already started)."""
         table_id = route.table_id

@@ -17,11 +17,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from lakeloader.contract import ENV_POWERTOOLS_SERVICE_NAME
+from lakeloader.contract import ARRIVAL_SERVICE_NAME, ENV_POWERTOOLS_SERVICE_NAME
 
-# Never "lakeloader": Powertools filters records of loggers named after the service out of the root
-# logger's handlers, which would silence every lakeloader.* logger in a process that also logs there.
-DEFAULT_SERVICE = "lakeloader-s3-arrival"
+# The service is never "lakeloader": Powertools filters records of loggers named after the service out
+# of the root logger's handlers, which would silence every lakeloader.* logger in a process that also
+# logs there.
 PACKAGE_LOGGER = "lakeloader"
 LOG = logging.getLogger("lakeloader.trigger")
 
@@ -46,7 +46,7 @@ def configure_logging(level: str | int = "INFO") -> Logger:
         if not _POWERTOOLS:
             _POWERTOOLS.append(
                 Logger(
-                    service=os.environ.get(ENV_POWERTOOLS_SERVICE_NAME) or DEFAULT_SERVICE,
+                    service=os.environ.get(ENV_POWERTOOLS_SERVICE_NAME) or ARRIVAL_SERVICE_NAME,
                     stream=_CurrentStdout(),
                     utc=True,
                     use_rfc3339=True,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakeloader.config_store import scan_items
+from lakeloader.config_store import scan_items, truthy
 from lakeloader.contract import longest_prefix_match, normalise_prefix
 from lakeloader.trigger.logs import log
 
@@ -47,7 +47,7 @@ def _enabled(item: Mapping[str, Any]) -> bool:
         return True
     value = item["enabled"]
     if isinstance(value, str):  # tolerate "true"/"false" strings
-        return value.strip().lower() in ("true", "1", "yes")
+        return truthy(value)
     return bool(value)
 
 
