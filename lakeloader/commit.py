@@ -101,7 +101,6 @@ def _audit_once(
     target = replace(main, name=iceberg.branch_target(name, branch), publishes=False)
     report = quality.QualityReport(branch=branch)
     quarantine_target = quality.quarantine_name(name, table)
-    quarantined = False
     iceberg.create_branch(spark, name, branch)
     published = False
     try:
@@ -132,10 +131,10 @@ def _audit_once(
             report.quarantined_rows = quality.write_quarantine(spark, quarantine_target, check.quarantine)
             report.quarantine_table = quarantine_target
             report.action = "quarantined"
-            quarantined = True
         crash_point("before_publish")
         progress(f"publishing {branch} to main (fast_forward)")
-        if iceberg.ref_snapshot(spark, name, branch) != iceberg.ref_snapshot(spark, name, "main"):
+        heads = iceberg.ref_snapshots(spark, name, (branch, "main"))
+        if heads.get(branch) != heads.get("main"):
             main.before_publish()
             iceberg.fast_forward(spark, name, branch)
         published = True
@@ -147,7 +146,8 @@ def _audit_once(
                 iceberg.drop_branch(spark, name, branch)
             else:
                 iceberg.discard_branch(spark, name, branch, progress)
-                if quarantined:  # this attempt's quarantine rows describe a batch that was not published
+                # this attempt's quarantine rows describe a batch that was not published
+                if report.action == "quarantined":
                     quality.delete_quarantined(spark, quarantine_target, branch)
         except Exception as exc:  # noqa: BLE001 - never hide the original error behind a cleanup error
             progress(f"could not clean up audit branch {branch}: {exc}")

@@ -181,6 +181,13 @@ def ref_snapshot(spark: SparkSession, name: str, ref: str) -> int | None:
     return row.snapshot_id if row else None
 
 
+def ref_snapshots(spark: SparkSession, name: str, refs: tuple[str, ...]) -> dict[str, int]:
+    """Where each of `refs` points, from one read of the refs table (absent refs are left out)."""
+    wanted = ", ".join(literal(ref) for ref in refs)
+    query = f"SELECT name, snapshot_id FROM {name}.refs WHERE name IN ({wanted})"
+    return {r.name: r.snapshot_id for r in spark.sql(query).collect()}
+
+
 def refs_by_snapshot(spark: SparkSession, name: str) -> dict[int, list[str]]:
     """The branches and tags pointing at each snapshot."""
     refs: dict[int, list[str]] = {}
@@ -191,7 +198,8 @@ def refs_by_snapshot(spark: SparkSession, name: str) -> dict[int, list[str]]:
 
 def unpublished_snapshots(spark: SparkSession, name: str, branch: str) -> list[int]:
     """Snapshots on `branch` that `main` does not reach (what a write to the branch added)."""
-    head = ref_snapshot(spark, name, branch)
+    heads = ref_snapshots(spark, name, (branch, "main"))
+    head = heads.get(branch)
     if head is None:
         return []
     parents = {
@@ -199,7 +207,7 @@ def unpublished_snapshots(spark: SparkSession, name: str, branch: str) -> list[i
         for r in spark.sql(f"SELECT snapshot_id, parent_id FROM {name}.snapshots").collect()
     }
     main_line: set[int] = set()
-    current = ref_snapshot(spark, name, "main")
+    current = heads.get("main")
     while current is not None and current not in main_line:
         main_line.add(current)
         current = parents.get(current)
