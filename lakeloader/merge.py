@@ -32,7 +32,7 @@ from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
 from lakeloader.sequence import newer_sql
 from lakeloader.spark import table_exists
-from lakeloader.sql import literal, qualified, quote
+from lakeloader.sql import qualified, quote, value_literal
 
 if TYPE_CHECKING:
     from lakeloader.quality import QualityReport
@@ -230,7 +230,11 @@ def apply_batch(
         spelled = {k: cdc.find_column(target_schema.fieldNames(), k) for k in read.key_values}
         listed = max((len(v) for v in read.key_values.values()), default=0)
         worth = listed <= SHORT_KEY_LIST or state.records >= LISTED_KEYS_MIN_RATIO * listed
-        keyed = {spelled[k]: _literals(v) for k, v in read.key_values.items() if spelled[k] and worth}
+        keyed = {
+            spelled[k]: [value_literal(x) for x in values]
+            for k, values in read.key_values.items()
+            if spelled[k] and worth
+        }
         crash_point("after_read")
 
         def write(target: commit.Target, batch: DataFrame) -> None:
@@ -310,11 +314,6 @@ def _merge(spark, target, table, changes, target_schema, seq, result, progress, 
             spark.catalog.dropTempView(view)
     finally:
         classified.unpersist()
-
-
-def _literals(values: list) -> list[str]:
-    """Key values (cdc.LISTABLE: strings and integers, as JSON gave them) as SQL literals."""
-    return [literal(v) if isinstance(v, str) else str(int(v)) for v in values]
 
 
 def _scd2(spark, target, table, changes, target_schema, result, progress) -> None:

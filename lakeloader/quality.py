@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from lakeloader import cdc, iceberg
 from lakeloader.config import QualityRule, TableConfig
 from lakeloader.errors import LakeloaderError
-from lakeloader.sql import literal, qualified, quote
+from lakeloader.sql import literal, qualified, quote, value_literal
 
 QUARANTINE_COLUMNS = (
     "table_id STRING, run_id STRING, audit_branch STRING, rule STRING, reason STRING, "
@@ -71,14 +71,6 @@ class QualityError(LakeloaderError):
 # --------------------------------------------------------------------------------------------- rules
 
 
-def _sql_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int | float):
-        return repr(value)
-    return literal(str(value))
-
-
 @dataclass(frozen=True)
 class _RowCheck:
     """A row rule as SQL: `fails` is TRUE for a failing row, `reason` explains it."""
@@ -121,9 +113,9 @@ def _row_check(rule: QualityRule, index: int, columns: list[str], table_id: str)
         c = col(rule.between.column)
         bounds = []
         if rule.between.min is not None:
-            bounds.append(f"{c} < {_sql_value(rule.between.min)}")
+            bounds.append(f"{c} < {value_literal(rule.between.min)}")
         if rule.between.max is not None:
-            bounds.append(f"{c} > {_sql_value(rule.between.max)}")
+            bounds.append(f"{c} > {value_literal(rule.between.max)}")
         interval = f"[{rule.between.min if rule.between.min is not None else '-inf'}, " + (
             f"{rule.between.max if rule.between.max is not None else 'inf'}]"
         )
@@ -135,7 +127,7 @@ def _row_check(rule: QualityRule, index: int, columns: list[str], table_id: str)
         return _RowCheck(index, fails, reason)
     if rule.in_set is not None:
         c = col(rule.in_set.column)
-        values = ", ".join(_sql_value(v) for v in rule.in_set.values)
+        values = ", ".join(value_literal(v) for v in rule.in_set.values)
         fails = f"{c} IS NOT NULL AND NOT ({c} IN ({values}))"
         reason = f"concat({literal(rule.in_set.column + ' = ')}, {as_text.format(c)}, ' is not in the set')"
         return _RowCheck(index, fails, reason)

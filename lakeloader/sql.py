@@ -20,6 +20,15 @@ def literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def value_literal(value: object) -> str:
+    """A Spark SQL literal for a plain value: booleans, numbers, else its text as a string literal."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    return literal(str(value))
+
+
 def timestamp_literal(moment: datetime) -> str:
     """A Spark TIMESTAMP literal for an aware datetime, independent of the session time zone."""
     utc = moment.astimezone(UTC)
