@@ -23,16 +23,6 @@ from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, timestamp_literal
 
-STEPS = (
-    "commit_retry_properties",
-    "rewrite_data_files",
-    "rewrite_position_delete_files",
-    "rewrite_manifests",
-    "expire_snapshots",
-    "remove_orphan_files",
-    "purge_tombstones",
-)
-
 
 @dataclass
 class StepResult:
