@@ -65,7 +65,6 @@ class LakeFormationAccess(Construct):
             role_arn=self.data_access_role.role_arn,
         )
         self.location.node.add_dependency(self.data_access_role)
-        self.grants: list[lakeformation.CfnPrincipalPermissions] = []
         for index, role in enumerate(job_roles):
             principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
                 data_lake_principal_identifier=role.role_arn
@@ -133,4 +132,3 @@ class LakeFormationAccess(Construct):
         )
         for dependency in depends:
             grant.node.add_dependency(dependency)
-        self.grants.append(grant)

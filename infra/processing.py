@@ -101,7 +101,7 @@ class Processing(Construct):
         self.glue_wheels = GlueWheelsAsset(self, "GlueWheels", path=str(glue_wheels_zip()))
 
         # Both engines' Spark settings for Iceberg tables in the Glue Data Catalog.
-        self.iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
+        iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
         # What every job needs to start (contract.JOB_REQUIRED_ARGS), for both engines.
         required = {
             contract.ARG_CONFIG_TABLE: store.config_table.table_name,
@@ -111,7 +111,7 @@ class Processing(Construct):
             contract.ARG_WAREHOUSE: storage.warehouse,
         }
         # The Glue jobs' defaults; the per-run arguments default to "".
-        self.job_arguments = {
+        job_arguments = {
             **{contract.glue_arg(name): value for name, value in required.items()},
             contract.glue_arg(contract.ARG_TABLE_ID): "",
             contract.glue_arg(contract.ARG_CORRELATION_ID): "",
@@ -171,9 +171,9 @@ class Processing(Construct):
 
         # --- Glue jobs -----------------------------------------------------------------
         common_glue_arguments = {
-            **self.job_arguments,
+            **job_arguments,
             "--datalake-formats": "iceberg",
-            "--conf": glue_conf_argument(self.iceberg_conf),
+            "--conf": glue_conf_argument(iceberg_conf),
             "--enable-job-insights": "true",
             "--job-bookmark-option": "job-bookmark-disable",
             "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
@@ -223,13 +223,14 @@ class Processing(Construct):
             storage=storage,
             role=self.emr_role,
             library=self.library,
-            iceberg_conf=self.iceberg_conf,
+            iceberg_conf=iceberg_conf,
             job_arguments=emr_arguments,
         )
 
+        lake_findings = lake_access_findings(storage, catalog, raw_prefixes)
         acknowledge_wildcards(
             self.glue_role,
-            lake_access_findings(storage, catalog, raw_prefixes)
+            lake_findings
             + [
                 f"Resource::{arn_ref(storage.assets)}/{GLUE_TEMP_PREFIX}*",
                 f"Resource::{arn_ref(storage.assets)}/{SPARK_UI_PREFIX}*",
@@ -253,7 +254,7 @@ class Processing(Construct):
         )
         acknowledge_wildcards(
             self.emr_role,
-            lake_access_findings(storage, catalog, raw_prefixes)
+            lake_findings
             + [
                 f"Resource::{arn_ref(storage.assets)}/{EMR_LOGS_PREFIX}*",
                 "Action::s3:GetObject*",
