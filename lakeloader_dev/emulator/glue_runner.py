@@ -28,7 +28,7 @@ def run_glue_job(runtime: Runtime, job: Any, job_run: Any, s3_get) -> None:
     record = SparkRun("glue", job.name, job_run.job_run_id, dict(job_run.arguments or {}), time.time())
     runtime.track_run(
         record,
-        lambda state, error: job_run.set_state(state, error),
+        job_run.set_state,
         "RUNNING",
         ("SUCCEEDED", "FAILED"),
         lambda run_dir, log_path: _glue_subprocess(runtime, job, job_run, s3_get, run_dir, log_path),
