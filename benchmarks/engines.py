@@ -130,18 +130,24 @@ class SparkEngine:
         return self.tables.files(label)
 
 
+def input_files(batch: Batch, version: str) -> list:
+    """The batch's files as lakeloader's inputs (`version` tells re-deliveries of the same bytes apart)."""
+    from lakeloader.inputs import InputFile
+
+    return [
+        InputFile(f"cdc/{p.parent.name}/{p.name}", str(p), p.stat().st_size, version) for p in batch.files
+    ]
+
+
 class LakeloaderEngine(SparkEngine):
     name = "lakeloader"
 
     def apply(self, label: str, batch: Batch, attempt: str) -> Applied:
-        from lakeloader.inputs import InputFile
         from lakeloader.merge import apply_batch
         from lakeloader.spark import CATALOG
 
         # a new version per attempt: the same bytes are not "already committed" after a rollback
-        files = [
-            InputFile(f"cdc/{p.parent.name}/{p.name}", str(p), p.stat().st_size, attempt) for p in batch.files
-        ]
+        files = input_files(batch, attempt)
         marks: dict[str, float] = {}
 
         def progress(message: str) -> None:

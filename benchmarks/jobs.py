@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import data
-from benchmarks.engines import COW, DB, MOR, SparkTables, table_config
+from benchmarks.engines import COW, DB, MOR, SparkTables, input_files, table_config
 
 
 def job_lines(event_log: Path, group: str, show_plans: bool = False) -> list[str]:
@@ -60,7 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plans", action="store_true", help="print each SQL execution's physical plan")
     args = parser.parse_args(argv)
 
-    from lakeloader.inputs import InputFile
     from lakeloader.merge import apply_batch
     from lakeloader.spark import CATALOG, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
@@ -83,10 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         counts = []
         for i in range(args.batches):
             batch = data.write_batch(work / f"cdc{i}", args.changes, args.rows, batch_no=200 + i)
-            files = [
-                InputFile(f"cdc/{p.parent.name}/{p.name}", str(p), p.stat().st_size, "v1")
-                for p in batch.files
-            ]
+            files = input_files(batch, "v1")
             group = f"batch-{i}"
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", group)  # no description: keep call sites
             result = apply_batch(spark, config, files, catalog=CATALOG, run_id=group)
