@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader import cdc, commit, iceberg, partial, scd2, schema, tombstones
+from lakeloader import cdc, commit, iceberg, partial, scd2, schema, tombstones, truncate
 from lakeloader.config import TableConfig
 from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
@@ -235,6 +235,11 @@ def apply_batch(
             for k, values in read.key_values.items()
             if spelled[k] and worth
         }
+        if read.truncates and table.on_truncate == "empty_table":
+            progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
+            truncated = truncate.as_deletes(spark, name, table, changes)
+            changes.unpersist()
+            changes, keyed = truncated, {}  # the deletes reach keys the batch does not list
         crash_point("after_read")
 
         def write(target: commit.Target, batch: DataFrame) -> None:

@@ -20,20 +20,11 @@ from lakeloader.config.policies import (
     TriggerConfig,
 )
 from lakeloader.config.rules import RULE_KINDS, BetweenRule, InSetRule, QualityConfig, QualityRule, RegexRule
-from lakeloader.config.source import (
-    CDC_DEFAULT_SEQUENCE,
-    CDC_TIE_BREAKERS,
-    DEBEZIUM_UNAVAILABLE,
-    CsvOptions,
-    Source,
-)
+from lakeloader.config.source import CsvOptions, Source
 from lakeloader.config.table import TableConfig
 from lakeloader.config.target import NEW_TABLE_PROPERTIES, PARTITION_TRANSFORM, Scd2Options, Target
 
 __all__ = [
-    "CDC_DEFAULT_SEQUENCE",
-    "CDC_TIE_BREAKERS",
-    "DEBEZIUM_UNAVAILABLE",
     "IDENTIFIER",
     "NEW_TABLE_PROPERTIES",
     "PARTITION_TRANSFORM",

@@ -5,17 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from lakeloader.config.base import _Strict
-from lakeloader.config.source import DEBEZIUM_UNAVAILABLE
+from lakeloader.formats.debezium import Debezium
 
 SORT_TERM = re.compile(
     r"^\s*(?:zorder\(\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*\)"
     r"|[A-Za-z_][A-Za-z0-9_]*(?:\s+(?:ASC|DESC))?(?:\s+NULLS\s+(?:FIRST|LAST))?)\s*$",
     re.IGNORECASE,
 )
-
 
 
 class TombstoneSettings(_Strict):
@@ -46,7 +45,7 @@ class PartialUpdates(_Strict):
     placeholder: str | None = Field(
         default=None,
         description="Value meaning 'unchanged' in an update (string and binary columns). "
-        f"Default for cdc: debezium: {DEBEZIUM_UNAVAILABLE}; none otherwise",
+        f"Default for cdc: debezium: {Debezium.placeholder}; none otherwise",
     )
     ignore_nulls: bool = Field(
         default=False, description="NULL in an update means 'unchanged' (DMS LOB columns)"
@@ -176,3 +175,21 @@ class TriggerConfig(_Strict):
         description="Glue execution class of the table's runs: FLEX (cheaper, may start later) for "
         "tables that can wait. engine: glue only",
     )
+
+
+class ColumnSelection(_Strict):
+    """`columns:` -- the source columns a table keeps, decided when a file is read: a column left out
+    never reaches the table, not even when it is created (a PII or noise column)."""
+
+    include: list[str] | None = Field(
+        default=None, description="Keep only these columns (the keys and sequence columns always stay)"
+    )
+    exclude: list[str] | None = Field(default=None, description="Drop these columns; the rest stay")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ColumnSelection:
+        if (self.include is None) == (self.exclude is None):
+            raise ValueError("give either include: [...] or exclude: [...]")
+        if not (self.include or self.exclude):
+            raise ValueError("name at least one column")
+        return self

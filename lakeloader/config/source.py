@@ -1,4 +1,4 @@
-"""`source:` -- where a table's raw files land, how to read them, and the CDC flavour's defaults."""
+"""`source:` -- where a table's raw files land and how to read them (the formats: lakeloader.formats)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from lakeloader.config.base import _Strict
 from lakeloader.contract import normalise_prefix
-
-CDC_DEFAULT_SEQUENCE = {"dms": "last_update_time", "debezium": "__source_ts_ms", "none": None}
-# Appended to a one-column sequence_by (or the default) as tie-breakers, monotonic at the source.
-# A column a file lacks compares as NULL (the oldest), so a source that never writes one is ordered
-# as before. DMS: the AR_H_CHANGE_SEQ header column (zero-padded text; empty in full loads).
-# Debezium: the source position as ExtractNewRecordState's add.fields=source.lsn,... flattens it:
-# Postgres lsn, MySQL binlog file, position and row.
-CDC_TIE_BREAKERS = {
-    "dms": ("AR_H_CHANGE_SEQ",),
-    "debezium": ("__source_lsn", "__source_file", "__source_pos", "__source_row"),
-    "none": (),
-}
-
-DEBEZIUM_UNAVAILABLE = "__debezium_unavailable_value"
+from lakeloader.formats import FORMAT_NAMES
 
 
 class CsvOptions(_Strict):
@@ -30,7 +17,11 @@ class CsvOptions(_Strict):
     header: bool = True
     delimiter: str = ","
     quote: str = '"'
-    escape: str = "\\"
+    escape: str | None = Field(
+        default=None,
+        description="Escape character inside quoted values. Default: the format's: \" for cdc: dms "
+        "(RFC 4180: a quote is doubled), a backslash otherwise",
+    )
     null_value: str = ""
     columns: list[str] | None = None
 
@@ -46,7 +37,12 @@ class Source(_Strict):
 
     prefix: str = Field(description="Key prefix under raw_root, e.g. crm/public/customers/")
     format: Literal["parquet", "csv", "json"] = "parquet"
-    cdc: Literal["dms", "debezium", "none"] = "none"
+    cdc: Literal[FORMAT_NAMES] = Field(  # type: ignore[valid-type]
+        default="none",
+        description="Change format: dms, debezium (ExtractNewRecordState output), debezium_envelope "
+        "(before/after/source/op, optionally under payload) or none (every row an upsert). "
+        "docs/sources.md says how to set each source up",
+    )
     csv: CsvOptions | None = None
     schema_: dict[str, str] | None = Field(
         default=None,

@@ -8,10 +8,19 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from lakeloader.config.base import _Strict
-from lakeloader.config.policies import MaintenanceConfig, PartialUpdates, TombstoneSettings, TriggerConfig
+from lakeloader.config.policies import (
+    ColumnSelection,
+    MaintenanceConfig,
+    PartialUpdates,
+    TombstoneSettings,
+    TriggerConfig,
+)
 from lakeloader.config.rules import QualityConfig
-from lakeloader.config.source import CDC_DEFAULT_SEQUENCE, CDC_TIE_BREAKERS, DEBEZIUM_UNAVAILABLE, Source
+from lakeloader.config.source import Source
 from lakeloader.config.target import Scd2Options, Target
+from lakeloader.formats import source_format
+
+ARRIVAL_ORDER = "none"  # sequence_by: none -- no column orders changes; the file and row order do
 
 
 class TableConfig(_Strict):
@@ -24,10 +33,11 @@ class TableConfig(_Strict):
     keys: list[str] = Field(default_factory=list, description="Primary key columns (composite allowed)")
     sequence_by: str | list[str] | None = Field(
         default=None,
-        description="What orders changes to one key. A column name: that column, then the CDC flavour's "
+        description="What orders changes to one key. A column name: that column, then the format's "
         "tie-breakers (DMS AR_H_CHANGE_SEQ; Debezium __source_lsn, __source_file, __source_pos, "
-        "__source_row) where a file has them. A list: exactly these columns, compared as a tuple. "
-        "Default: the flavour's timestamp column (last_update_time, __source_ts_ms) and its tie-breakers",
+        "__source_row, ...) where a file has them. A list: exactly these columns, compared as a tuple. "
+        "Default: the format's timestamp column (last_update_time, __source_ts_ms) and its tie-breakers. "
+        "A CDC file without the first column fails. 'none': no column; the file and row order decide",
     )
     mode: Literal["merge", "append", "overwrite", "scd2"] = "merge"
     scd2: Scd2Options | None = Field(
@@ -43,6 +53,19 @@ class TableConfig(_Strict):
         default=None,
         description="Keep the current value of columns an update leaves out (placeholder or NULL; "
         "merge, scd2)",
+    )
+    columns: ColumnSelection | None = Field(
+        default=None, description="Source columns to keep (include) or drop (exclude), applied at read"
+    )
+    delete_when: str | None = Field(
+        default=None,
+        description="Spark SQL predicate over the source columns; matching rows are deletes "
+        "(soft-delete sources, e.g. is_deleted = true)",
+    )
+    on_truncate: Literal["fail", "empty_table", "ignore"] = Field(
+        default="fail",
+        description="A truncate event (Debezium op t): fail the batch, empty the table as of the truncate "
+        "(merge, scd2: close every current version), or ignore it",
     )
     quality: QualityConfig = Field(
         default_factory=QualityConfig, description="Data quality rules, checked before publishing (WAP)"
@@ -66,6 +89,23 @@ class TableConfig(_Strict):
     def _unique_needs_keys(self) -> TableConfig:
         if any(rule.unique is True for rule in self.quality.rules) and not self.keys:
             raise ValueError("quality rule 'unique: true' means the key columns, but the table has no keys")
+        return self
+
+    @model_validator(mode="after")
+    def _shaping(self) -> TableConfig:
+        if self.delete_when is not None and not self.delete_when.strip():
+            raise ValueError("delete_when: give a SQL predicate, e.g. is_deleted = true")
+        if self.delete_when is not None and self.mode not in ("merge", "scd2"):
+            raise ValueError(f"delete_when applies to mode merge or scd2, not {self.mode!r}")
+        if self.on_truncate == "empty_table" and self.mode not in ("merge", "scd2"):
+            raise ValueError(f"on_truncate: empty_table applies to mode merge or scd2, not {self.mode!r}")
+        needed = [*self.keys, *self.sequence_columns[:1], *self.target.partition_columns]
+        if self.mode == "scd2":
+            needed += self.scd2_options.track or []
+        dropped = {c.lower() for c in (self.columns.exclude or [])} if self.columns else set()
+        bad = [c for c in needed if c.lower() in dropped]
+        if bad:
+            raise ValueError(f"columns.exclude must not name key, sequence or partition columns: {bad}")
         return self
 
     @field_validator("id")
@@ -98,8 +138,16 @@ class TableConfig(_Strict):
     def _mode_needs(self) -> TableConfig:
         if self.mode == "merge" and not self.keys:
             raise ValueError("mode 'merge' needs keys: [...] (the primary key columns)")
-        if self.mode == "merge" and self.source.cdc != "none" and self.sequence_column is None:
-            raise ValueError("a CDC source needs sequence_by (the column that orders changes)")
+        if (
+            self.mode == "merge"
+            and self.source.cdc != "none"
+            and self.sequence_column is None
+            and (not self.arrival_order)
+        ):
+            raise ValueError(
+                "a CDC source needs sequence_by (the column that orders changes), or sequence_by: none "
+                "to accept arrival order"
+            )
         if self.scd2 is not None and self.mode != "scd2":
             raise ValueError(f"scd2 options given but mode is {self.mode!r} (set mode: scd2)")
         if self.mode == "scd2":
@@ -114,9 +162,9 @@ class TableConfig(_Strict):
         where = "partial_updates"
         if self.mode not in ("merge", "scd2"):
             raise ValueError(f"{where} applies to mode merge or scd2, not {self.mode!r}")
-        if self.source.cdc == "none":
+        if not source_format(self.source.cdc).is_cdc:
             raise ValueError(
-                f"{where} needs a CDC source (cdc: dms or debezium): only updates leave columns out"
+                f"{where} needs a CDC source (cdc: dms, debezium, ...): only updates leave columns out"
             )
         if self.unchanged_placeholder is None and not partial.ignore_nulls:
             raise ValueError(
@@ -135,7 +183,7 @@ class TableConfig(_Strict):
         if not self.keys:
             raise ValueError("mode 'scd2' needs keys: [...] (the business key columns)")
         if self.sequence_column is None:
-            raise ValueError("mode 'scd2' needs sequence_by (the column valid_from is taken from)")
+            raise ValueError("mode 'scd2' needs sequence_by (the column valid_from is taken from), not none")
         options = self.scd2_options
         taken = {k.lower() for k in self.keys} | {c.lower() for c in self.sequence_columns}
         clash = [c for c in options.columns if c.lower() in taken]
@@ -158,18 +206,26 @@ class TableConfig(_Strict):
             return None
         if self.partial_updates.placeholder is not None:
             return self.partial_updates.placeholder
-        return DEBEZIUM_UNAVAILABLE if self.source.cdc == "debezium" else None
+        return source_format(self.source.cdc).placeholder
 
     @property
     def sequence_columns(self) -> list[str]:
         """The columns ordering changes to one key, compared left to right (empty: no order)."""
         if isinstance(self.sequence_by, list):
             return list(self.sequence_by)
-        first = self.sequence_by or CDC_DEFAULT_SEQUENCE[self.source.cdc]
+        if self.arrival_order:
+            return []
+        fmt = source_format(self.source.cdc)
+        first = self.sequence_by or fmt.default_sequence
         if first is None:
             return []
-        breakers = [c for c in CDC_TIE_BREAKERS[self.source.cdc] if c.lower() != first.lower()]
+        breakers = [c for c in fmt.tie_breakers if c.lower() != first.lower()]
         return [first, *breakers]
+
+    @property
+    def arrival_order(self) -> bool:
+        """sequence_by: none -- the user accepts that file and row order alone order changes."""
+        return isinstance(self.sequence_by, str) and self.sequence_by.lower() == ARRIVAL_ORDER
 
     @property
     def sequence_column(self) -> str | None:

@@ -7,14 +7,14 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from lakeloader.config import DEBEZIUM_UNAVAILABLE
+from lakeloader.formats.debezium import Debezium
 from lakeloader.inputs import list_inputs
 from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
 
-KEEP = DEBEZIUM_UNAVAILABLE
+KEEP = Debezium.placeholder
 DEBEZIUM = pa.schema(
     [
         ("__op", pa.string()),

@@ -55,9 +55,21 @@ def test_defaults_and_derived_values():
         ),
         (
             {"source": {"prefix": "x/", "cdc": "maxwell"}},
-            "table 'crm.customers' -> source.cdc: Input should be 'dms', 'debezium' or 'none'",
+            "table 'crm.customers' -> source.cdc: Input should be "
+            "'dms', 'debezium', 'debezium_envelope' or 'none'",
         ),
         ({"keys": []}, "table 'crm.customers' -> (table): mode 'merge' needs keys"),
+        (
+            {"columns": {"exclude": ["Customer_ID", "notes"]}},
+            "-> (table): columns.exclude must not name key, sequence or partition columns: ['customer_id']",
+        ),
+        ({"columns": {"exclude": ["last_update_time"]}}, "must not name key, sequence or partition"),
+        ({"columns": {"include": ["a"], "exclude": ["b"]}}, "-> columns: give either include"),
+        ({"delete_when": "  "}, "-> (table): delete_when: give a SQL predicate"),
+        ({"mode": "append", "delete_when": "x = 1"}, "delete_when applies to mode merge or scd2"),
+        ({"mode": "append", "on_truncate": "empty_table"}, "on_truncate: empty_table applies to mode merge"),
+        ({"on_truncate": "drop"}, "-> on_truncate: Input should be 'fail', 'empty_table' or 'ignore'"),
+        ({"mode": "scd2", "sequence_by": "none"}, "mode 'scd2' needs sequence_by (the column valid_from"),
         (
             {"mode": "upsert"},
             "table 'crm.customers' -> mode: Input should be 'merge', 'append', 'overwrite' or 'scd2'",
@@ -91,6 +103,17 @@ def test_errors_name_the_table_and_field(overrides, expected):
     assert expected in error_of({"tables": [table(**overrides)]})
 
 
+DEBEZIUM_POSITION = [
+    "__source_lsn",  # PostgreSQL
+    "__source_file",  # MySQL binlog file, position, row
+    "__source_pos",
+    "__source_row",
+    "__source_commit_lsn",  # SQL Server
+    "__source_change_lsn",
+    "__source_event_serial_no",
+]
+
+
 @pytest.mark.parametrize(
     ("cdc", "sequence_by", "expected"),
     [
@@ -98,11 +121,11 @@ def test_errors_name_the_table_and_field(overrides, expected):
         ("dms", None, ["last_update_time", "AR_H_CHANGE_SEQ"]),
         ("dms", "changed_at", ["changed_at", "AR_H_CHANGE_SEQ"]),
         ("dms", "ar_h_change_seq", ["ar_h_change_seq"]),
-        (
-            "debezium",
-            None,
-            ["__source_ts_ms", "__source_lsn", "__source_file", "__source_pos", "__source_row"],
-        ),
+        ("debezium", None, ["__source_ts_ms", *DEBEZIUM_POSITION]),
+        ("debezium_envelope", None, ["__source_ts_ms", *DEBEZIUM_POSITION]),
+        # sequence_by: none -- no column; the file and row order decide (and nothing is added)
+        ("dms", "none", []),
+        ("debezium", "None", []),
         ("none", None, []),
         ("none", "version", ["version"]),
         # a list is the whole order, as given

@@ -1,0 +1,75 @@
+"""What every source format is: its plain facts (config reads them without a JVM) and how its files
+become change rows (the job calls these; PySpark is imported inside them, never at import time, so
+``lakeloader.config`` and ``cdk synth`` can import this package without PySpark).
+
+A format's ``read`` returns one DataFrame over all files of a batch: the source's data columns, the
+columns the format consumes (``op_columns``), and FILE_POS / ROW_POS (lakeloader.cdc). ``operation``
+maps the consumed columns to the engine's operations: I (insert/upsert), U (update), D (delete),
+T (truncate); anything else is reported as bad input.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+    from lakeloader.cdc import Check
+    from lakeloader.config import TableConfig
+    from lakeloader.inputs import InputFile
+
+# The meta columns a format fills (lakeloader.cdc documents all of them): the operation, and each
+# row's file position in the batch and row position in its file.
+OP, FILE_POS, ROW_POS = "_ll_op", "_ll_file_pos", "_ll_row_pos"
+
+
+class SourceFormat:
+    """One source format (``source.cdc``). Subclasses override the facts and, where their files
+    differ from plain CSV/JSON/Parquet rows, ``read``, ``operation`` and ``decode``."""
+
+    name: ClassVar[str]
+    op_columns: ClassVar[tuple[str, ...]] = ()  # consumed: dropped once the operation is known
+    op_column_label: ClassVar[str] = "op"  # how error messages name the operation column
+    default_sequence: ClassVar[str | None] = None  # the first sequence column when sequence_by is unset
+    # Appended to a one-column sequence_by (or the default), monotonic at the source; a column a file
+    # lacks compares as NULL (the oldest).
+    tie_breakers: ClassVar[tuple[str, ...]] = ()
+    placeholder: ClassVar[str | None] = None  # the value meaning "unchanged" (partial_updates)
+    csv_escape: ClassVar[str] = "\\"  # the escape character of the format's CSV files
+    # What makes the source write the first sequence column: said when a CDC file lacks it.
+    sequence_setting: ClassVar[str] = ""
+
+    @property
+    def is_cdc(self) -> bool:
+        return bool(self.op_columns)
+
+    def read(self, spark: SparkSession, table: TableConfig, files: list[InputFile]) -> DataFrame:
+        """The batch's rows with FILE_POS and ROW_POS; ``checks`` of the decoding are appended by
+        ``read_checked``."""
+        from lakeloader.formats import files as plain
+
+        return plain.read_rows(spark, table, files, self)
+
+    def read_checked(
+        self, spark: SparkSession, table: TableConfig, files: list[InputFile], checks: list[Check]
+    ) -> DataFrame:
+        """``read``, plus the checks the format's own decoding needs (an encoded value that does not
+        decode); formats with such encodings override this."""
+        return self.read(spark, table, files)
+
+    def operation(self, df: DataFrame) -> Column:
+        """The engine operation of each row (I, U, D, T or the source's unknown value, upper case)."""
+        from pyspark.sql import functions as F
+
+        return F.lit("I")
+
+    def decode(self, column: str, source_type: DataType, target_type: DataType) -> Column | None:
+        """A source encoding of a declared (``source.schema``) type the plain cast does not read, e.g.
+        Debezium's base64 decimals; None: cast as usual."""
+        return None
+
+    def headerless_columns(self, names: list[str], found: int) -> list[str]:
+        """The names of a headerless CSV file's columns, given csv.columns and how many it has."""
+        return names

@@ -1,0 +1,153 @@
+"""Reading a batch's files as plain rows (CSV, JSON, Parquet): what every format starts from.
+
+Each row is tagged with its file's position in the batch (FILE_POS) and its position in the file
+(ROW_POS), the last tie-breakers of the order of changes.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeloader.config import TableConfig
+from lakeloader.errors import BadInputError
+from lakeloader.formats.base import FILE_POS, ROW_POS, SourceFormat
+from lakeloader.inputs import InputFile
+
+
+def find_column(columns: list[str], name: str) -> str | None:
+    """The actual spelling of `name` among `columns` (Spark resolves names case-insensitively)."""
+    lowered = name.lower()
+    return next((c for c in columns if c.lower() == lowered), None)
+
+
+def require_sequence(table: TableConfig, fmt: SourceFormat, columns: list[str], file: str) -> None:
+    """A change file (one with the format's operation column) must carry the first sequence column:
+    without it every change would read as the oldest, and late or replayed files would overwrite newer
+    rows (README "The order of changes"). A full load without it is safe: it never overwrites a
+    change that has a sequence."""
+    first = table.sequence_column
+    if first is None or find_column(columns, first) is not None:
+        return
+    if not any(find_column(columns, c) for c in fmt.op_columns):
+        return
+    hint = fmt.sequence_setting or "name the column that orders changes with sequence_by"
+    raise BadInputError(
+        table.id,
+        f"the change file lacks the sequence column that orders its changes; {hint}; or set "
+        "sequence_by: none to accept arrival order (file, then row)",
+        file=file,
+        column=first,
+    )
+
+
+def _read_csv(spark: SparkSession, table: TableConfig, file: InputFile, fmt: SourceFormat) -> DataFrame:
+    options = table.source.csv_options
+    reader = (
+        spark.read.option("header", str(options.header).lower())
+        .option("sep", options.delimiter)
+        .option("quote", options.quote)
+        .option("escape", fmt.csv_escape if options.escape is None else options.escape)
+        .option("nullValue", options.null_value)
+        .option("mode", "FAILFAST")
+        .option("inferSchema", "false")
+    )
+    df = reader.csv(file.uri)
+    if options.header:
+        return df
+    names = fmt.headerless_columns(list(options.columns or []), len(df.columns))
+    if len(df.columns) != len(names):
+        raise BadInputError(
+            table.id,
+            f"has {len(df.columns)} columns but csv.columns names {len(names)}",
+            file=file.name,
+        )
+    return df.toDF(*names)
+
+
+def read_rows(
+    spark: SparkSession,
+    table: TableConfig,
+    files: list[InputFile],
+    fmt: SourceFormat,
+    *,
+    corrupt_column: str | None = None,
+) -> DataFrame:
+    """One DataFrame over all files, each row tagged with its file's position in the batch.
+
+    JSON fails on the first malformed line, unless `corrupt_column` is given: then such a line's text
+    is kept there (PERMISSIVE) and the caller decides (Debezium: the text `null` is a Kafka tombstone).
+    """
+    position = {f.uri: i for i, f in enumerate(files)}
+    source_format = table.source.format
+    if source_format == "csv":
+        frames = []
+        for file in files:
+            frame = _read_csv(spark, table, file, fmt)
+            require_sequence(table, fmt, frame.columns, file.name)
+            frame = frame.withColumn(FILE_POS, F.lit(position[file.uri]))
+            frames.append(frame.withColumn(ROW_POS, F.monotonically_increasing_id()))
+        df = frames[0]
+        for frame in frames[1:]:
+            df = df.unionByName(frame, allowMissingColumns=True)
+        return df
+    uris = [f.uri for f in files]
+    if source_format == "parquet":
+        schemas = parquet_schemas(spark, uris)
+        for file, schema in zip(files, schemas, strict=True):
+            require_sequence(table, fmt, schema.fieldNames(), file.name)
+        df = spark.read.schema(merge_schemas(spark, schemas)).parquet(*uris)
+    elif corrupt_column:
+        df = (
+            spark.read.option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", corrupt_column)
+            .json(uris)
+        )
+        if corrupt_column not in df.columns:
+            df = df.withColumn(corrupt_column, F.lit(None).cast("string"))
+    else:
+        df = spark.read.option("mode", "FAILFAST").json(uris)
+    # input_file_name() spells paths as URIs; match them back to our files by suffix.
+    path_of = F.input_file_name()
+    file_pos: Column = F.lit(None).cast("int")
+    for uri, pos in position.items():
+        file_pos = F.when(path_of.endswith(uri.split("://")[-1]), F.lit(pos)).otherwise(file_pos)
+    return df.withColumn(FILE_POS, file_pos).withColumn(ROW_POS, F.monotonically_increasing_id())
+
+
+def parquet_schemas(spark: SparkSession, uris: list[str]) -> list[T.StructType]:
+    """Each file's schema, read from its footer on the driver: Spark's own inference starts a Spark
+    job even for one file."""
+    jvm = spark.sparkContext._jvm
+    parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
+    session_state = spark._jsparkSession.sessionState()
+    hadoop_conf = session_state.newHadoopConf()
+    converter = parquet.ParquetToSparkSchemaConverter(session_state.conf())
+
+    def footer_schema(uri: str) -> T.StructType:
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        metadata = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+            hadoop_conf, path, jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER
+        )
+        schema = parquet.ParquetFileFormat.readSchemaFromFooter(
+            jvm.org.apache.parquet.hadoop.Footer(path, metadata), converter
+        )
+        return T.StructType.fromJson(json.loads(schema.json()))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:  # object stores: one round trip per footer
+        return list(pool.map(footer_schema, uris))
+
+
+def merge_schemas(spark: SparkSession, schemas: list[T.StructType]) -> T.StructType:
+    """The files' merged schema, as Spark's `mergeSchema` infers it."""
+    jvm = spark.sparkContext._jvm
+    case_sensitive = spark._jsparkSession.sessionState().conf().caseSensitiveAnalysis()
+    parse = jvm.org.apache.spark.sql.types.DataType.fromJson
+    merged = parse(schemas[0].json())
+    for other in schemas[1:]:
+        merged = merged.merge(parse(other.json()), case_sensitive)
+    return T.StructType.fromJson(json.loads(merged.json()))

@@ -1,0 +1,197 @@
+"""Debezium envelopes (no ExtractNewRecordState SMT), with and without the JSON converter's
+schema/payload wrapper, merged into real Iceberg tables: images, order, encodings, tombstones."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from lakeloader.errors import BadInputError
+from tests.spark.debezium_events import decimal_bytes, lines, mysql, postgres
+from tests.spark.merge_batches import load, rows, snapshots
+
+pytestmark = pytest.mark.spark
+
+ENVELOPE = {"format": "json", "cdc": "debezium_envelope"}
+
+
+def envelope_table(make_table, **overrides):
+    return make_table(**{**overrides, "source": {**ENVELOPE, **overrides.get("source", {})}})
+
+
+def test_wrapped_postgres_events_merge_with_their_encodings_decoded(spark, raw, make_table):
+    table = envelope_table(make_table)
+    raw.write_text(
+        "src/0001.json",
+        lines(
+            [
+                postgres("r", 1, "Anne", 1000, 10, balance=decimal_bytes("123.45")),
+                postgres("c", 2, "Bob", 1001, 11, balance=decimal_bytes("-0.07")),
+                None,  # a Kafka tombstone after a delete: nothing to apply
+                postgres("c", 3, "Cid", 1002, 12),
+            ]
+        ),
+    )
+    load(spark, table, raw)
+    raw.write_text(
+        "src/0002.json",
+        lines(
+            [
+                postgres("u", 1, "Annie", 2000, 20, balance=decimal_bytes("99.99")),
+                postgres("d", 2, "Bob", 2001, 21),
+            ]
+        ),
+    )
+    result = load(spark, table, raw)
+    assert (result.updated, result.deleted) == (1, 1)
+    name = f"{table.target.database}.{table.target.table}"
+    types = dict(spark.table(name).dtypes)
+    assert (types["balance"], types["created_at"], types["birth_date"], types["updated_at"]) == (
+        "decimal(10,2)",
+        "timestamp",
+        "date",
+        "timestamp",
+    )
+    assert "__op" not in types and "op" not in types and "__source_lsn" in types
+    got = rows(spark, table, "id, first_name, balance, created_at, birth_date, updated_at")
+    assert got == [
+        (
+            1,
+            "Annie",
+            Decimal("99.99"),
+            dt.datetime(2019, 5, 28, 8, 58, 24, 863123),
+            dt.date(1989, 3, 2),
+            dt.datetime(2019, 5, 28, 8, 58, 24, 863123),
+        ),
+        (
+            3,
+            "Cid",
+            Decimal("123.45"),
+            dt.datetime(2019, 5, 28, 8, 58, 24, 863123),
+            dt.date(1989, 3, 2),
+            dt.datetime(2019, 5, 28, 8, 58, 24, 863123),
+        ),
+    ]
+
+
+def test_late_and_tied_postgres_events_are_ordered_by_ts_ms_then_lsn(spark, raw, make_table):
+    table = envelope_table(make_table)
+    raw.write_text("src/0002.json", lines([postgres("u", 1, "newest", 5000, 900, wrapped=False)]))
+    raw.write_text(
+        "src/0001.json",
+        lines(
+            [
+                postgres("c", 1, "older", 4000, 800, wrapped=False),
+                # the same millisecond as the newest change, but earlier in the WAL
+                postgres("u", 1, "same ms, lower lsn", 5000, 850, wrapped=False),
+            ]
+        ),
+    )
+    load(spark, table, raw)
+    assert rows(spark, table, "id, first_name") == [(1, "newest")]
+    # arriving later, an older change changes nothing
+    raw.write_text("src/0003.json", lines([postgres("u", 1, "late", 4500, 870, wrapped=False)]))
+    load(spark, table, raw)
+    assert rows(spark, table, "id, first_name") == [(1, "newest")]
+
+
+def test_mysql_events_are_ordered_by_binlog_position_and_decoded_from_source_schema(spark, raw, make_table):
+    table = envelope_table(
+        make_table,
+        source={"schema": {"balance": "decimal(10,2)", "created_at": "timestamp"}},
+    )
+    raw.write_text(
+        "src/0001.json",
+        lines(
+            [
+                mysql(
+                    "u",
+                    1004,
+                    "row 1 of the event at pos 700",
+                    7000,
+                    700,
+                    row=1,
+                    balance=decimal_bytes("2.50"),
+                ),
+                mysql("c", 1004, "Anne", 7000, 484),
+                mysql("u", 1004, "row 0 of the event at pos 700", 7000, 700, row=0),
+            ]
+        ),
+    )
+    load(spark, table, raw)
+    got = rows(spark, table, "id, first_name, balance, created_at")
+    assert got == [
+        (1004, "row 1 of the event at pos 700", Decimal("2.50"), dt.datetime(2016, 6, 9, 16, 56, 51, 815000))
+    ]
+
+
+def test_an_undecodable_decimal_names_file_column_and_value_and_commits_nothing(spark, raw, make_table):
+    table = envelope_table(make_table)
+    raw.write_text("src/0001.json", lines([postgres("c", 1, "Anne", 1000, 10)]))
+    load(spark, table, raw)
+    before = snapshots(spark, table)
+    raw.write_text(
+        "src/0002.json",
+        lines([postgres("c", 2, "ok", 2000, 20), postgres("c", 3, "bad", 2001, 21, balance="not-base64!")]),
+    )
+    with pytest.raises(BadInputError) as error:
+        load(spark, table, raw)
+    message = str(error.value)
+    assert "file 'src/0002.json'" in message and "column 'balance'" in message and "'not-base64!'" in message
+    assert snapshots(spark, table) == before
+    assert rows(spark, table, "id, first_name") == [(1, "Anne")]
+
+
+def test_a_truncate_fails_the_batch_by_default_and_is_dropped_with_ignore(spark, raw, make_table):
+    table = envelope_table(make_table)
+    raw.write_text(
+        "src/0001.json", lines([postgres("c", 1, "Anne", 1000, 10), postgres("t", 0, "", 1001, 11)])
+    )
+    with pytest.raises(BadInputError, match="truncated; set on_truncate"):
+        load(spark, table, raw)
+    ignoring = envelope_table(make_table, on_truncate="ignore")
+    load(spark, ignoring, raw)
+    assert rows(spark, ignoring, "id, first_name") == [(1, "Anne")]
+
+
+def test_flattened_debezium_with_the_schema_wrapper_decodes_too(spark, raw, make_table):
+    """ExtractNewRecordState output through the JSON converter with schemas.enable=true."""
+    table = make_table(source={"format": "json", "cdc": "debezium"})
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"type": "int32", "optional": False, "field": "id"},
+            {
+                "type": "bytes",
+                "optional": True,
+                "name": "org.apache.kafka.connect.data.Decimal",
+                "version": 1,
+                "parameters": {"scale": "3"},
+                "field": "amount",
+            },
+            {"type": "string", "optional": True, "field": "__op"},
+            {"type": "int64", "optional": True, "field": "__source_ts_ms"},
+        ],
+        "optional": False,
+        "name": "server.public.payments.Value",
+    }
+    raw.write_text(
+        "src/0001.json",
+        lines(
+            [
+                {
+                    "schema": schema,
+                    "payload": {
+                        "id": 7,
+                        "amount": decimal_bytes("-1.5", 3),
+                        "__op": "c",
+                        "__source_ts_ms": 1,
+                    },
+                }
+            ]
+        ),
+    )
+    load(spark, table, raw)
+    assert rows(spark, table, "id, amount") == [(7, Decimal("-1.500"))]
