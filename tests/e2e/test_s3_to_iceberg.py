@@ -4,10 +4,12 @@ in the Glue catalog.
 Scenarios share two upload waves to keep Spark JVM starts (one per Glue/EMR run) few:
 
 * wave 1 (together): three tables' full loads, a malformed Parquet file of table
-  ``audit.events``, a file under a prefix no table claims, and the full load of
-  ``shop.reviews`` (``engine: emr``: an EMR Serverless job run);
+  ``audit.events``, a file under a prefix no table claims, the full load of
+  ``shop.reviews`` (``engine: emr``: an EMR Serverless job run), and Debezium envelopes
+  (schema/payload wrapped) creating ``inventory.stock``;
 * wave 2: the CDC batches (updates, deletes, and a new column ``tier`` for customers;
-  an update and a delete for ``shop.reviews``);
+  an update and a delete for ``shop.reviews``; an update, a delete and a Kafka tombstone
+  for ``inventory.stock``);
 * then the same S3 event is delivered twice more, straight to the Lambda.
 
 Assertions read the Glue catalog (boto3), the ledger and run history (DynamoDB) and the
@@ -48,6 +50,10 @@ PRODUCTS = ["inventory/products/products-0001.json", "inventory/products/product
 BAD_KEY = "crm/audit/events/LOAD00000001.parquet"
 REVIEWS_LOAD = "shop/public/reviews/LOAD00000001.parquet"
 REVIEWS_CDC = "shop/public/reviews/2026/11/01/20261101-100000000.parquet"
+STOCK = [
+    "inventory/public/stock/partition=0/inventory.public.stock+0+0000000000.json",
+    "inventory/public/stock/partition=0/inventory.public.stock+0+0000000003.json",
+]
 UNKNOWN_KEY = "crm/public/no_such_table/export 2026+11.csv"  # a space and a '+': quote_plus in the event
 
 
@@ -100,6 +106,17 @@ def review(review_id: int, rating: int, minute: int, op: str | None = None) -> d
     return {"Op": op, **row} if op else row
 
 
+def stock_events(*events: tuple) -> bytes:
+    """Debezium PostgreSQL envelopes as the S3 sink writes them (tests/fixtures/debezium)."""
+    from tests.spark.debezium_events import decimal_bytes, lines, postgres
+
+    changes = [
+        None if e is None else postgres(e[0], e[1], e[2], e[3], e[3] * 10, balance=decimal_bytes(e[4]))
+        for e in events
+    ]
+    return lines(changes).encode()
+
+
 def ingest_runs(e2e) -> list[dict[str, Any]]:
     return boto3.client("glue").get_job_runs(JobName=e2e.stack.ingest_job, MaxResults=200)["JobRuns"]
 
@@ -119,6 +136,7 @@ def wave1(e2e) -> dict[str, dict[str, str]]:
         (b"this is not a parquet file\n", BAD_KEY),
         (b"id,name\n1,x\n", UNKNOWN_KEY),
         (parquet([review(1, 5, 0), review(2, 3, 0), review(3, 1, 0)]), REVIEWS_LOAD),
+        (stock_events(("r", 1, "bolts", 1000, "12.50"), ("r", 2, "nuts", 1000, "3.05")), STOCK[0]),
     ]
     upload(e2e.stack, files)
     return wait_for_objects(
@@ -129,6 +147,7 @@ def wave1(e2e) -> dict[str, dict[str, str]]:
             "inventory.products": [PRODUCTS[0]],
             "audit.events": [BAD_KEY],
             "shop.reviews": [REVIEWS_LOAD],
+            "inventory.stock": [STOCK[0]],
         },
         timeout=1200,  # five Spark runs, two at a time, on a busy 2-core machine: minutes each
         progress=print,
@@ -141,6 +160,8 @@ def wave1(e2e) -> dict[str, dict[str, str]]:
 def wave2(e2e, wave1) -> dict[str, dict[str, str]]:
     upload(e2e.stack, [(EXAMPLES / key, key) for key in [*CUSTOMERS_CDC, ORDERS_CDC, PRODUCTS[1]]])
     upload(e2e.stack, [(parquet([review(2, 4, 5, "U"), review(3, 1, 5, "D")]), REVIEWS_CDC)])
+    stock = stock_events(("u", 1, "bolts", 2000, "11.99"), ("d", 2, "nuts", 2001, "3.05"), None)
+    upload(e2e.stack, [(stock, STOCK[1])])
     return wait_for_objects(
         e2e.stack,
         {
@@ -148,6 +169,7 @@ def wave2(e2e, wave1) -> dict[str, dict[str, str]]:
             "sales.order_lines": [ORDERS_CDC],
             "inventory.products": [PRODUCTS[1]],
             "shop.reviews": [REVIEWS_CDC],
+            "inventory.stock": [STOCK[1]],
         },
         timeout=1200,  # five Spark runs, two at a time, on a busy 2-core machine: minutes each
         progress=print,
@@ -161,7 +183,7 @@ def tables(e2e, wave2) -> dict[str, list[dict[str, Any]]]:
 
     return read_tables(
         e2e.stack.warehouse,
-        ["crm.customers", "sales.order_lines", "inventory.products", "shop.reviews"],
+        ["crm.customers", "sales.order_lines", "inventory.products", "shop.reviews", "inventory.stock"],
         env=e2e.env,
         database_prefix=e2e.stack.database_prefix,
     )
@@ -247,6 +269,17 @@ def test_cdc_batches_are_merged(e2e, wave2, tables):
     assert products["P-1"]["price"] == 35.0
 
 
+def test_debezium_envelopes_through_s3_lambda_and_glue(e2e, wave2, tables):
+    """No SMT: before/after/source/op under the JSON converter's payload; the decimal decoded from
+    the wrapper's schema, the delete's key from its before-image, the Kafka tombstone skipped."""
+    assert set(wave2["inventory.stock"].values()) == {"done"}, wave2
+    stock = {row["id"]: row for row in tables["inventory.stock"]}
+    assert sorted(stock) == [1] and stock[1]["balance"] == "11.99", stock  # a decimal (JSON: str)
+    table = boto3.client("glue").get_table(DatabaseName=e2e.stack.glue_database("inventory"), Name="stock")
+    types = {c["Name"]: c["Type"] for c in table["Table"]["StorageDescriptor"]["Columns"]}
+    assert types["balance"] == "decimal(10,2)" and types["created_at"] == "timestamp", types
+
+
 def test_schema_drift_arriving_through_s3_reaches_catalog_and_data(e2e, wave2, tables):
     table = boto3.client("glue").get_table(DatabaseName=e2e.stack.glue_database("crm"), Name="customers")[
         "Table"
@@ -257,7 +290,7 @@ def test_schema_drift_arriving_through_s3_reaches_catalog_and_data(e2e, wave2, t
     assert tiers[6] == "gold" and tiers[7] == "silver" and tiers[1] is None
 
 
-def test_run_history_records_counts_and_snapshots(e2e, wave2):
+def test_run_history_records_counts_and_commits(e2e, wave2):
     runs = latest_runs(e2e.stack, ["crm.customers"])["crm.customers"]
     succeeded = [r for r in runs if r.status == "succeeded"]
     assert len(succeeded) >= 2

@@ -87,3 +87,44 @@ def test_run_then_sql_on_the_examples_gives_the_expected_rows(tmp_path):
 
     again = lakeloader("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
     assert again.returncode == 0 and again.stdout.count("skipped") == 3
+
+
+def test_debezium_envelopes_through_the_cli(tmp_path):
+    """`cdc: debezium_envelope` as a user runs it: wrapped PostgreSQL events with a Kafka tombstone,
+    then a file with an undecodable decimal, which fails the table with one line and exit code 1."""
+    from tests.spark.debezium_events import decimal_bytes, lines, postgres
+
+    raw = tmp_path / "raw" / "inventory" / "public" / "stock"
+    raw.mkdir(parents=True)
+    config = tmp_path / "tables.yaml"
+    config.write_text(
+        f"raw_root: {tmp_path / 'raw'}\nwarehouse: {tmp_path / 'warehouse'}\ntables:\n"
+        "  - id: inventory.stock\n"
+        "    source: {prefix: inventory/public/stock/, format: json, cdc: debezium_envelope}\n"
+        "    target: {database: inventory, table: stock}\n"
+        "    keys: [id]\n"
+    )
+    events = [
+        postgres("r", 1, "bolts", 1000, 10, balance=decimal_bytes("12.50")),
+        postgres("r", 2, "nuts", 1000, 11, balance=decimal_bytes("3.05")),
+        postgres("u", 1, "bolts", 2000, 20, balance=decimal_bytes("11.99")),
+        postgres("d", 2, "nuts", 2001, 21),
+        None,
+    ]
+    (raw / "stock+0+0000000000.json").write_text(lines(events))
+    run = lakeloader("run", "--config", str(config))
+    assert run.returncode == 0, run.stderr
+
+    query = "SELECT id, first_name, balance FROM inventory.stock ORDER BY id"
+    sql = lakeloader("sql", "--config", str(config), query)
+    assert sql.returncode == 0, sql.stderr
+    assert [json.loads(line) for line in sql.stdout.splitlines()] == [
+        {"id": 1, "first_name": "bolts", "balance": "11.99"}
+    ]
+
+    (raw / "stock+0+0000000005.json").write_text(lines([postgres("c", 3, "x", 3000, 30, balance="%%")]))
+    bad = lakeloader("run", "--config", str(config))
+    assert bad.returncode == 1
+    said = bad.stdout + bad.stderr
+    assert "file 'inventory/public/stock/stock+0+0000000005.json', column 'balance'" in said
+    assert "value '%%' does not decode" in said

@@ -78,17 +78,17 @@ def test_wrapped_postgres_events_merge_with_their_encodings_decoded(spark, raw, 
 
 def test_late_and_tied_postgres_events_are_ordered_by_ts_ms_then_lsn(spark, raw, make_table):
     table = envelope_table(make_table)
-    raw.write_text("src/0002.json", lines([postgres("u", 1, "newest", 5000, 900, wrapped=False)]))
     raw.write_text(
         "src/0001.json",
         lines(
             [
                 postgres("c", 1, "older", 4000, 800, wrapped=False),
-                # the same millisecond as the newest change, but earlier in the WAL
-                postgres("u", 1, "same ms, lower lsn", 5000, 850, wrapped=False),
+                postgres("u", 1, "newest", 5000, 900, wrapped=False),
             ]
         ),
     )
+    # a later file, the same millisecond as the newest change, but earlier in the WAL
+    raw.write_text("src/0002.json", lines([postgres("u", 1, "same ms, lower lsn", 5000, 850, wrapped=False)]))
     load(spark, table, raw)
     assert rows(spark, table, "id, first_name") == [(1, "newest")]
     # arriving later, an older change changes nothing
@@ -195,3 +195,49 @@ def test_flattened_debezium_with_the_schema_wrapper_decodes_too(spark, raw, make
     )
     load(spark, table, raw)
     assert rows(spark, table, "id, amount") == [(7, Decimal("-1.500"))]
+
+
+def sqlserver(op: str, id_: int, name: str, commit_lsn: str, change_lsn: str, serial: int = 1) -> dict:
+    """A SQL Server connector event (Debezium documentation layout, no schema wrapper)."""
+    source = {
+        "version": "2.5.4.Final",
+        "connector": "sqlserver",
+        "name": "server1",
+        "ts_ms": 1559729468470,  # one millisecond for all: the LSNs decide
+        "snapshot": "false",
+        "db": "testDB",
+        "schema": "dbo",
+        "table": "customers",
+        "change_lsn": change_lsn,
+        "commit_lsn": commit_lsn,
+        "event_serial_no": serial,
+    }
+    image = {"id": id_, "first_name": name}
+    before, after = (image, None) if op == "d" else (None, image)
+    return {"before": before, "after": after, "source": source, "op": op, "ts_ms": 1559729471739}
+
+
+def test_sql_server_events_are_ordered_by_commit_lsn_then_change_lsn(spark, raw, make_table):
+    table = envelope_table(make_table)
+    raw.write_text(
+        "src/0001.json",
+        lines(
+            [
+                sqlserver("c", 1, "committed last", "00000027:00000758:0005", "00000027:00000758:0002"),
+                sqlserver("c", 2, "second change", "00000027:00000758:0003", "00000027:00000758:0003"),
+            ]
+        ),
+    )
+    raw.write_text(
+        "src/0002.json",
+        lines(
+            [
+                # a later file, but an earlier transaction
+                sqlserver("u", 1, "committed first", "00000027:00000758:0003", "00000027:00000758:0004"),
+                # the same transaction, an earlier change in it
+                sqlserver("u", 2, "first change", "00000027:00000758:0003", "00000027:00000758:0001"),
+            ]
+        ),
+    )
+    load(spark, table, raw)
+    assert rows(spark, table, "id, first_name") == [(1, "committed last"), (2, "second change")]
