@@ -10,11 +10,11 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from lakeloader import cdc, iceberg, tombstones
+from lakeloader import cdc, iceberg, retention, tombstones
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
@@ -87,8 +87,11 @@ def _plan(
 
     steps.append(("commit_retry_properties", retry_props))
 
-    def expire_snapshots(target: str) -> dict[str, int]:  # cut-off taken when the step runs, after rewrites
-        older = (now or datetime.now(UTC)) - timedelta(days=settings.snapshots.older_than_days)
+    def cut() -> retention.Cutoffs:  # taken when a step runs (expiry comes after the rewrites)
+        return retention.cutoffs(table, now or datetime.now(UTC))
+
+    def expire_snapshots(target: str) -> dict[str, int]:
+        older = cut().snapshots
         return iceberg.call_procedure(
             spark,
             target,
@@ -140,7 +143,7 @@ def _plan(
     if settings.orphan_files.enabled:
 
         def remove_orphans() -> dict[str, int]:
-            older = (now or datetime.now(UTC)) - timedelta(hours=settings.orphan_files.older_than_hours)
+            older = cut().orphan_files
             return iceberg.call_procedure(
                 spark, name, "remove_orphan_files", f"older_than => {timestamp_literal(older)}"
             )
@@ -149,8 +152,7 @@ def _plan(
 
     def purge_tombstones() -> dict[str, int]:
         side = tombstones.side_table(name, table)
-        cutoff = (now or datetime.now(UTC)) - timedelta(days=table.tombstones.retain_days)
-        counts = tombstones.purge(spark, side, timestamp_literal(cutoff))
+        counts = tombstones.purge(spark, side, timestamp_literal(cut().tombstones))
         if not counts:  # no side table: no delete was ever loaded
             return counts
         rewritten = iceberg.call_procedure(spark, side, "rewrite_data_files")
