@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader import iceberg, quality
+from lakeloader import iceberg, quality, table_state
 from lakeloader.config import TableConfig
 from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
@@ -36,7 +36,7 @@ class Target:
 
     spark: SparkSession
     name: str
-    summary: dict[str, str]  # recorded in the snapshot summary of the commit (iceberg.SUMMARY_*)
+    summary: dict[str, str]  # recorded in the snapshot summary of the commit (table_state.SUMMARY_*)
     publishes: bool  # a commit here moves `main`
     before_publish: Callable[[], None]
 
@@ -163,10 +163,10 @@ def file_id(file: InputFile) -> str:
 def batch_summary(run_id: str, table_id: str, files: list[InputFile]) -> dict[str, str]:
     """What the batch's commit records in its snapshot summary: the run, the table, its input files."""
     return {
-        iceberg.SUMMARY_RUN_ID: run_id,
-        iceberg.SUMMARY_TABLE_ID: table_id,
-        iceberg.SUMMARY_FILE_IDS: ",".join(file_id(f) for f in files),
-        iceberg.SUMMARY_FILE_NAMES: json.dumps([f.name for f in files[:NAMES_IN_SUMMARY]]),
+        table_state.SUMMARY_RUN_ID: run_id,
+        table_state.SUMMARY_TABLE_ID: table_id,
+        table_state.SUMMARY_FILE_IDS: ",".join(file_id(f) for f in files),
+        table_state.SUMMARY_FILE_NAMES: json.dumps([f.name for f in files[:NAMES_IN_SUMMARY]]),
     }
 
 
@@ -183,7 +183,7 @@ def consumed_file_ids(
     spark: SparkSession, name: str, *, catalog: str | None = None, table_id: str = ""
 ) -> set[str]:
     """Input files committed to the table, plus (given `catalog`) the input log's."""
-    ids = set(iceberg.TableState.read(spark, name).committed_file_ids)
+    ids = set(iceberg.read_state(spark, name).committed_file_ids)
     return ids | logged_file_ids(spark, catalog, table_id) if catalog else ids
 
 

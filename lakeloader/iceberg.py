@@ -9,19 +9,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 
 from pyspark.sql import SparkSession
 
 from lakeloader.progress import Progress
 from lakeloader.sql import literal, qualified, quote
+from lakeloader.table_state import TableState
 
-# What lakeloader records in the summary of every snapshot that commits a batch.
-SUMMARY_FILE_IDS = "lakeloader.input-ids"
-SUMMARY_FILE_NAMES = "lakeloader.input-files"
-SUMMARY_RUN_ID = "lakeloader.run-id"
-SUMMARY_TABLE_ID = "lakeloader.table-id"
 # table properties that put data or metadata files outside the table's location
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path")
 
@@ -34,34 +29,11 @@ def iceberg_table(spark: SparkSession, name: str):
     return table
 
 
-@dataclass(frozen=True)
-class TableState:
-    """What a batch needs to know of the table before it starts, from ONE metadata read.
-
-    `committed_file_ids`: the input files recorded by the snapshots `main` descends from. Only main's
-    ancestry counts: an audit branch that a killed run never published consumed nothing.
-    """
-
-    snapshot_id: int | None = None
-    records: int = 0  # the rows the table's data files hold (snapshot summary's total-records)
-    committed_file_ids: frozenset[str] = frozenset()
-
-    @classmethod
-    def read(cls, spark: SparkSession, name: str) -> TableState:
-        parser = spark.sparkContext._jvm.org.apache.iceberg.TableMetadataParser
-        metadata = json.loads(parser.toJson(iceberg_table(spark, name).operations().current()))
-        snapshots = {s["snapshot-id"]: s for s in metadata.get("snapshots", [])}
-        current = snapshots.get(metadata.get("current-snapshot-id"))
-        ids: set[str] = set()
-        snapshot = current
-        while snapshot is not None:
-            recorded = snapshot.get("summary", {}).get(SUMMARY_FILE_IDS)
-            ids.update(recorded.split(",") if recorded else ())
-            snapshot = snapshots.get(snapshot.get("parent-snapshot-id"))
-        if current is None:
-            return cls(committed_file_ids=frozenset(ids))
-        records = int(current.get("summary", {}).get("total-records") or 0)
-        return cls(current["snapshot-id"], records, frozenset(ids))
+def read_state(spark: SparkSession, name: str) -> TableState:
+    """The table's state for a batch, from ONE metadata read (catalog I/O, no Spark job)."""
+    parser = spark.sparkContext._jvm.org.apache.iceberg.TableMetadataParser
+    metadata = parser.toJson(iceberg_table(spark, name).operations().current())
+    return TableState.from_metadata(json.loads(metadata))
 
 
 def current_snapshot_id(spark: SparkSession, name: str) -> int | None:

@@ -176,7 +176,7 @@ def apply_batch(
     result = TableResult(table.id)
     name = qualified(catalog, table.target.database, table.target.table)
     exists = table_exists(spark, name)
-    state = iceberg.TableState.read(spark, name) if exists else iceberg.TableState()
+    state = iceberg.read_state(spark, name) if exists else iceberg.TableState()
     if exists:
         logged = commit.logged_file_ids(spark, catalog, table.id) if log_consumed else set()
         consumed = state.committed_file_ids | logged

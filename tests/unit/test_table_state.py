@@ -1,0 +1,39 @@
+"""TableState from Iceberg's table metadata JSON: the consumed files of every snapshot on main's
+ancestry (not only the current one's, not a branch's), the current snapshot and its row count."""
+
+from __future__ import annotations
+
+from lakeloader.table_state import SUMMARY_FILE_IDS, TableState
+
+
+def snapshot(sid: int, parent: int | None, ids: str | None = None, records: int | None = None) -> dict:
+    summary = {"operation": "overwrite"}
+    if ids is not None:
+        summary[SUMMARY_FILE_IDS] = ids
+    if records is not None:
+        summary["total-records"] = str(records)
+    return {"snapshot-id": sid, "parent-snapshot-id": parent, "summary": summary}
+
+
+def test_a_new_table_has_no_state():
+    assert TableState.from_metadata({"format-version": 2}) == TableState()
+    assert TableState.from_metadata({"snapshots": [], "current-snapshot-id": -1}) == TableState()
+
+
+def test_every_snapshot_on_mains_ancestry_counts_and_nothing_else():
+    metadata = {
+        "current-snapshot-id": 4,
+        "snapshots": [
+            snapshot(1, None, "a", 1),
+            snapshot(2, 1, "b,c", 3),
+            snapshot(3, 2, "on-an-audit-branch-never-published", 9),  # not main's ancestor
+            snapshot(4, 2, None, 5),  # maintenance: records no input files
+        ],
+    }
+    state = TableState.from_metadata(metadata)
+    assert state == TableState(snapshot_id=4, records=5, committed_file_ids=frozenset({"a", "b", "c"}))
+
+
+def test_an_expired_parent_ends_the_walk():
+    metadata = {"current-snapshot-id": 7, "snapshots": [snapshot(7, 6, "z")]}  # 6 expired
+    assert TableState.from_metadata(metadata) == TableState(7, 0, frozenset({"z"}))
