@@ -220,6 +220,37 @@ def test_a_lost_lock_stops_the_run(ledger, table, merges, clock):
     assert ledger.get_lock(table.id).holder == "other-run"
 
 
+def test_a_batch_whose_lock_is_taken_before_it_publishes_is_not_published(ledger, table, monkeypatch, clock):
+    """The merge runs the drain's last check right before `main` moves, as apply_batch does: the lock
+    was taken meanwhile, so nothing is published, the object is not done and the run failed. The
+    stand-in's check defaults to doing nothing: a drain that stopped passing it fails this test, not
+    a signature comparison."""
+    published: list[str] = []
+
+    def run_tables(
+        spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish=lambda: None
+    ):
+        (current,) = tables
+        clock.now += DEFAULT_LOCK_TTL_SECONDS + 1  # the batch outlived its lease ...
+        assert ledger.acquire_lock(table.id, "other-run")  # ... and another run took the table
+        try:
+            before_publish()
+        except Exception as exc:  # run_tables records a table's error as its failed result
+            return [TableResult(current.id, status="failed", error=f"{type(exc).__name__}: {exc}")]
+        published.append(current.id)
+        return [ok(current, inserted=1)]
+
+    stand_in(monkeypatch, run_tables)
+    land(ledger, table, "1.parquet")
+
+    result = drain(ledger, table)
+
+    assert published == [] and result.status == "failed" and "no longer holds the table lock" in result.error
+    assert statuses(ledger, table)["1.parquet"][0] != "done"
+    (run,) = ledger.list_runs(table.id)
+    assert run.status == "failed" and "no longer holds the table lock" in run.error
+
+
 def test_a_table_locked_by_another_run_is_skipped_untouched(ledger, table, merges):
     calls = merges(table, lambda names: pytest.fail("merged while another run holds the lock"))
     land(ledger, table, "LOAD00000001.parquet")
