@@ -52,14 +52,16 @@ demo-local: $(STAMP)
 synth: $(STAMP)
 	./node_modules/.bin/cdk synth -c stage=$(STAGE) --quiet
 
-# Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM and
+# Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM (the
+# Spark-free halves of maintenance and the Iceberg layer: retention, table_state, object_versions) and
 # runs their unit tests against each mutant, in a copy under build/mutate (the work tree is never
 # touched); it prints the score and the surviving mutants (`mutmut show <name>` in build/mutate
 # shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="trigger ledger"`.
-MUTATE_MODULES ?= trigger ledger config schema inputs
+MUTATE_MODULES ?= trigger ledger config schema inputs retention table_state object_versions
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_ledger.py tests/unit/test_drain.py \
                   tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
-                  tests/unit/test_schema_plan.py
+                  tests/unit/test_schema_plan.py tests/unit/test_retention_cutoffs.py \
+                  tests/unit/test_table_state.py tests/unit/test_object_versions.py
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped).
 define MUTATION_SCORE_PY
 import collections, json, pathlib

@@ -152,7 +152,7 @@ def test_killed_during_an_erasure_the_rerun_verifies_and_no_run_brings_the_subje
     check(lake, table, work, "SIGKILL during an erasure", expected)
 
 
-def test_killed_after_the_commit_then_snapshots_expire_the_files_are_still_known(lake):
+def test_killed_after_the_commit_then_history_expires_the_files_are_still_known(lake):
     """The input log must learn of files whose commit outlived a killed run, or expiring that
     commit's snapshot makes the next run load them again (an append table doubles them)."""
     table = lake.add(

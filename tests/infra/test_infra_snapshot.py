@@ -45,6 +45,7 @@ def snapshot_json(snapshot):
     return snapshot.use_extension(JSONSnapshotExtension)
 
 
+@pytest.mark.template_snapshot
 @pytest.mark.parametrize("stage", ["dev", "prod"])
 def test_stack_template(synth, snapshot_json, stage):
     template = mask_config_items(mask(synth(stage).template_json))

@@ -182,7 +182,7 @@ def test_full_load_creates_the_table_with_partitioning_and_properties(spark, raw
     assert spark.sql(f"SELECT partition.id_bucket FROM {name}.partitions").first()[0] in range(8)
 
 
-def test_snapshot_summary_records_consumed_files(spark, raw, make_table):
+def test_commit_summary_records_consumed_files(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
     result = load(spark, table, raw, run_id="run-42")
@@ -252,7 +252,7 @@ def test_append_and_overwrite_modes(spark, raw, make_table):
     assert rows(spark, replaced) == [(2, "z")]
 
 
-def test_input_log_outlives_snapshot_expiry_so_an_erasure_is_not_undone(spark, raw, make_table):
+def test_input_log_outlives_expiry_so_an_erasure_is_not_undone(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
     files = list_inputs(str(raw.root), table.source.prefix)

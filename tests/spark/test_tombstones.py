@@ -147,7 +147,7 @@ def test_maintain_purges_only_expired_tombstones(spark, raw, make_table):
 
 
 @pytest.mark.parametrize("how", ["key", "where"])
-def test_erase_removes_the_subjects_tombstones_from_every_snapshot(spark, raw, make_table, how):
+def test_erase_removes_the_subjects_tombstones_from_all_history(spark, raw, make_table, how):
     from lakeloader.erase import erase
 
     table = make_table()
