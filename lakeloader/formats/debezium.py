@@ -10,7 +10,9 @@ reads. With the JSON converter's ``schemas.enable=true`` each record sits under 
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from typing import TYPE_CHECKING, Any
 
 from lakeloader.formats.base import FILE_POS, ROW_POS, SourceFormat
@@ -109,9 +111,15 @@ class Debezium(SourceFormat):
             df = plain.read_rows(spark, table, files, self, corrupt_column=CORRUPT)
             bad_json = F.col(CORRUPT).isNotNull() & (F.trim(F.col(CORRUPT)) != "null")
             checks.append(Check(bad_json, F.col(CORRUPT), "malformed JSON record {}", None))
-            df = df.filter(F.col(CORRUPT).isNull() | bad_json)  # Kafka tombstones: nothing to apply
+            df = df.filter(F.col(CORRUPT).isNull() | bad_json)
         else:
             df = plain.read_rows(spark, table, files, self)
+        # A Kafka tombstone (the record `null`, kept when the sink writes null values) reads as a row
+        # with every field NULL, or as the unparsed text `null` when another line is malformed too.
+        fields = [F.col(f"`{c}`").isNull() for c in df.columns if not c.startswith("_ll_")]
+        if fields:
+            tombstone = functools.reduce(operator.and_, fields)
+            df = df.filter(~tombstone | F.col(CORRUPT).isNotNull() if CORRUPT in df.columns else ~tombstone)
         df, types = self._unwrap(df)
         df = self.reshape(df)
         for column, (logical, parameters) in types.items():

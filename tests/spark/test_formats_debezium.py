@@ -88,7 +88,10 @@ def test_late_and_tied_postgres_events_are_ordered_by_ts_ms_then_lsn(spark, raw,
         ),
     )
     # a later file, the same millisecond as the newest change, but earlier in the WAL
-    raw.write_text("src/0002.json", lines([postgres("u", 1, "same ms, lower lsn", 5000, 850, wrapped=False)]))
+    raw.write_text(
+        "src/0002.json",
+        lines([postgres("u", 1, "same ms, lower lsn", 5000, 850, wrapped=False), None]),  # None: a tombstone
+    )
     load(spark, table, raw)
     assert rows(spark, table, "id, first_name") == [(1, "newest")]
     # arriving later, an older change changes nothing
@@ -241,3 +244,11 @@ def test_sql_server_events_are_ordered_by_commit_lsn_then_change_lsn(spark, raw,
     )
     load(spark, table, raw)
     assert rows(spark, table, "id, first_name") == [(1, "committed last"), (2, "second change")]
+
+
+def test_a_malformed_line_among_tombstones_names_its_file_and_commits_nothing(spark, raw, make_table):
+    table = envelope_table(make_table)
+    text = lines([postgres("c", 1, "Anne", 1000, 10, wrapped=False), None]) + '{"op": "c", "after": {\n'
+    raw.write_text("src/0001.json", text)
+    with pytest.raises(BadInputError, match="file 'src/0001.json'.*malformed JSON record"):
+        load(spark, table, raw)
