@@ -88,7 +88,8 @@ def commit_batch(
 
 
 def audit_branch_name(run_id: str) -> str:
-    return "audit_" + re.sub(r"[^A-Za-z0-9_]", "_", run_id)[:60] + "_" + uuid.uuid4().hex[:8]
+    run = re.sub(r"[^A-Za-z0-9_]", "_", run_id)[:60]
+    return f"{iceberg.AUDIT_BRANCH_PREFIX}{run}_{uuid.uuid4().hex[:8]}"
 
 
 def _audit_once(

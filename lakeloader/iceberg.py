@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
@@ -17,6 +17,7 @@ from lakeloader.progress import Progress
 from lakeloader.sql import literal, qualified, quote
 from lakeloader.table_state import TableState
 
+AUDIT_BRANCH_PREFIX = "audit_"  # a quality-gated batch's branch: audit_<run id>_<random>
 # table properties that put data or metadata files outside the table's location
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path")
 
@@ -189,6 +190,16 @@ def unpublished_snapshots(spark: SparkSession, name: str, branch: str) -> list[i
         ids.append(current)
         current = parents.get(current)
     return ids
+
+
+def audit_branches(spark: SparkSession, name: str) -> dict[str, datetime]:
+    """Each audit branch of the table and when its head snapshot was committed (UTC)."""
+    query = (
+        f"SELECT r.name, s.committed_at FROM {name}.refs r JOIN {name}.snapshots s "
+        f"ON r.snapshot_id = s.snapshot_id WHERE r.type = 'BRANCH' AND startswith(r.name, "
+        f"{literal(AUDIT_BRANCH_PREFIX)})"
+    )
+    return {r.name: r.committed_at.replace(tzinfo=UTC) for r in spark.sql(query).collect()}
 
 
 def create_branch(spark: SparkSession, name: str, branch: str) -> None:

@@ -87,6 +87,14 @@ def _plan(
 
     steps.append(("commit_retry_properties", retry_props))
 
+    def drop_stale_audit_branches() -> dict[str, int]:  # first: expiry then reclaims their snapshots
+        stale = [b for b, at in iceberg.audit_branches(spark, name).items() if at < cut().audit_branches]
+        for branch in stale:
+            iceberg.discard_branch(spark, name, branch, no_progress)
+        return {"stale_audit_branches_dropped": len(stale)}
+
+    steps.append(("drop_stale_audit_branches", drop_stale_audit_branches))
+
     def cut() -> retention.Cutoffs:  # taken when a step runs (expiry comes after the rewrites)
         return retention.cutoffs(table, now or datetime.now(UTC))
 

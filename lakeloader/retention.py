@@ -10,15 +10,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from lakeloader.config import TableConfig
+from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS
 
 
 @dataclass(frozen=True)
 class Cutoffs:
-    """Older than these goes: tombstones recorded, snapshots committed, orphan files written."""
+    """Older than these goes: tombstones recorded, snapshots committed, orphan files written, and
+    audit branches last written (a run that wrote its branch longer ago than the table lock's lease
+    was killed before it published: its lock lapsed, so its last check before publishing fails)."""
 
     tombstones: datetime
     snapshots: datetime
     orphan_files: datetime
+    audit_branches: datetime
 
 
 def cutoffs(table: TableConfig, now: datetime) -> Cutoffs:
@@ -27,4 +31,5 @@ def cutoffs(table: TableConfig, now: datetime) -> Cutoffs:
         tombstones=now - timedelta(days=table.tombstones.retain_days),
         snapshots=now - timedelta(days=settings.snapshots.older_than_days),
         orphan_files=now - timedelta(hours=settings.orphan_files.older_than_hours),
+        audit_branches=now - timedelta(seconds=DEFAULT_LOCK_TTL_SECONDS),
     )

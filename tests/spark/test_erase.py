@@ -161,3 +161,44 @@ def test_composite_key_syntax(make_table):
         parse_keys(table, ["order_id=1"])
     with pytest.raises(ErasureError, match="not a key column"):
         parse_keys(table, ["order_id=1,sku=2"])
+
+
+def test_maintain_drops_a_killed_runs_audit_branch_after_the_lock_lease_and_erase_then_succeeds(
+    spark, raw, make_table
+):
+    """A quality-gated run killed before it published leaves its audit branch, holding the subject's
+    row: erasure cannot be verified. `maintain` keeps such a branch while its run could still hold
+    the table lock, and discards it (and its unpublished snapshot) once the lease is over."""
+    from datetime import UTC, timedelta
+
+    from lakeloader.maintenance import maintain_table
+
+    table = make_table(
+        quality={"rules": [{"not_null": ["email"]}]}, maintenance={"compaction": {"enabled": False}}
+    )
+    load_batches(spark, table, raw, [[change("I", 1, "ann@x", 1)]])
+    name = name_of(table)
+    branch = "audit_20261101T090000000Z_dead01_0badc0de"  # as commit.audit_branch_name names it
+    spark.sql(f"ALTER TABLE {name} CREATE BRANCH `{branch}`")
+    spark.sql(f"INSERT INTO {name}.branch_{branch} VALUES (2, 'bob@x', TIMESTAMP '2026-11-01 08:02:00')")
+    written = (
+        spark.sql(f"SELECT max(committed_at) AS at FROM {name}.snapshots").first().at.replace(tzinfo=UTC)
+    )
+    with pytest.raises(ErasureError, match=branch):
+        erase(spark, table, catalog=CATALOG, keys=["2"], who="tester")
+
+    def branches() -> list[str]:
+        return [r.name for r in spark.sql(f"SELECT name FROM {name}.refs").collect()]
+
+    young = maintain_table(
+        spark, table, catalog=CATALOG, now=written + timedelta(hours=2) - timedelta(minutes=1)
+    )
+    assert branch in branches()  # its run could still publish
+    step = next(s for s in young.steps if s.step == "drop_stale_audit_branches")
+    assert step.counts == {"stale_audit_branches_dropped": 0}
+
+    old = maintain_table(spark, table, catalog=CATALOG, now=written + timedelta(hours=2, minutes=1))
+    step = next(s for s in old.steps if s.step == "drop_stale_audit_branches")
+    assert step.counts == {"stale_audit_branches_dropped": 1} and branches() == ["main"]
+    result = erase(spark, table, catalog=CATALOG, keys=["2"], who="tester")
+    assert result.verified

@@ -112,6 +112,7 @@ def test_maintain_compacts_rewrites_deletes_expires_and_removes_orphans(spark, r
     steps = {s.step: s for s in result.steps}
     assert list(steps) == [
         "commit_retry_properties",
+        "drop_stale_audit_branches",
         "rewrite_data_files",
         "rewrite_position_delete_files",
         "rewrite_manifests",

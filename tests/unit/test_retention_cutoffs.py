@@ -28,6 +28,7 @@ def test_the_defaults():
     assert cut.tombstones == NOW - timedelta(days=7)
     assert cut.snapshots == NOW - timedelta(days=7)
     assert cut.orphan_files == NOW - timedelta(hours=72)
+    assert cut.audit_branches == NOW - timedelta(hours=2)  # the table lock's lease
 
 
 @pytest.mark.parametrize("days", [0.5, 2, 30])
