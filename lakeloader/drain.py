@@ -46,6 +46,8 @@ def drain_table(
     if not ledger.acquire_lock(table.id, run_id):
         log_event("table_busy", table_id=table.id, correlation_id=cid)
         return TableResult(table.id, status="skipped", notes=["another run holds the table lock"])
+    for dead in ledger.abandon_dead_runs(table.id, run_id):
+        log_event("run_abandoned", table_id=table.id, run_id=dead, correlation_id=cid)
     ledger.start_run(table.id, run_id, cid)
     total = TableResult(table.id, status="skipped")
 

@@ -32,6 +32,7 @@ from lakeloader.ledger.objects import (
     object_id_for,
 )
 from lakeloader.ledger.runs import (
+    RUN_ABANDONED,
     RUN_FAILED,
     RUN_RUNNING,
     RUN_SKIPPED,
@@ -42,6 +43,7 @@ from lakeloader.ledger.runs import (
 from lakeloader.ledger.window import WINDOW_RUN_ID
 
 __all__ = [
+    "RUN_ABANDONED",
     "DEFAULT_LOCK_TTL_SECONDS",
     "DEFAULT_RUN_RETENTION_DAYS",
     "DEFAULT_START_LEASE_SECONDS",

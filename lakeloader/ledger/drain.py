@@ -3,16 +3,49 @@ and the drain loop (``next_batch``) that needs the objects and the lock together
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lakeloader.ledger.base import LockLostError
 from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS, TableLock
 from lakeloader.ledger.objects import LedgerObject, ObjectLedger
-from lakeloader.ledger.runs import RunHistory
+from lakeloader.ledger.runs import RUN_ABANDONED, RUN_RUNNING, RunHistory, RunRecord
 from lakeloader.ledger.window import BatchingWindow
 
 
 class Ledger(ObjectLedger, RunHistory, TableLock, BatchingWindow):
     """Ledger and run history on DynamoDB. Every method is safe to call again after a crash or a
     retried invocation (each write is conditional or idempotent)."""
+
+    def _live_run(self, table_id: str) -> str | None:
+        """The run that holds the table's lock, if its lease has not lapsed."""
+        lock = self.get_lock(table_id)
+        return lock.holder if lock is not None and not lock.expired(self.clock()) else None
+
+    def _read_as_abandoned(self, table_id: str, runs: list[RunRecord]) -> list[RunRecord]:
+        if not any(r.status == RUN_RUNNING for r in runs):
+            return runs
+        live = self._live_run(table_id)
+        return [
+            replace(r, status=RUN_ABANDONED) if r.status == RUN_RUNNING and r.run_id != live else r
+            for r in runs
+        ]
+
+    def list_runs(self, table_id: str, *, limit: int = 20) -> list[RunRecord]:
+        """A table's runs, newest first; one still `running` without the table's live lock reads
+        `abandoned`: its job died (the record says so for good once the next drain starts)."""
+        return self._read_as_abandoned(table_id, super().list_runs(table_id, limit=limit))
+
+    def get_run(self, table_id: str, run_id: str) -> RunRecord | None:
+        run = super().get_run(table_id, run_id)
+        return self._read_as_abandoned(table_id, [run])[0] if run is not None else None
+
+    def abandon_dead_runs(self, table_id: str, holder: str) -> list[str]:
+        """Called by a run that has just taken the table's lock: every other run still recorded as
+        running is dead (it could not hold the lock), and is recorded as abandoned."""
+        dead = [
+            r.run_id for r in super().list_runs(table_id) if r.status == RUN_RUNNING and r.run_id != holder
+        ]
+        return [run_id for run_id in dead if self.abandon_run(table_id, run_id)]
 
     def next_batch(
         self,

@@ -13,7 +13,9 @@ RUN_RUNNING = "running"
 RUN_SUCCEEDED = "succeeded"
 RUN_FAILED = "failed"
 RUN_SKIPPED = "skipped"
-RUN_STATUSES = (RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED, RUN_SKIPPED)
+# A run left `running` by a job that died: its table lock lapsed or another run holds it (Ledger).
+RUN_ABANDONED = "abandoned"
+RUN_STATUSES = (RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED, RUN_SKIPPED, RUN_ABANDONED)
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class RunHistory(LedgerTables):
     ) -> RunRecord:
         """Close a run: status, counts (e.g. inserted/updated/deleted/rows_read),
         Iceberg snapshot id, error text, end time and duration."""
-        if status not in RUN_STATUSES or status == RUN_RUNNING:
+        if status not in RUN_STATUSES or status in (RUN_RUNNING, RUN_ABANDONED):
             raise ValueError(f"end_run status must be succeeded, failed or skipped, not {status!r}")
         _check_run_id(run_id)
         now = self.clock()
@@ -142,6 +144,21 @@ class RunHistory(LedgerTables):
             ReturnValues="ALL_NEW",
         )
         return RunRecord.from_item(response["Attributes"])
+
+    def abandon_run(self, table_id: str, run_id: str) -> bool:
+        """Record a run that died as abandoned; False when it is no longer running (it ended)."""
+        response = self.conditional_write(
+            self.client.update_item,
+            TableName=self.runs_table,
+            Key=encode_item({"table_id": table_id, "run_id": run_id}),
+            UpdateExpression="SET #status = :abandoned, ended_at = :now",
+            ConditionExpression="#status = :running",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues=encode_item(
+                {":abandoned": RUN_ABANDONED, ":running": RUN_RUNNING, ":now": utc_now_iso(self.clock())}
+            ),
+        )
+        return response is not None
 
     def get_run(self, table_id: str, run_id: str) -> RunRecord | None:
         response = self.client.get_item(

@@ -49,7 +49,7 @@ SPARK_CATALOG = "spark.sql.catalog.glue_catalog.warehouse"
 JOB_DYNAMODB_ACTIONS = {
     "config": ["Scan"],
     "ledger": ["Query", "UpdateItem"],
-    "runs": ["PutItem", "GetItem", "UpdateItem", "DeleteItem"],
+    "runs": ["PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query"],  # Query: runs left running
 }
 
 

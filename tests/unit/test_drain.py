@@ -121,9 +121,7 @@ def drain(ledger: Ledger, table: TableConfig) -> TableResult:
 
     ledger.client.meta.events.register("before-parameter-build.dynamodb", record)
     try:
-        return drain_table(
-            "spark", table, ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid-1"
-        )
+        return drain_table("spark", table, ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid-1")
     finally:
         ledger.client.meta.events.unregister("before-parameter-build.dynamodb", record)
         granted = {(ledger.ledger_table, a) for a in JOB_DYNAMODB_ACTIONS["ledger"]}
@@ -249,6 +247,31 @@ def test_a_batch_whose_lock_is_taken_before_it_publishes_is_not_published(ledger
     assert statuses(ledger, table)["1.parquet"][0] != "done"
     (run,) = ledger.list_runs(table.id)
     assert run.status == "failed" and "no longer holds the table lock" in run.error
+
+
+def test_a_run_that_died_reads_abandoned_and_the_next_drain_records_it(ledger, table, merges, clock):
+    """A drain killed mid-run leaves its record `running` and its lock to lapse. While the lease
+    lasts it reads running; after, abandoned; the next drain records it as abandoned for good."""
+    dead = "20261101T090000000Z-dead01"
+    assert ledger.acquire_lock(table.id, dead)
+    ledger.start_run(table.id, dead, "cid-dead")  # ... and the job is killed here
+    assert [r.status for r in ledger.list_runs(table.id)] == ["running"]
+    clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
+    assert ledger.get_run(table.id, dead).status == "abandoned"
+    stored = ledger.client.get_item(
+        TableName=ledger.runs_table, Key={"table_id": {"S": table.id}, "run_id": {"S": dead}}
+    )["Item"]
+    assert stored["status"] == {"S": "running"}  # read as abandoned, not yet recorded so
+
+    merges(table, lambda names: ok(table, inserted=len(names)))
+    land(ledger, table, "1.parquet")
+    assert drain(ledger, table).status == "ok"
+
+    stored = ledger.client.get_item(
+        TableName=ledger.runs_table, Key={"table_id": {"S": table.id}, "run_id": {"S": dead}}
+    )["Item"]
+    assert stored["status"] == {"S": "abandoned"}
+    assert sorted(r.status for r in ledger.list_runs(table.id)) == ["abandoned", "succeeded"]
 
 
 def test_a_table_locked_by_another_run_is_skipped_untouched(ledger, table, merges):
