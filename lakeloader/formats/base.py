@@ -2,8 +2,8 @@
 become change rows (the job calls these; PySpark is imported inside them, never at import time, so
 ``lakeloader.config`` and ``cdk synth`` can import this package without PySpark).
 
-A format's ``read`` returns one DataFrame over all files of a batch: the source's data columns, the
-columns the format consumes (``op_columns``), and FILE_POS / ROW_POS (lakeloader.cdc). ``operation``
+A format's ``read_checked`` returns one DataFrame over all files of a batch: the source's data
+columns, the columns the format consumes (``op_columns``), and FILE_POS / ROW_POS. ``operation``
 maps the consumed columns to the engine's operations: I (insert/upsert), U (update), D (delete),
 T (truncate); anything else is reported as bad input.
 """
@@ -27,7 +27,7 @@ OP, FILE_POS, ROW_POS = "_ll_op", "_ll_file_pos", "_ll_row_pos"
 
 class SourceFormat:
     """One source format (``source.cdc``). Subclasses override the facts and, where their files
-    differ from plain CSV/JSON/Parquet rows, ``read``, ``operation`` and ``decode``."""
+    differ from plain CSV/JSON/Parquet rows, ``read_checked``, ``operation`` and ``decode``."""
 
     name: ClassVar[str]
     op_columns: ClassVar[tuple[str, ...]] = ()  # consumed: dropped once the operation is known
@@ -45,19 +45,14 @@ class SourceFormat:
     def is_cdc(self) -> bool:
         return bool(self.op_columns)
 
-    def read(self, spark: SparkSession, table: TableConfig, files: list[InputFile]) -> DataFrame:
-        """The batch's rows with FILE_POS and ROW_POS; ``checks`` of the decoding are appended by
-        ``read_checked``."""
-        from lakeloader.formats import files as plain
-
-        return plain.read_rows(spark, table, files, self)
-
     def read_checked(
         self, spark: SparkSession, table: TableConfig, files: list[InputFile], checks: list[Check]
     ) -> DataFrame:
-        """``read``, plus the checks the format's own decoding needs (an encoded value that does not
-        decode); formats with such encodings override this."""
-        return self.read(spark, table, files)
+        """The batch's rows with FILE_POS and ROW_POS. A format whose files need reshaping or
+        decoding overrides this, appending to `checks` a value that does not decode."""
+        from lakeloader.formats import files as plain
+
+        return plain.read_rows(spark, table, files, self)
 
     def operation(self, df: DataFrame) -> Column:
         """The engine operation of each row (I, U, D, T or the source's unknown value, upper case)."""
