@@ -20,6 +20,8 @@ def test_database_prefix_points_every_table_at_the_stage_database() -> None:
 
 
 def test_without_a_prefix_the_config_names_stand() -> None:
-    config = configure(build_parser().parse_args(["maintain", "--config", CONFIG, "--warehouse", "s3://b/w/"]))
+    config = configure(
+        build_parser().parse_args(["maintain", "--config", CONFIG, "--warehouse", "s3://b/w/"])
+    )
     assert {t.target.database for t in config.tables} == {"crm", "sales", "inventory"}
     assert config.warehouse == "s3://b/w/"

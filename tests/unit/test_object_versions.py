@@ -58,6 +58,7 @@ def test_purge_removes_every_old_version_and_marker_and_keeps_the_current_files(
     write_history(client, bucket, prefix)
     old, markers, _ = listed(client, bucket, prefix)
     assert len(old) == 5 and len(markers) == 3  # the history is really there before
+    assert remaining_versions(f"s3://{bucket}/{prefix}") == 8
 
     purged = purge_noncurrent_versions(f"s3://{bucket}/{prefix.rstrip('/')}")
 
@@ -93,3 +94,25 @@ def test_many_versions_are_deleted_in_batches_of_a_thousand(s3):
         client.put_object(Bucket=bucket, Key=f"{prefix}metadata/v.json", Body=str(n).encode())
     assert purge_noncurrent_versions(f"s3://{bucket}/{prefix}") == 1_004
     assert listed(client, bucket, prefix)[:2] == ([], [])
+
+
+def test_a_version_s3_refuses_to_delete_fails_naming_it_and_the_permissions(aws_endpoint):
+    """A noncurrent version under legal hold (Object Lock): S3 answers DeleteObjects with an error
+    per key; the purge fails with one line naming the object, S3's code and the permissions."""
+    from lakeloader.object_versions import ObjectVersionError
+
+    client = boto3.client("s3")
+    bucket = unique_name("locked")
+    client.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
+    key = "warehouse/crm.db/customers/data/subject-42.parquet"
+    held = client.put_object(Bucket=bucket, Key=key, Body=b"row of subject 42")["VersionId"]
+    client.put_object(Bucket=bucket, Key=key, Body=b"rewritten")
+    client.put_object_legal_hold(Bucket=bucket, Key=key, VersionId=held, LegalHold={"Status": "ON"})
+
+    with pytest.raises(ObjectVersionError) as error:
+        purge_noncurrent_versions(f"s3://{bucket}/warehouse/crm.db/customers")
+
+    message = str(error.value)
+    # AWS names the version in each error; moto leaves it out ("version None")
+    assert f"first s3://{bucket}/{key} version " in message and "AccessDenied" in message, message
+    assert "s3:DeleteObjectVersion" in message and "under s3://" in message

@@ -37,3 +37,14 @@ def test_every_snapshot_on_mains_ancestry_counts_and_nothing_else():
 def test_an_expired_parent_ends_the_walk():
     metadata = {"current-snapshot-id": 7, "snapshots": [snapshot(7, 6, "z")]}  # 6 expired
     assert TableState.from_metadata(metadata) == TableState(7, 0, frozenset({"z"}))
+
+
+def test_a_snapshot_without_a_summary_records_nothing():
+    """Format v1 makes the summary optional."""
+    metadata = {
+        "current-snapshot-id": 2,
+        "snapshots": [{"snapshot-id": 1, "parent-snapshot-id": None}, snapshot(2, 1, "b", 4)],
+    }
+    assert TableState.from_metadata(metadata) == TableState(2, 4, frozenset({"b"}))
+    metadata["snapshots"][1] = {"snapshot-id": 2, "parent-snapshot-id": 1}
+    assert TableState.from_metadata(metadata) == TableState(2, 0, frozenset())
