@@ -17,7 +17,15 @@ from lakeloader import quality
 from lakeloader.config import TableConfig
 from lakeloader.contract import METRICS_NAMESPACE, new_run_id
 from lakeloader.inputs import InputFile
-from lakeloader.ledger import Ledger, LedgerObject, LockLostError
+from lakeloader.ledger import (
+    DEFAULT_MAX_ATTEMPTS,
+    FAILED,
+    PENDING,
+    QUARANTINED,
+    Ledger,
+    LedgerObject,
+    LockLostError,
+)
 from lakeloader.merge import TableResult
 
 _CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients
@@ -37,9 +45,21 @@ def _input_file(obj: LedgerObject, raw_root: str) -> InputFile:
 
 
 def drain_table(
-    spark, table: TableConfig, ledger: Ledger, *, catalog: str, raw_root: str, cid: str
+    spark,
+    table: TableConfig,
+    ledger: Ledger,
+    *,
+    catalog: str,
+    raw_root: str,
+    cid: str,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> TableResult:
-    """Merge every pending object of one table, batch by batch, holding the table's run lock."""
+    """Merge every pending object of one table, batch by batch, holding the table's run lock.
+
+    A batch that fails naming one of its files (bad input) sets that file aside and goes on with
+    the others: the file is `failed` (a later run retries it) or, once it has failed `max_attempts`
+    times, `quarantined`. Skipping it keeps every order guarantee: each change is still compared
+    with what the table holds, so the file's changes apply correctly whenever it is loaded."""
     from lakeloader.ingest import run_tables
 
     run_id = new_run_id()
@@ -68,9 +88,13 @@ def drain_table(
                 progress=lambda m: log_event("progress", message=m),
                 before_publish=still_holds_lock,
             )
+            _accumulate(total, result)
+            guilty = next((o for o, f in zip(batch, files, strict=True) if f.name == result.bad_file), None)
+            if result.status == "failed" and guilty is not None:
+                _set_aside(ledger, table, batch, guilty, run_id, result.error, max_attempts, cid)
+                continue  # the others: the next batch (this run never takes its own failure again)
             status = "failed" if result.status == "failed" else "done"
             ledger.finish(table.id, batch, run_id, status, error=result.error)
-            _accumulate(total, result)
             if result.status == "failed":
                 break
     except Exception as exc:  # the lock/ledger itself failed: record it, never swallow it
@@ -91,6 +115,24 @@ def drain_table(
     log_event("table_done", correlation_id=cid, **asdict(total))
     publish_metrics(total)
     return total
+
+
+def _set_aside(
+    ledger: Ledger,
+    table: TableConfig,
+    batch: list[LedgerObject],
+    guilty: LedgerObject,
+    run_id: str,
+    error: str | None,
+    max_attempts: int,
+    cid: str,
+) -> None:
+    status = QUARANTINED if guilty.attempts >= max_attempts else FAILED
+    ledger.finish(table.id, [guilty], run_id, status, error=error)
+    ledger.finish(table.id, [o for o in batch if o is not guilty], run_id, PENDING)
+    log_event(
+        "file_" + status, table_id=table.id, key=guilty.key, attempts=guilty.attempts, correlation_id=cid
+    )
 
 
 def publish_metrics(result: TableResult) -> None:

@@ -86,7 +86,9 @@ def run_tables(
         except LakeloaderError as exc:
             # A failed quality gate carries its rule outcomes into the run record.
             report = getattr(exc, "report", None)
-            result = TableResult(table.id, status="failed", error=str(exc), quality=report)
+            result = TableResult(
+                table.id, status="failed", error=str(exc), quality=report, bad_file=getattr(exc, "file", None)
+            )
         except Exception as exc:  # Spark/JVM errors: the root cause and the batch's files
             names = [f.name for f in inputs.get(table.id, [])]
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")

@@ -65,6 +65,7 @@ class TableResult:
     snapshot_id: int | None = None
     seconds: float = 0.0
     error: str | None = None
+    bad_file: str | None = None  # the input file the error names (errors.BadInputError.file)
     notes: list[str] = field(default_factory=list)
     quality: QualityReport | None = None  # rule outcomes when the table has quality rules
 

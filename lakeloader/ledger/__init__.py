@@ -21,10 +21,12 @@ from lakeloader.ledger.lock import (
     Lock,
 )
 from lakeloader.ledger.objects import (
+    DEFAULT_MAX_ATTEMPTS,
     DONE,
     FAILED,
     OBJECT_STATUSES,
     PENDING,
+    QUARANTINED,
     RUNNING,
     LedgerObject,
     ObjectRef,
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_LOCK_TTL_SECONDS",
     "DEFAULT_RUN_RETENTION_DAYS",
     "DEFAULT_START_LEASE_SECONDS",
+    "DEFAULT_MAX_ATTEMPTS",
     "DONE",
     "FAILED",
     "LOCK_RUNNING",
@@ -55,6 +58,7 @@ __all__ = [
     "MAX_ERROR_CHARS",
     "OBJECT_STATUSES",
     "PENDING",
+    "QUARANTINED",
     "RUNNING",
     "RUN_FAILED",
     "RUN_RUNNING",

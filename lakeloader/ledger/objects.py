@@ -22,7 +22,11 @@ PENDING = "pending"
 RUNNING = "running"
 DONE = "done"
 FAILED = "failed"
-OBJECT_STATUSES = (PENDING, RUNNING, DONE, FAILED)
+# Failed `max_attempts` times as the file its batch's error names: no run takes it again (a user
+# fixes the file and loads it again, see docs/ledger_and_trigger.md).
+QUARANTINED = "quarantined"
+DEFAULT_MAX_ATTEMPTS = 3
+OBJECT_STATUSES = (PENDING, RUNNING, DONE, FAILED, QUARANTINED)
 
 _MAX_SORT_KEY_BYTES = 1024
 
@@ -332,15 +336,15 @@ class ObjectLedger(LedgerTables):
         status: str,
         error: str | None = None,
     ) -> list[LedgerObject]:
-        """End ``run_id``'s claim on objects: ``done``, ``failed`` (keeps ``error``)
-        or ``pending`` (give them back untouched for a later run).
+        """End ``run_id``'s claim on objects: ``done``, ``failed`` or ``quarantined`` (keep
+        ``error``), or ``pending`` (give them back for a later batch, the claim's attempt undone).
 
         Only objects still claimed by ``run_id`` change (a run whose lock
         expired cannot overwrite the run that took over); returns those.
         """
-        if status not in (DONE, FAILED, PENDING):
-            raise ValueError(f"finish status must be done, failed or pending, not {status!r}")
-        if status == FAILED and not error:
+        if status not in (DONE, FAILED, QUARANTINED, PENDING):
+            raise ValueError(f"finish status must be done, failed, quarantined or pending, not {status!r}")
+        if status in (FAILED, QUARANTINED) and not error:
             error = "failed without an error message"
         values: dict[str, Any] = {
             ":status": status,
@@ -348,13 +352,14 @@ class ObjectLedger(LedgerTables):
             ":run": run_id,
             ":now": utc_now_iso(self.clock()),
         }
-        if status == FAILED:
+        if status in (FAILED, QUARANTINED):
             update = "SET #status = :status, updated_at = :now, #error = :error"
             values[":error"] = clip_error(error) or ""
         elif status == DONE:
             update = "SET #status = :status, updated_at = :now REMOVE #error"
         else:
-            update = "SET #status = :status, updated_at = :now"
+            update = "SET #status = :status, updated_at = :now, attempts = attempts - :one"
+            values[":one"] = 1
         names = {"#status": "status"}
         if "#error" in update:
             names["#error"] = "error"

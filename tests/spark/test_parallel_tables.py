@@ -89,3 +89,37 @@ def test_tables_drained_side_by_side_commit_their_own_files_and_fail_alone(
     assert failed.status == "failed" and "LOAD00000001.parquet" in failed.error
     assert ledger.list_runs(bad.id)[0].status == "failed"
     assert all(ledger.get_lock(t.id) is None for t in tables)
+
+
+def test_a_file_with_bad_input_is_set_aside_and_the_rest_of_its_batch_commits(
+    spark, raw, make_table, ledger, monkeypatch
+):
+    """Real merge, real ledger: the batch of three files fails on the middle one's NULL key; the drain
+    sets that file aside (failed, its error) and commits the other two in the next batch."""
+    from datetime import datetime
+
+    table = make_table(source={"prefix": "src/poison/"})
+    for n, key in ((1, 1), (2, None), (3, 3)):
+        row = {"id": key, "name": f"file {n}", "last_update_time": datetime(2026, 11, 1, 8, n)}
+        raw.write_parquet(f"{table.source.prefix}LOAD{n:08d}.parquet", [row], schema=FULL)
+    for path in sorted((raw.root / table.source.prefix).iterdir()):
+        key = f"{table.source.prefix}{path.name}"
+        ledger.record_object(table.id, ObjectRef("raw", key, etag=path.name), correlation_id="c")
+    monkeypatch.setattr(
+        drain,
+        "_input_file",
+        lambda obj, raw_root: InputFile(name=obj.key, uri=str(raw.root / obj.key), size=0, version=obj.etag),
+    )
+
+    result = drain.drain_table(spark, table, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="cid")
+
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT id, name FROM {name}").collect()) == [
+        (1, "file 1"),
+        (3, "file 3"),
+    ]
+    objects = {o.key.rsplit("/", 1)[1]: o for o in ledger.objects(table.id)}
+    assert objects["LOAD00000001.parquet"].status == objects["LOAD00000003.parquet"].status == "done"
+    bad = objects["LOAD00000002.parquet"]
+    assert bad.status == "failed" and "key column is NULL" in bad.error and "LOAD00000002" in bad.error
+    assert result.status == "failed" and result.inserted == 2

@@ -193,6 +193,54 @@ def test_a_failed_batch_stays_failed_with_its_error_and_stops_the_run(ledger, ta
     assert names == {"RunsFailed", "RowsMerged"}
 
 
+def bad_input(table: TableConfig, bad: str) -> Merge:
+    """A merge that fails on `bad` as BadInputError does (ingest.run_tables records its file)."""
+
+    def outcome(names: list[str]) -> TableResult:
+        culprit = next((n for n in names if n.endswith(bad)), None)
+        if culprit is None:
+            return ok(table, inserted=len(names))
+        error = f"table {table.id!r}, file {culprit!r}, column 'id': key column is NULL"
+        return TableResult(table.id, status="failed", files=len(names), error=error, bad_file=culprit)
+
+    return outcome
+
+
+def test_a_bad_file_is_set_aside_and_the_others_are_merged(ledger, table, merges):
+    calls = merges(table, bad_input(table, "2-bad.parquet"))
+    land(ledger, table, "1.parquet", "2-bad.parquet", "3.parquet")
+
+    result = drain(ledger, table)
+
+    prefix = "crm/public/customers/"
+    assert calls == [
+        [f"{prefix}{n}" for n in ("1.parquet", "2-bad.parquet", "3.parquet")],
+        [f"{prefix}1.parquet", f"{prefix}3.parquet"],
+    ]
+    found = statuses(ledger, table)
+    assert found["1.parquet"] == found["3.parquet"] == ("done", None)
+    assert found["2-bad.parquet"][0] == "failed" and "key column is NULL" in found["2-bad.parquet"][1]
+    assert {o.key.rsplit("/", 1)[1]: o.attempts for o in ledger.objects(table.id)} == {
+        "1.parquet": 1,  # the batch it shared with the bad file does not count against it
+        "2-bad.parquet": 1,
+        "3.parquet": 1,
+    }
+    (run,) = ledger.list_runs(table.id)
+    assert result.status == run.status == "failed" and "2-bad.parquet" in run.error  # the run says why
+
+
+def test_a_file_that_keeps_failing_is_quarantined_after_max_attempts(ledger, table, merges):
+    calls = merges(table, bad_input(table, "bad.parquet"))
+    land(ledger, table, "bad.parquet")
+    for attempt in (1, 2, 3):
+        drain(ledger, table)
+        assert statuses(ledger, table)["bad.parquet"][0] == ("failed" if attempt < 3 else "quarantined")
+    land(ledger, table, "good.parquet")
+    assert drain(ledger, table).status == "ok"
+    assert calls[-1] == ["crm/public/customers/good.parquet"]  # no run takes a quarantined file
+    assert statuses(ledger, table)["good.parquet"] == ("done", None)
+
+
 def test_a_lost_lock_stops_the_run(ledger, table, merges, clock):
     """The run outlives its lock's TTL and another run takes the table: the next batch is not claimed."""
 
