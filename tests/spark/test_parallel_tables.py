@@ -43,6 +43,19 @@ def ledger(aws_endpoint) -> Ledger:
     return Ledger(client, objects, runs)
 
 
+def record_and_read_locally(ledger, raw, tables, monkeypatch) -> None:
+    """The tables' files in the ledger as the trigger records them; the drain reads them from disk."""
+    for table in tables:
+        for path in sorted((raw.root / table.source.prefix).iterdir()):
+            key = f"{table.source.prefix}{path.name}"
+            ledger.record_object(table.id, ObjectRef("raw", key, etag=path.name), correlation_id="c")
+    monkeypatch.setattr(
+        drain,
+        "_input_file",
+        lambda obj, raw_root: InputFile(name=obj.key, uri=str(raw.root / obj.key), size=0, version=obj.etag),
+    )
+
+
 def test_tables_drained_side_by_side_commit_their_own_files_and_fail_alone(
     spark, raw, make_table, ledger, monkeypatch
 ):
@@ -58,15 +71,7 @@ def test_tables_drained_side_by_side_commit_their_own_files_and_fail_alone(
             ]
             raw.write_parquet(f"{table.source.prefix}LOAD{n:08d}.parquet", data, schema=FULL)
     raw.write_text(f"{bad.source.prefix}LOAD00000001.parquet", "not a parquet file")
-    for table in tables:
-        for path in sorted((raw.root / table.source.prefix).iterdir()):
-            key = f"{table.source.prefix}{path.name}"
-            ledger.record_object(table.id, ObjectRef("raw", key, etag=path.name), correlation_id="c")
-    monkeypatch.setattr(
-        drain,
-        "_input_file",
-        lambda obj, raw_root: InputFile(name=obj.key, uri=str(raw.root / obj.key), size=0, version=obj.etag),
-    )
+    record_and_read_locally(ledger, raw, tables, monkeypatch)
 
     results = drain.drain_tables(
         spark, tables, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="cid", parallel=3
@@ -102,14 +107,7 @@ def test_a_file_with_bad_input_is_set_aside_and_the_rest_of_its_batch_commits(
     for n, key in ((1, 1), (2, None), (3, 3)):
         row = {"id": key, "name": f"file {n}", "last_update_time": datetime(2026, 11, 1, 8, n)}
         raw.write_parquet(f"{table.source.prefix}LOAD{n:08d}.parquet", [row], schema=FULL)
-    for path in sorted((raw.root / table.source.prefix).iterdir()):
-        key = f"{table.source.prefix}{path.name}"
-        ledger.record_object(table.id, ObjectRef("raw", key, etag=path.name), correlation_id="c")
-    monkeypatch.setattr(
-        drain,
-        "_input_file",
-        lambda obj, raw_root: InputFile(name=obj.key, uri=str(raw.root / obj.key), size=0, version=obj.etag),
-    )
+    record_and_read_locally(ledger, raw, [table], monkeypatch)
 
     result = drain.drain_table(spark, table, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="cid")
 
