@@ -64,6 +64,17 @@ class Check:
     column: str | None
 
 
+def replace_checked(
+    df: DataFrame, actual: str, value: Column, message: str, column: str, checks: list[Check]
+) -> DataFrame:
+    """Column `actual` replaced by `value` (a cast or a decoding); a non-NULL raw value that becomes
+    NULL is bad input, reported with `message` (the raw value at `{}`) and `column`."""
+    invalid = f"{INVALID}{len(checks)}"  # the raw value where it does not fit, kept past the cast
+    df = df.withColumn(invalid, F.when(F.col(actual).isNotNull() & value.isNull(), F.col(actual)))
+    checks.append(Check(F.col(invalid).isNotNull(), F.col(invalid), message, column))
+    return df.withColumn(actual, value)
+
+
 def _apply_declared_schema(
     df: DataFrame, table: TableConfig, fmt: SourceFormat, checks: list[Check]
 ) -> DataFrame:
@@ -75,16 +86,12 @@ def _apply_declared_schema(
         if actual is None:
             continue
         target_type = T._parse_datatype_string(type_name)
-        if df.schema[actual].dataType == target_type:
-            continue
         source_type = df.schema[actual].dataType
+        if source_type == target_type:
+            continue
         casted = fmt.decode(actual, source_type, target_type)
         casted = F.col(actual).cast(target_type) if casted is None else casted
-        invalid = f"{INVALID}{len(checks)}"  # the raw value where it does not fit, kept past the cast
-        df = df.withColumn(invalid, F.when(F.col(actual).isNotNull() & casted.isNull(), F.col(actual)))
-        message = f"value {{}} is not a valid {type_name}"
-        checks.append(Check(F.col(invalid).isNotNull(), F.col(invalid), message, column))
-        df = df.withColumn(actual, casted)
+        df = replace_checked(df, actual, casted, f"value {{}} is not a valid {type_name}", column, checks)
     return df
 
 

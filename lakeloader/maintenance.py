@@ -87,6 +87,9 @@ def _plan(
 
     steps.append(("commit_retry_properties", retry_props))
 
+    def cut() -> retention.Cutoffs:  # taken when a step runs (expiry comes after the rewrites)
+        return retention.cutoffs(table, now or datetime.now(UTC))
+
     def drop_stale_audit_branches() -> dict[str, int]:  # first: expiry then reclaims their snapshots
         stale = [b for b, at in iceberg.audit_branches(spark, name).items() if at < cut().audit_branches]
         for branch in stale:
@@ -94,9 +97,6 @@ def _plan(
         return {"stale_audit_branches_dropped": len(stale)}
 
     steps.append(("drop_stale_audit_branches", drop_stale_audit_branches))
-
-    def cut() -> retention.Cutoffs:  # taken when a step runs (expiry comes after the rewrites)
-        return retention.cutoffs(table, now or datetime.now(UTC))
 
     def expire_snapshots(target: str) -> dict[str, int]:
         older = cut().snapshots

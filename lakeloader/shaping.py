@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from lakeloader.config import TableConfig
 from lakeloader.errors import BadInputError
 from lakeloader.formats.base import OP
+from lakeloader.sql import quote
 
 
 def select_columns(df: DataFrame, table: TableConfig) -> DataFrame:
@@ -30,7 +31,7 @@ def select_columns(df: DataFrame, table: TableConfig) -> DataFrame:
     kept = {
         c.lower() for c in [*(selection.include or []), *always, *source_format(table.source.cdc).op_columns]
     }
-    return df.select(*[F.col(f"`{c}`") for c in df.columns if c.lower() in kept or c.startswith("_ll_")])
+    return df.select(*[F.col(quote(c)) for c in df.columns if c.lower() in kept or c.startswith("_ll_")])
 
 
 def soft_deletes(df: DataFrame, table: TableConfig) -> DataFrame:

@@ -16,6 +16,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from lakeloader.formats.base import FILE_POS, ROW_POS, SourceFormat
+from lakeloader.sql import quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -75,8 +76,6 @@ def logical_types(schemas: list[dict[str, Any]]) -> dict[str, tuple[str, dict[st
 
 def decoded(column: str, logical: str, parameters: dict[str, str]) -> tuple[str, str] | None:
     """(SQL, type) decoding `column` of Connect logical type `logical`; None: read it as it is."""
-    from lakeloader.sql import quote
-
     if logical == DECIMAL:
         scale = int(parameters.get("scale", 0))
         precision = int(parameters.get("connect.decimal.precision", 38))
@@ -104,7 +103,7 @@ class Debezium(SourceFormat):
     ) -> DataFrame:
         from pyspark.sql import functions as F
 
-        from lakeloader.cdc import Check
+        from lakeloader.cdc import Check, replace_checked
         from lakeloader.formats import files as plain
 
         if table.source.format == "json":
@@ -116,7 +115,7 @@ class Debezium(SourceFormat):
             df = plain.read_rows(spark, table, files, self)
         # A Kafka tombstone (the record `null`, kept when the sink writes null values) reads as a row
         # with every field NULL, or as the unparsed text `null` when another line is malformed too.
-        fields = [F.col(f"`{c}`").isNull() for c in df.columns if not c.startswith("_ll_")]
+        fields = [F.col(quote(c)).isNull() for c in df.columns if not c.startswith("_ll_")]
         if fields:
             tombstone = functools.reduce(operator.and_, fields)
             df = df.filter(~tombstone | F.col(CORRUPT).isNotNull() if CORRUPT in df.columns else ~tombstone)
@@ -127,18 +126,8 @@ class Debezium(SourceFormat):
             how = decoded(actual, logical, parameters) if actual else None
             if how is None or df.schema[actual].dataType.simpleString() == how[1]:
                 continue
-            value = F.expr(how[0])
-            invalid = f"_ll_invalid_{len(checks)}"
-            df = df.withColumn(invalid, F.when(F.col(actual).isNotNull() & value.isNull(), F.col(actual)))
-            checks.append(
-                Check(
-                    F.col(invalid).isNotNull(),
-                    F.col(invalid),
-                    f"value {{}} does not decode as {logical}",
-                    column,
-                )
-            )
-            df = df.withColumn(actual, value)
+            message = f"value {{}} does not decode as {logical}"
+            df = replace_checked(df, actual, F.expr(how[0]), message, column, checks)
         return df
 
     def _unwrap(self, df: DataFrame) -> tuple[DataFrame, dict[str, tuple[str, dict[str, str]]]]:
@@ -191,13 +180,17 @@ class Debezium(SourceFormat):
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from lakeloader.sql import quote
-
         integral = isinstance(source_type, T.IntegralType)
         if isinstance(target_type, T.DecimalType) and isinstance(source_type, T.StringType):
-            return F.expr(decimal_sql(quote(column), target_type.precision, target_type.scale))
-        if isinstance(target_type, T.TimestampType) and integral:
-            return F.expr(f"timestamp_micros({quote(column)})")
-        if isinstance(target_type, T.DateType) and integral:
-            return F.expr(f"date_from_unix_date({quote(column)})")
-        return None
+            precision = {
+                "scale": str(target_type.scale),
+                "connect.decimal.precision": str(target_type.precision),
+            }
+            how = decoded(column, DECIMAL, precision)
+        elif isinstance(target_type, T.TimestampType) and integral:
+            how = decoded(column, "io.debezium.time.MicroTimestamp", {})
+        elif isinstance(target_type, T.DateType) and integral:
+            how = decoded(column, "io.debezium.time.Date", {})
+        else:
+            return None
+        return F.expr(how[0]) if how else None
