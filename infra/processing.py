@@ -193,6 +193,7 @@ class Processing(Construct):
                 **common_glue_arguments,
                 # how many of a run's tables (the trigger groups batching.tables_per_run) drain at once
                 contract.glue_arg(contract.ARG_PARALLEL_TABLES): str(settings.batching.parallel_tables),
+                contract.glue_arg(contract.ARG_MAX_ATTEMPTS): str(settings.max_attempts),
             },
             library=library,
             storage=storage,
@@ -214,7 +215,11 @@ class Processing(Construct):
         self.glue_jobs = [self.ingest_job, self.maintain_job]
 
         # --- EMR Serverless (its job role is above) -----------------------------------------
-        emr_arguments = {**required, contract.ARG_PARALLEL_TABLES: str(settings.batching.parallel_tables)}
+        emr_arguments = {
+            **required,
+            contract.ARG_PARALLEL_TABLES: str(settings.batching.parallel_tables),
+            contract.ARG_MAX_ATTEMPTS: str(settings.max_attempts),
+        }
         if catalog.database_prefix:
             emr_arguments[contract.ARG_DATABASE_PREFIX] = catalog.database_prefix
         self.emr = EmrServerless(

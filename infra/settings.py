@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lakeloader import versions
+from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
 
@@ -139,6 +140,13 @@ class StageSettings(_Strict):
     emr: EmrSettings
     arrival_lambda: ArrivalLambdaSettings
     batching: BatchingSettings = Field(default_factory=BatchingSettings)
+    max_attempts: int = Field(
+        default=DEFAULT_MAX_ATTEMPTS,
+        ge=1,
+        le=100,
+        description="Times one raw file may fail its batch (bad input naming it) before it is "
+        "quarantined: no run takes it again until `lakeloader requeue`",
+    )
     raw_event_prefixes: list[str] = Field(
         default_factory=list,
         description="Raw-bucket key prefixes that trigger the Lambda; [] (default): each source folder "

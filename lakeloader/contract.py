@@ -27,11 +27,18 @@ ARG_TABLE_ID = "lakeloader_table_id"
 ARG_CORRELATION_ID = "lakeloader_correlation_id"
 ARG_DATABASE_PREFIX = "lakeloader_database_prefix"
 ARG_PARALLEL_TABLES = "lakeloader_parallel_tables"
+ARG_MAX_ATTEMPTS = "lakeloader_max_attempts"
 
 # Set in the job's DefaultArguments at deploy; a job cannot start without them.
 JOB_REQUIRED_ARGS = (ARG_CONFIG_TABLE, ARG_LEDGER_TABLE, ARG_RUNS_TABLE, ARG_RAW_ROOT, ARG_WAREHOUSE)
-# Per run, or per stage; absent means "" (all tables, no correlation id, the config's names, 1).
-INGEST_OPTIONAL_ARGS = (ARG_TABLE_ID, ARG_CORRELATION_ID, ARG_DATABASE_PREFIX, ARG_PARALLEL_TABLES)
+# Per run, or per stage; absent means "" (all tables, no correlation id, the config's names, 1, 3).
+INGEST_OPTIONAL_ARGS = (
+    ARG_TABLE_ID,
+    ARG_CORRELATION_ID,
+    ARG_DATABASE_PREFIX,
+    ARG_PARALLEL_TABLES,
+    ARG_MAX_ATTEMPTS,
+)
 MAINTAIN_OPTIONAL_ARGS = (ARG_TABLE_ID, ARG_CORRELATION_ID, ARG_DATABASE_PREFIX)
 
 
@@ -97,6 +104,10 @@ def longest_prefix_match(key: str, items: Iterable[T], prefix_of: Callable[[T], 
 
 # CloudWatch namespace the jobs and the Lambda publish to and the dashboard reads.
 METRICS_NAMESPACE = "lakeloader"
+# Dimensions of the per-table metrics: the stage's ledger table name, then the table id.
+METRIC_DIMENSIONS = ("Ledger", "TableId")
+PENDING_AGE_METRIC = "PendingAgeSeconds"  # the sweep's, per table: the table's lag
+FILES_QUARANTINED_METRIC = "FilesQuarantined"  # the drain's, per table
 
 # --- Iceberg in Spark ---------------------------------------------------------------------------
 

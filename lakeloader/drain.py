@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from lakeloader import quality
 from lakeloader.config import TableConfig
-from lakeloader.contract import METRICS_NAMESPACE, new_run_id
+from lakeloader.contract import FILES_QUARANTINED_METRIC, METRIC_DIMENSIONS, METRICS_NAMESPACE, new_run_id
 from lakeloader.inputs import InputFile
 from lakeloader.ledger import (
     DEFAULT_MAX_ATTEMPTS,
@@ -70,13 +70,24 @@ def drain_table(
         log_event("run_abandoned", table_id=table.id, run_id=dead, correlation_id=cid)
     ledger.start_run(table.id, run_id, cid)
     total = TableResult(table.id, status="skipped")
+    quarantined = 0
 
     def still_holds_lock() -> None:  # right before each commit: a run whose lease lapsed must not commit
         if not ledger.renew_lock(table.id, run_id):
             raise LockLostError(f"table {table.id!r}: run {run_id!r} no longer holds the table lock")
 
+    files_left, bytes_left = table.trigger.max_files_per_run, table.trigger.max_bytes_per_run
     try:
-        while batch := ledger.next_batch(table.id, run_id):
+        while files_left > 0 and bytes_left > 0:
+            batch = ledger.next_batch(
+                table.id,
+                run_id,
+                max_objects=files_left,
+                max_bytes=bytes_left,
+                at_least_one=files_left == table.trigger.max_files_per_run,  # a run's first file
+            )
+            if not batch:
+                break
             files = [_input_file(obj, raw_root) for obj in batch]
             log_event("batch", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(files))
             (result,) = run_tables(
@@ -91,12 +102,19 @@ def drain_table(
             _accumulate(total, result)
             guilty = next((o for o, f in zip(batch, files, strict=True) if f.name == result.bad_file), None)
             if result.status == "failed" and guilty is not None:
-                _set_aside(ledger, table, batch, guilty, run_id, result.error, max_attempts, cid)
+                quarantined += _set_aside(
+                    ledger, table, batch, guilty, run_id, result.error, max_attempts, cid
+                )
+                files_left, bytes_left = files_left - 1, bytes_left - (guilty.size or 0)
                 continue  # the others: the next batch (this run never takes its own failure again)
             status = "failed" if result.status == "failed" else "done"
             ledger.finish(table.id, batch, run_id, status, error=result.error)
             if result.status == "failed":
                 break
+            files_left -= len(batch)
+            bytes_left -= sum(o.size or 0 for o in batch)
+        else:  # the run's share is taken: what is left rides the next run (the sweep starts it)
+            log_event("run_share_taken", table_id=table.id, run_id=run_id, correlation_id=cid)
     except Exception as exc:  # the lock/ledger itself failed: record it, never swallow it
         total.status, total.error = "failed", f"{type(exc).__name__}: {exc}"
         raise
@@ -113,7 +131,7 @@ def drain_table(
         )
         ledger.release_lock(table.id, run_id)
     log_event("table_done", correlation_id=cid, **asdict(total))
-    publish_metrics(total)
+    publish_metrics(total, ledger.ledger_table, quarantined)
     return total
 
 
@@ -126,26 +144,33 @@ def _set_aside(
     error: str | None,
     max_attempts: int,
     cid: str,
-) -> None:
+) -> int:
+    """Finish the guilty file failed or quarantined, give the others back; 1 if it was quarantined."""
     status = QUARANTINED if guilty.attempts >= max_attempts else FAILED
     ledger.finish(table.id, [guilty], run_id, status, error=error)
     ledger.finish(table.id, [o for o in batch if o is not guilty], run_id, PENDING)
     log_event(
         "file_" + status, table_id=table.id, key=guilty.key, attempts=guilty.attempts, correlation_id=cid
     )
+    return int(status == QUARANTINED)
 
 
-def publish_metrics(result: TableResult) -> None:
-    """RunsSucceeded / RunsFailed / RowsMerged per table, for the stack's dashboard and alarms.
+def publish_metrics(result: TableResult, ledger_table: str, quarantined: int = 0) -> None:
+    """RunsSucceeded / RunsFailed / RowsMerged / FilesQuarantined per table, for the stack's
+    dashboard and alarms. Dimensions: the stage's ledger table (so two stages of one account never
+    mix) and the table id.
 
     Best effort: the data is committed already; a metrics outage is logged, not raised.
     """
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    if result.status == "skipped":
+    if result.status == "skipped" and not quarantined:
         return
-    dimensions = [{"Name": "TableId", "Value": result.table_id}]
+    dimensions = [
+        {"Name": name, "Value": value}
+        for name, value in zip(METRIC_DIMENSIONS, (ledger_table, result.table_id), strict=True)
+    ]
     data = [
         {
             "MetricName": "RunsSucceeded" if result.status == "ok" else "RunsFailed",
@@ -157,6 +182,7 @@ def publish_metrics(result: TableResult) -> None:
             "Value": result.inserted + result.updated + result.deleted,
             "Unit": "Count",
         },
+        {"MetricName": FILES_QUARANTINED_METRIC, "Value": quarantined, "Unit": "Count"},
     ]
     with _CLIENT_LOCK:
         if not _CLOUDWATCH:
@@ -178,6 +204,7 @@ def drain_tables(
     raw_root: str,
     cid: str,
     parallel: int = 1,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> list[TableResult]:
     """`drain_table` for each table, `parallel` at a time in one Spark session; results in table order.
 
@@ -188,7 +215,9 @@ def drain_tables(
 
     def one(table: TableConfig) -> TableResult:
         try:
-            return drain_table(spark, table, ledger, catalog=catalog, raw_root=raw_root, cid=cid)
+            return drain_table(
+                spark, table, ledger, catalog=catalog, raw_root=raw_root, cid=cid, max_attempts=max_attempts
+            )
         except Exception as exc:  # one table's failure never stops the others
             log_event("table_failed", table_id=table.id, correlation_id=cid, error=str(exc))
             return TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}")

@@ -5,7 +5,6 @@ audit record. The steps and why each is needed: docs/quality_erase_maintain.md "
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import hmac
 import json
@@ -19,6 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
 from lakeloader import cdc, iceberg, tombstones
+from lakeloader.actor import identity
 from lakeloader.commit import consumed_file_ids
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
@@ -153,24 +153,6 @@ def predicate_hash(table_id: str, canonical: str) -> str:
     if salt:
         return hmac.new(salt.encode(), message, hashlib.sha256).hexdigest()
     return hashlib.sha256(message).hexdigest()
-
-
-def identity() -> str:
-    """Who is erasing: the OS user, plus the AWS caller ARN when credentials are at hand."""
-    who = os.environ.get("LAKELOADER_ACTOR") or getpass.getuser()
-    try:
-        import boto3
-        from botocore.config import Config
-
-        session = boto3.Session()
-        if session.get_credentials() is not None:
-            sts = session.client(
-                "sts", config=Config(connect_timeout=2, read_timeout=2, retries={"max_attempts": 1})
-            )
-            who += f" ({sts.get_caller_identity()['Arn']})"
-    except Exception:  # noqa: BLE001 - no AWS identity here: the OS user stands alone
-        pass
-    return who
 
 
 # ------------------------------------------------------------------------------------------ steps

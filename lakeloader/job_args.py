@@ -23,6 +23,7 @@ HELP = {
     contract.ARG_CORRELATION_ID: "ties the run to the event that started it",
     contract.ARG_DATABASE_PREFIX: "the stage's Glue database prefix",
     contract.ARG_PARALLEL_TABLES: "how many tables to drain at once (default 1)",
+    contract.ARG_MAX_ATTEMPTS: "failures of one file before it is quarantined (default 3)",
 }
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lakeloader import contract
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.drain import drain_tables, log_event
-from lakeloader.ledger import Ledger
+from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 from lakeloader.merge import TableResult
 
 if TYPE_CHECKING:
@@ -30,12 +30,12 @@ def parse_table_ids(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
-def parse_parallel_tables(value: str | None) -> int:
-    """How many tables a run drains at once (default 1); a bad value is a usage error naming the argument."""
-    text = (value or "").strip() or "1"
+def parse_count(args: Mapping[str, str], name: str, default: int) -> int:
+    """A whole-number job argument >= 1 (`default` when absent); a bad value is a usage error naming it."""
+    value = args.get(name)
+    text = (value or "").strip() or str(default)
     if not text.isdigit() or int(text) < 1:
-        name = contract.glue_arg(contract.ARG_PARALLEL_TABLES)
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        raise ValueError(f"{contract.glue_arg(name)} must be a whole number >= 1, got {value!r}")
     return int(text)
 
 
@@ -114,7 +114,8 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
     if problem:
         return _usage_error(problem)
     try:
-        parallel = parse_parallel_tables(args.get(contract.ARG_PARALLEL_TABLES))
+        parallel = parse_count(args, contract.ARG_PARALLEL_TABLES, 1)
+        max_attempts = parse_count(args, contract.ARG_MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS)
     except ValueError as exc:
         return _usage_error(str(exc))
     job = _start(args)
@@ -139,6 +140,7 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
         raw_root=job.config.raw_root,
         cid=job.cid,
         parallel=parallel,
+        max_attempts=max_attempts,
     )
     return _finish(results, summary_table(results))
 

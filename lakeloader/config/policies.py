@@ -159,8 +159,13 @@ class MaintenanceConfig(_Strict):
     retry: RetrySettings = Field(default_factory=RetrySettings)
 
 
+DEFAULT_MAX_FILES_PER_RUN = 1000
+DEFAULT_MAX_BYTES_PER_RUN = 10 * 1024**3
+
+
 class TriggerConfig(_Strict):
-    """When arrivals start runs on AWS (the S3-arrival Lambda; local runs ignore it)."""
+    """When arrivals start runs on AWS, how much one run takes, and when a lagging table alarms
+    (the S3-arrival Lambda and the ledger drain; local `lakeloader run` ignores it)."""
 
     min_interval_seconds: int = Field(
         default=0,
@@ -174,6 +179,23 @@ class TriggerConfig(_Strict):
         default="STANDARD",
         description="Glue execution class of the table's runs: FLEX (cheaper, may start later) for "
         "tables that can wait. engine: glue only",
+    )
+    max_files_per_run: int = Field(
+        default=DEFAULT_MAX_FILES_PER_RUN,
+        ge=1,
+        description="Raw files one run loads at most (oldest first); the rest ride the next run, which "
+        "the stage's sweep starts",
+    )
+    max_bytes_per_run: int = Field(
+        default=DEFAULT_MAX_BYTES_PER_RUN,
+        ge=1,
+        description="Raw bytes one run loads at most (default 10 GiB; a larger file still loads, alone)",
+    )
+    freshness_minutes: int | None = Field(
+        default=None,
+        ge=1,
+        description="Alarm when the table's oldest file still to load arrived longer ago than this "
+        "(the stage's sweep measures it as PendingAgeSeconds); default: no alarm",
     )
 
 

@@ -4,6 +4,7 @@ Shipped to the S3-arrival Lambda: standard library and botocore only. The item l
 object life cycle and the drain protocol are described in docs/ledger_and_trigger.md.
 """
 
+from lakeloader.ledger.actions import REQUEUE_FROM, SKIP_FROM, ActionOutcome, Backlog
 from lakeloader.ledger.base import (
     DEFAULT_RUN_RETENTION_DAYS,
     MAX_ERROR_CHARS,
@@ -25,9 +26,11 @@ from lakeloader.ledger.objects import (
     DONE,
     FAILED,
     OBJECT_STATUSES,
+    OPEN_STATUSES,
     PENDING,
     QUARANTINED,
     RUNNING,
+    SKIPPED,
     LedgerObject,
     ObjectRef,
     RecordOutcome,
@@ -45,6 +48,12 @@ from lakeloader.ledger.runs import (
 from lakeloader.ledger.window import WINDOW_RUN_ID
 
 __all__ = [
+    "REQUEUE_FROM",
+    "SKIP_FROM",
+    "ActionOutcome",
+    "Backlog",
+    "OPEN_STATUSES",
+    "SKIPPED",
     "RUN_ABANDONED",
     "DEFAULT_LOCK_TTL_SECONDS",
     "DEFAULT_RUN_RETENTION_DAYS",

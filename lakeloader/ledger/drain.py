@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from lakeloader.ledger.actions import ObjectActions
 from lakeloader.ledger.base import LockLostError
 from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS, TableLock
-from lakeloader.ledger.objects import LedgerObject, ObjectLedger
+from lakeloader.ledger.objects import LedgerObject
 from lakeloader.ledger.runs import RUN_ABANDONED, RUN_RUNNING, RunHistory, RunRecord
 from lakeloader.ledger.window import BatchingWindow
 
 
-class Ledger(ObjectLedger, RunHistory, TableLock, BatchingWindow):
+class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):
     """Ledger and run history on DynamoDB. Every method is safe to call again after a crash or a
     retried invocation (each write is conditional or idempotent)."""
 
@@ -53,13 +54,16 @@ class Ledger(ObjectLedger, RunHistory, TableLock, BatchingWindow):
         run_id: str,
         *,
         max_objects: int | None = None,
+        max_bytes: int | None = None,
+        at_least_one: bool = True,
         max_attempts: int | None = None,
         lock_ttl_seconds: int = DEFAULT_LOCK_TTL_SECONDS,
     ) -> list[LedgerObject]:
         """Claim the next batch for a run that holds the table lock; [] means stop.
 
         Takes pending objects, failed objects of earlier runs and objects left
-        running by crashed runs (see ``pending_objects``). Renews the lock
+        running by crashed runs (see ``pending_objects``), at most ``max_objects`` of them
+        and ``max_bytes`` in all (a larger one alone if ``at_least_one``). Renews the lock
         while there is work. When there is none, it releases the lock, looks
         once more, and re-takes the lock if an object slipped in (the trigger
         saw the lock held and deferred to us). Returns [] when the run should
@@ -75,6 +79,8 @@ class Ledger(ObjectLedger, RunHistory, TableLock, BatchingWindow):
                 exclude_run=run_id,
                 max_attempts=max_attempts,
                 limit=max_objects,
+                max_bytes=max_bytes,
+                at_least_one=at_least_one,
             )
 
         found = candidates()

@@ -25,8 +25,11 @@ FAILED = "failed"
 # Failed `max_attempts` times as the file its batch's error names: no run takes it again (a user
 # fixes the file and loads it again, see docs/ledger_and_trigger.md).
 QUARANTINED = "quarantined"
+# Set aside by a user (`lakeloader skip`): no run takes it; `lakeloader requeue` gives it back.
+SKIPPED = "skipped"
 DEFAULT_MAX_ATTEMPTS = 3
-OBJECT_STATUSES = (PENDING, RUNNING, DONE, FAILED, QUARANTINED)
+OBJECT_STATUSES = (PENDING, RUNNING, DONE, FAILED, QUARANTINED, SKIPPED)
+OPEN_STATUSES = (PENDING, FAILED, RUNNING)  # what a run still takes: the table's backlog
 
 _MAX_SORT_KEY_BYTES = 1024
 
@@ -60,6 +63,22 @@ def object_id_for(
     if len(object_id.encode("utf-8")) > _MAX_SORT_KEY_BYTES:
         object_id = f"sha256:{hashlib.sha256(key.encode('utf-8')).hexdigest()}#{ident}"
     return object_id
+
+
+def within_bytes(
+    objects: list[LedgerObject], max_bytes: int | None, *, at_least_one: bool = True
+) -> list[LedgerObject]:
+    """The leading objects whose sizes add up to at most ``max_bytes`` (and the first one, however
+    large, when ``at_least_one``: a file larger than the limit must still load some day)."""
+    if max_bytes is None:
+        return objects
+    taken, total = [], 0
+    for obj in objects:
+        total += obj.size or 0
+        if total > max_bytes and (taken or not at_least_one):
+            break
+        taken.append(obj)
+    return taken
 
 
 @dataclass(frozen=True)
@@ -107,6 +126,7 @@ class LedgerObject:
     error: str | None = None
     correlation_id: str | None = None
     attempts: int = 0
+    note: str | None = None  # who skipped or requeued it, and why
 
     @property
     def uri(self) -> str:
@@ -257,6 +277,8 @@ class ObjectLedger(LedgerTables):
         exclude_run: str | None = None,
         max_attempts: int | None = None,
         limit: int | None = None,
+        max_bytes: int | None = None,
+        at_least_one: bool = True,
     ) -> list[LedgerObject]:
         """The objects a run of this table should take, oldest first.
 
@@ -266,7 +288,8 @@ class ObjectLedger(LedgerTables):
         they are leftovers of a crashed run. ``exclude_run`` leaves out failed
         and running objects last claimed by that run (so a run does not retry
         its own failures in a loop). ``max_attempts`` leaves out objects that
-        were claimed that many times already. Paginated, strongly consistent.
+        were claimed that many times already. ``limit`` and ``max_bytes`` bound what is returned
+        (the oldest ones; see ``within_bytes``). Paginated, strongly consistent.
         Order: event time (else first seen), then key.
         """
         expression, values = self._open_filter(
@@ -278,7 +301,9 @@ class ObjectLedger(LedgerTables):
             if max_attempts is None or obj.attempts < max_attempts
         ]
         found.sort(key=lambda o: (o.event_time or o.first_seen or "", o.key, o.object_id))
-        return found[:limit] if limit is not None else found
+        return within_bytes(
+            found[:limit] if limit is not None else found, max_bytes, at_least_one=at_least_one
+        )
 
     def has_pending(
         self, table_id: str, *, include_failed: bool = False, include_orphaned: bool = False

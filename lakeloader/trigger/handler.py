@@ -10,10 +10,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.ledger import PENDING, Ledger
+from lakeloader.ledger import FAILED, PENDING, Ledger
 from lakeloader.trigger.events import ObjectEvent, correlation_id_for, is_sweep, parse_event, sweep_table_ids
 from lakeloader.trigger.launch import START_ERRORS, Launcher, aws_client, failure_reason
 from lakeloader.trigger.logs import configure_logging, correlation_id, log
+from lakeloader.trigger.metrics import publish_pending_age
 from lakeloader.trigger.routes import TableRoute, cached_routes, match_route
 from lakeloader.trigger.settings import TriggerSettings
 
@@ -145,22 +146,28 @@ class Trigger:
 
     def sweep(self, correlation_id: str, table_ids: list[str] | None = None) -> dict[str, Any]:
         """Start runs for the enabled tables with pending (or orphaned running) objects, batched
-        tables only once their window has passed."""
+        tables only once their window has passed; publish each table's PendingAgeSeconds."""
         summary = _empty_summary(correlation_id)
         summary["action"] = "sweep"
         routes = [r for r in self.routes() if r.enabled and (not table_ids or r.table_id in table_ids)]
-        # a batched table inside its window is not due, pending or not: one read instead of a query
-        now = self.clock()
+        now = self.clock()  # a batched table inside its window is not due, pending or not
         in_window = {
             r.table_id: opens_at
             for r in routes
             if r.batched
             and (opens_at := self.ledger.window_opens_at(r.table_id, r.min_interval_seconds)) > now
         }
+        open_objects = {
+            r.table_id: self.ledger.pending_objects(r.table_id, include_failed=True, include_orphaned=True)
+            for r in routes
+        }
+        publish_pending_age(self.settings.ledger_table, open_objects, now)
+        # failed files alone start no run (a failure that is not a file's would repeat every sweep);
+        # the next run of their table retries them
         due = [
             r
             for r in routes
-            if r.table_id not in in_window and self.ledger.has_pending(r.table_id, include_orphaned=True)
+            if r.table_id not in in_window and any(o.status != FAILED for o in open_objects[r.table_id])
         ]
         summary["tables_checked"] = len(routes)
         summary["tables_waiting"] = len(due)

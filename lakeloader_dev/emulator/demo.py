@@ -66,9 +66,10 @@ def _on_event(say: Clock):
 
 
 def run_demo(config_path: str = "config/tables.yaml") -> int:
+    from lakeloader.stage import DeployedStage
     from lakeloader_dev.emulator import Emulator, aws_env, patches
     from lakeloader_dev.emulator.deploy import deploy
-    from lakeloader_dev.emulator.loop import StackInfo, latest_runs, run_summary, upload, wait_for_objects
+    from lakeloader_dev.emulator.loop import latest_runs, run_summary, upload, wait_for_objects
 
     say = Clock()
     config = load_config(config_path)
@@ -91,7 +92,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
             failures=patches.CFN_FAILURES.get,
             timeout=180,
         )
-        stack = StackInfo.from_outputs(deployment.outputs)
+        stack = DeployedStage.from_outputs(deployment.outputs)
         say(f"raw bucket s3://{stack.raw_bucket}/ · warehouse {stack.warehouse}")
         emulator.journal.listeners.append(_on_event(say))
         for title, files in waves:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,53 +16,13 @@ import boto3
 
 from lakeloader.contract import ARG_TABLE_ID, SWEEP_EVENT, glue_arg
 from lakeloader.ledger import DONE, FAILED, Ledger, LedgerObject, RunRecord
+from lakeloader.stage import DeployedStage
 
 TERMINAL_GLUE_STATES = {"SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"}
 TERMINAL_EMR_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 
 
-@dataclass(frozen=True)
-class StackInfo:
-    """The outputs a driver needs (from ``describe_stacks`` or ``Deployment.outputs``)."""
-
-    raw_bucket: str
-    warehouse: str
-    config_table: str
-    ledger_table: str
-    runs_table: str
-    ingest_job: str
-    arrival_function: str
-    emr_application: str = ""
-    database_prefix: str = ""  # the stage's Glue database prefix (infra.catalog)
-
-    @classmethod
-    def from_outputs(cls, outputs: dict[str, str]) -> StackInfo:
-        return cls(
-            raw_bucket=outputs["RawBucketName"],
-            warehouse=outputs["Warehouse"],
-            config_table=outputs["ConfigTableName"],
-            ledger_table=outputs["LedgerTableName"],
-            runs_table=outputs["RunsTableName"],
-            ingest_job=outputs["IngestJobName"],
-            arrival_function=outputs["ArrivalFunctionName"],
-            emr_application=outputs.get("EmrApplicationId", ""),
-            database_prefix=outputs.get("GlueDatabasePrefix", ""),
-        )
-
-    @classmethod
-    def from_stack(cls, stack_name: str) -> StackInfo:
-        stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
-        return cls.from_outputs({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])})
-
-    def glue_database(self, database: str) -> str:
-        """The Glue database the stack made for a config database (`crm` -> `lakeloader_dev_crm`)."""
-        return f"{self.database_prefix}{database}"
-
-    def ledger(self) -> Ledger:
-        return Ledger(boto3.client("dynamodb"), self.ledger_table, self.runs_table)
-
-
-def upload(stack: StackInfo, files: Iterable[tuple[Path | bytes, str]]) -> list[str]:
+def upload(stack: DeployedStage, files: Iterable[tuple[Path | bytes, str]]) -> list[str]:
     """Put each (local file or bytes, key) into the raw bucket; returns the keys."""
     s3 = boto3.client("s3")
     keys = []
@@ -79,12 +38,12 @@ def find_object(ledger: Ledger, table_id: str, key: str) -> LedgerObject | None:
     return matches[-1] if matches else None
 
 
-def active_glue_runs(stack: StackInfo) -> list[dict[str, Any]]:
+def active_glue_runs(stack: DeployedStage) -> list[dict[str, Any]]:
     runs = boto3.client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]
     return [r for r in runs if r["JobRunState"] not in TERMINAL_GLUE_STATES]
 
 
-def emr_runs(stack: StackInfo) -> list[dict[str, Any]]:
+def emr_runs(stack: DeployedStage) -> list[dict[str, Any]]:
     """The EMR Serverless application's job runs (newest first, as the API lists them)."""
     if not stack.emr_application:
         return []
@@ -92,7 +51,7 @@ def emr_runs(stack: StackInfo) -> list[dict[str, Any]]:
     return [run for page in pages.paginate(applicationId=stack.emr_application) for run in page["jobRuns"]]
 
 
-def active_runs(stack: StackInfo) -> list[dict[str, Any]]:
+def active_runs(stack: DeployedStage) -> list[dict[str, Any]]:
     """Ingest runs still going on either engine (Glue job runs and EMR Serverless job runs)."""
     return active_glue_runs(stack) + [r for r in emr_runs(stack) if r["state"] not in TERMINAL_EMR_STATES]
 
@@ -101,7 +60,7 @@ class RunFailed(RuntimeError):
     """An ingest run failed while ``wait_for_objects`` waited for it to succeed."""
 
 
-def failed_runs(stack: StackInfo) -> dict[str, tuple[str, str]]:
+def failed_runs(stack: DeployedStage) -> dict[str, tuple[str, str]]:
     """Ingest runs that ended without success, on either engine: run id -> (table id, error)."""
     found = {}
     for run in boto3.client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]:
@@ -116,7 +75,7 @@ def failed_runs(stack: StackInfo) -> dict[str, tuple[str, str]]:
     return found
 
 
-def sweep(stack: StackInfo) -> dict[str, Any]:
+def sweep(stack: DeployedStage) -> dict[str, Any]:
     """What the EventBridge sweep schedule does: invoke the arrival Lambda with the sweep event."""
     response = boto3.client("lambda").invoke(
         FunctionName=stack.arrival_function, Payload=json.dumps(SWEEP_EVENT).encode()
@@ -125,7 +84,7 @@ def sweep(stack: StackInfo) -> dict[str, Any]:
 
 
 def wait_for_objects(
-    stack: StackInfo,
+    stack: DeployedStage,
     expected: dict[str, list[str]],
     *,
     timeout: float = 600.0,
@@ -193,7 +152,9 @@ def wait_for_objects(
         time.sleep(1.0)
 
 
-def latest_runs(stack: StackInfo, table_ids: Iterable[str], limit: int = 10) -> dict[str, list[RunRecord]]:
+def latest_runs(
+    stack: DeployedStage, table_ids: Iterable[str], limit: int = 10
+) -> dict[str, list[RunRecord]]:
     ledger = stack.ledger()
     return {table_id: ledger.list_runs(table_id, limit=limit) for table_id in table_ids}
 

@@ -35,7 +35,7 @@ TEST_CREDENTIALS = {
 
 @dataclass
 class E2E:
-    stack: Any  # lakeloader_dev.emulator.loop.StackInfo
+    stack: Any  # lakeloader.stage.DeployedStage
     endpoint: str
     emulator: Any | None  # the embedded Emulator, or None against an external endpoint
     env: dict[str, str]
@@ -43,7 +43,7 @@ class E2E:
 
 @pytest.fixture(scope="module")
 def e2e() -> Iterator[E2E]:
-    from lakeloader_dev.emulator.loop import StackInfo
+    from lakeloader.stage import DeployedStage
 
     external = os.environ.get("AWS_ENDPOINT_URL")
     with pytest.MonkeyPatch.context() as patch:
@@ -66,7 +66,7 @@ def e2e() -> Iterator[E2E]:
         try:
             existing = os.environ.get("LAKELOADER_E2E_STACK")
             if existing:
-                stack = StackInfo.from_stack(existing)
+                stack = DeployedStage.from_stack(existing)
             else:
                 from lakeloader_dev.emulator import patches
                 from lakeloader_dev.emulator.deploy import deploy
@@ -77,7 +77,7 @@ def e2e() -> Iterator[E2E]:
                     failures=patches.CFN_FAILURES.get if emulator else None,
                     timeout=300,
                 )
-                stack = StackInfo.from_outputs(deployment.outputs)
+                stack = DeployedStage.from_outputs(deployment.outputs)
             yield E2E(stack=stack, endpoint=endpoint, emulator=emulator, env=dict(os.environ))
         finally:
             if emulator is not None:

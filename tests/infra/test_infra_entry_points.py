@@ -24,7 +24,10 @@ ARG_KEYS = [
     "lakeloader_correlation_id",
     "lakeloader_database_prefix",
 ]
-INGEST_ONLY = {"lakeloader_parallel_tables": ""}  # how many tables one ingest run drains at once
+INGEST_ONLY = {
+    "lakeloader_parallel_tables": "",
+    "lakeloader_max_attempts": "",
+}  # how many tables one ingest run drains at once
 COMMON = {
     "lakeloader_config_table": "lakeloader-dev-config",
     "lakeloader_ledger_table": "lakeloader-dev-ledger",
@@ -94,9 +97,7 @@ def test_glue_entry_point_resolves_the_job_arguments(calls, monkeypatch, name, c
 
 def test_glue_per_run_arguments_default_to_empty(calls, monkeypatch):
     assert run(REPO / "glue_jobs" / "maintain.py", glue_argv(lakeloader_table_id=""), monkeypatch) == 3
-    assert calls == [
-        ("maintain", {**COMMON, **dict.fromkeys(ARG_KEYS[5:], "")}, "glue")
-    ]
+    assert calls == [("maintain", {**COMMON, **dict.fromkeys(ARG_KEYS[5:], "")}, "glue")]
 
 
 def test_glue_entry_point_passes_the_stage_database_prefix(calls, monkeypatch):

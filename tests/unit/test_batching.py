@@ -9,6 +9,7 @@ without Spark, which tests/unit/test_drain.py and tests/spark cover.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,8 +25,8 @@ from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config_store import sync_items  # noqa: E402
 from lakeloader.config_table import config_items  # noqa: E402
-from lakeloader.contract import ARG_TABLE_ID, glue_arg, new_run_id  # noqa: E402
-from lakeloader.ledger import DONE, PENDING, Ledger, ObjectRef  # noqa: E402
+from lakeloader.contract import ARG_TABLE_ID, METRICS_NAMESPACE, glue_arg, new_run_id  # noqa: E402
+from lakeloader.ledger import DONE, FAILED, PENDING, Ledger, ObjectRef  # noqa: E402
 from lakeloader.trigger import SettingsError, Trigger, TriggerSettings  # noqa: E402
 from tests.unit.trigger_world import RAW, World, s3_event, s3_record  # noqa: E402
 
@@ -253,3 +254,39 @@ def test_tables_per_run_must_be_a_whole_number_of_at_least_one(world):
     for bad in ("0", "2.5", "many"):
         with pytest.raises(SettingsError, match="TABLES_PER_RUN must be"):
             TriggerSettings.from_env(world.env(TABLES_PER_RUN=bad))
+
+
+def pending_ages(output: str) -> dict[tuple[str, str], float]:
+    """PendingAgeSeconds per (Ledger, TableId) from the embedded-metric lines a sweep wrote."""
+    ages = {}
+    for line in output.splitlines():
+        if '"_aws"' in line:
+            record = json.loads(line)
+            (directive,) = record["_aws"]["CloudWatchMetrics"]
+            assert directive["Namespace"] == METRICS_NAMESPACE
+            assert directive["Dimensions"] == [["Ledger", "TableId"]]
+            ages[(record["Ledger"], record["TableId"])] = record["PendingAgeSeconds"][0]
+    return ages
+
+
+def test_the_sweep_measures_each_tables_lag_and_failed_files_alone_start_no_run(world, clock, capsys):
+    deploy(world, table("a.busy"), table("a.idle"))
+    trigger, sent = make_trigger(world, clock), starts(world)
+    assert world.ledger.record_object("a.busy", ObjectRef(RAW, "a/busy/1.parquet", "e1"), correlation_id="c")
+    clock.now += 600
+    capsys.readouterr()
+    swept = trigger.sweep("sweep-1")
+    ages = pending_ages(capsys.readouterr().out)
+    assert ages == {(world.ledger_table, "a.busy"): 600.0, (world.ledger_table, "a.idle"): 0.0}
+    assert list(swept["started"]) == ["a.busy"] and len(sent) == 1
+
+    # its run fails the file: it still counts as late, but alone it starts no run every sweep
+    run_id = "run-1"
+    world.ledger.release_lock("a.busy", "trigger:sweep-1")
+    assert world.ledger.acquire_lock("a.busy", run_id)
+    world.ledger.finish("a.busy", world.ledger.next_batch("a.busy", run_id), run_id, FAILED, error="boom")
+    world.ledger.release_lock("a.busy", run_id)
+    clock.now += 600
+    swept = trigger.sweep("sweep-2")
+    assert pending_ages(capsys.readouterr().out)[(world.ledger_table, "a.busy")] == 1200.0
+    assert swept["started"] == {} and len(sent) == 1

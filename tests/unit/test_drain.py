@@ -101,17 +101,17 @@ def merges(monkeypatch) -> list[list[str]]:
     return install
 
 
-def land(ledger: Ledger, table: TableConfig, *names: str) -> None:
+def land(ledger: Ledger, table: TableConfig, *names: str, size: int | None = None) -> None:
     for name in names:
-        key = f"{table.source.prefix}{name}"
-        assert ledger.record_object(table.id, ObjectRef(bucket="raw", key=key, etag=name), correlation_id="c")
+        ref = ObjectRef(bucket="raw", key=f"{table.source.prefix}{name}", etag=name, size=size)
+        assert ledger.record_object(table.id, ref, correlation_id="c")
 
 
 def statuses(ledger: Ledger, table: TableConfig) -> dict[str, tuple[str, str | None]]:
     return {o.key.rsplit("/", 1)[1]: (o.status, o.error) for o in ledger.objects(table.id)}
 
 
-def drain(ledger: Ledger, table: TableConfig) -> TableResult:
+def drain(ledger: Ledger, table: TableConfig, **options) -> TableResult:
     """Run drain_table; every DynamoDB call it sends must be one the job roles are granted."""
     sent: set[tuple[str, str]] = set()
 
@@ -121,7 +121,9 @@ def drain(ledger: Ledger, table: TableConfig) -> TableResult:
 
     ledger.client.meta.events.register("before-parameter-build.dynamodb", record)
     try:
-        return drain_table("spark", table, ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid-1")
+        return drain_table(
+            "spark", table, ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid-1", **options
+        )
     finally:
         ledger.client.meta.events.unregister("before-parameter-build.dynamodb", record)
         granted = {(ledger.ledger_table, a) for a in JOB_DYNAMODB_ACTIONS["ledger"]}
@@ -183,14 +185,35 @@ def test_a_failed_batch_stays_failed_with_its_error_and_stops_the_run(ledger, ta
     assert run.counts["inserted"] == 2  # what batch 1 committed stays counted
     assert ledger.get_lock(table.id) is None
 
-    cloudwatch = boto3.client("cloudwatch")
     names = {
         m["MetricName"]
-        for m in cloudwatch.list_metrics(
-            Namespace=METRICS_NAMESPACE, Dimensions=[{"Name": "TableId", "Value": table.id}]
-        )["Metrics"]
+        for m in boto3.client("cloudwatch").list_metrics(**metric_of(ledger, table))["Metrics"]
     }
-    assert names == {"RunsFailed", "RowsMerged"}
+    assert names == {"RunsFailed", "RowsMerged", "FilesQuarantined"}
+
+
+def metric_of(ledger: Ledger, table: TableConfig, name: str | None = None) -> dict:
+    """The table's metrics in its stage (the ledger table tells stages of one account apart)."""
+    dimensions = [{"Name": "Ledger", "Value": ledger.ledger_table}, {"Name": "TableId", "Value": table.id}]
+    return {
+        "Namespace": METRICS_NAMESPACE,
+        "Dimensions": dimensions,
+        **({"MetricName": name} if name else {}),
+    }
+
+
+def quarantined_metric(ledger: Ledger, table: TableConfig) -> float:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    points = boto3.client("cloudwatch").get_metric_statistics(
+        **metric_of(ledger, table, "FilesQuarantined"),
+        StartTime=now - timedelta(hours=1),
+        EndTime=now + timedelta(minutes=5),
+        Period=3600,
+        Statistics=["Sum"],
+    )["Datapoints"]
+    return sum(p["Sum"] for p in points)
 
 
 def bad_input(table: TableConfig, bad: str) -> Merge:
@@ -235,10 +258,47 @@ def test_a_file_that_keeps_failing_is_quarantined_after_max_attempts(ledger, tab
     for attempt in (1, 2, 3):
         drain(ledger, table)
         assert statuses(ledger, table)["bad.parquet"][0] == ("failed" if attempt < 3 else "quarantined")
+        assert quarantined_metric(ledger, table) == (0 if attempt < 3 else 1)  # the alarm's metric
     land(ledger, table, "good.parquet")
     assert drain(ledger, table).status == "ok"
     assert calls[-1] == ["crm/public/customers/good.parquet"]  # no run takes a quarantined file
     assert statuses(ledger, table)["good.parquet"] == ("done", None)
+
+
+def test_the_stage_sets_how_many_failures_quarantine_a_file(ledger, table, merges):
+    merges(table, bad_input(table, "bad.parquet"))
+    land(ledger, table, "bad.parquet")
+    drain(ledger, table, max_attempts=1)
+    assert statuses(ledger, table)["bad.parquet"][0] == "quarantined"
+
+
+def test_a_run_takes_at_most_its_share_of_files_and_the_next_run_the_rest(ledger, table, merges):
+    table = table.model_copy(update={"trigger": table.trigger.model_copy(update={"max_files_per_run": 2})})
+    calls = merges(table, lambda names: ok(table, inserted=len(names)))
+    land(ledger, table, *(f"{n}.parquet" for n in range(5)))
+    for expected_pending in (3, 1, 0):
+        assert drain(ledger, table).status == "ok"
+        assert [s for s, _ in statuses(ledger, table).values()].count("pending") == expected_pending
+        assert ledger.get_lock(table.id) is None  # the sweep can start the next run
+    assert [len(c) for c in calls] == [2, 2, 1]
+    assert sorted(n.rsplit("/", 1)[1] for c in calls for n in c) == [f"{n}.parquet" for n in range(5)]
+
+
+def test_a_run_takes_at_most_its_share_of_bytes_and_a_larger_file_alone(ledger, table, merges):
+    table = table.model_copy(update={"trigger": table.trigger.model_copy(update={"max_bytes_per_run": 250})})
+    calls = merges(table, lambda names: ok(table, inserted=len(names)))
+    land(ledger, table, "a.parquet", "b.parquet", size=100)
+    land(ledger, table, "c-large.parquet", size=1000)
+    land(ledger, table, "d.parquet", size=100)
+    drain(ledger, table)
+    assert [s for s, _ in statuses(ledger, table).values()] == ["done", "done", "pending", "pending"]
+    while [s for s, _ in statuses(ledger, table).values()].count("pending"):
+        drain(ledger, table)
+    assert [[n.rsplit("/", 1)[1] for n in c] for c in calls] == [
+        ["a.parquet", "b.parquet"],
+        ["c-large.parquet"],
+        ["d.parquet"],
+    ]
 
 
 def test_a_lost_lock_stops_the_run(ledger, table, merges, clock):

@@ -19,7 +19,8 @@ import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader.ledger import ObjectRef  # noqa: E402
-from lakeloader_dev.emulator.loop import RunFailed, StackInfo, wait_for_objects  # noqa: E402
+from lakeloader.stage import DeployedStage  # noqa: E402
+from lakeloader_dev.emulator.loop import RunFailed, wait_for_objects  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint
@@ -27,7 +28,7 @@ GOOD, BAD = "crm/public/customers/LOAD00000001.parquet", "audit/events/LOAD00000
 
 
 @pytest.fixture
-def stack(aws_endpoint) -> StackInfo:
+def stack(aws_endpoint) -> DeployedStage:
     dynamodb = boto3.client("dynamodb")
     job = unique_name("ingest")
     boto3.client("glue").create_job(
@@ -35,7 +36,7 @@ def stack(aws_endpoint) -> StackInfo:
         Role="arn:aws:iam::123456789012:role/glue",
         Command={"Name": "glueetl", "ScriptLocation": "s3://a/b.py"},
     )
-    return StackInfo(
+    return DeployedStage(
         raw_bucket="raw",
         warehouse="s3://curated/warehouse/",
         config_table="unused",
@@ -46,7 +47,7 @@ def stack(aws_endpoint) -> StackInfo:
     )
 
 
-def settle(stack: StackInfo, table_id: str, key: str, error: str | None) -> None:
+def settle(stack: DeployedStage, table_id: str, key: str, error: str | None) -> None:
     """What a run does to one object: record, claim, finish done (no error) or failed."""
     ledger = stack.ledger()
     ledger.record_object(table_id, ObjectRef(bucket="raw", key=key, etag="e"), correlation_id="c")

@@ -1,0 +1,123 @@
+"""What an operator does to a table's objects (`lakeloader requeue|skip|status`), without a run.
+
+Each change is one conditional write on the status the operator saw: an object a run claimed
+or finished in between is left as it is and reported, never overwritten.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lakeloader.dynamodb import encode_item
+from lakeloader.ledger.base import clip_error, utc_now_iso
+from lakeloader.ledger.objects import (
+    FAILED,
+    OPEN_STATUSES,
+    PENDING,
+    QUARANTINED,
+    SKIPPED,
+    LedgerObject,
+    ObjectLedger,
+)
+
+REQUEUE_FROM = (QUARANTINED, FAILED, SKIPPED)
+SKIP_FROM = (QUARANTINED, FAILED, PENDING)
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """One table's objects by status, and what is still to load (pending, failed, running)."""
+
+    counts: dict[str, int]
+    oldest_open: str | None  # when the oldest object still to load arrived (its lag)
+    open_bytes: int
+    stuck: list[LedgerObject] = field(default_factory=list)  # quarantined and failed: why, which
+
+    @property
+    def open(self) -> int:
+        return sum(self.counts.get(status, 0) for status in OPEN_STATUSES)
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """Objects changed, and those left alone because a run changed them since they were read."""
+
+    changed: list[LedgerObject]
+    left: list[LedgerObject]
+
+
+class ObjectActions(ObjectLedger):
+    """Requeue and skip objects, and summarise a table's backlog."""
+
+    def backlog(self, table_id: str) -> Backlog:
+        objects = self.objects(table_id)
+        open_objects = [o for o in objects if o.status in OPEN_STATUSES]
+        arrivals = [o.event_time or o.first_seen or "" for o in open_objects]
+        return Backlog(
+            counts=dict(Counter(o.status for o in objects)),
+            oldest_open=min(arrivals) if arrivals else None,
+            open_bytes=sum(o.size or 0 for o in open_objects),
+            stuck=[o for o in objects if o.status in (QUARANTINED, FAILED)],
+        )
+
+    def oldest_open(self, table_id: str) -> str | None:
+        """When the table's oldest object still to load arrived (None: nothing to load)."""
+        found = self.pending_objects(table_id, include_failed=True, include_orphaned=True, limit=1)
+        return (found[0].event_time or found[0].first_seen) if found else None
+
+    def requeue(self, table_id: str, objects: Sequence[LedgerObject], *, note: str) -> ActionOutcome:
+        """Give quarantined, failed or skipped objects back to the runs: pending, attempts reset."""
+        return self._move(
+            table_id,
+            objects,
+            REQUEUE_FROM,
+            "SET #status = :to, attempts = :zero, updated_at = :now, note = :note REMOVE run_id",
+            {":to": PENDING, ":zero": 0},
+            note,
+        )
+
+    def skip(self, table_id: str, objects: Sequence[LedgerObject], *, note: str) -> ActionOutcome:
+        """Set quarantined, failed or pending objects aside for good: no run takes them again."""
+        return self._move(
+            table_id,
+            objects,
+            SKIP_FROM,
+            "SET #status = :to, updated_at = :now, note = :note",
+            {":to": SKIPPED},
+            note,
+        )
+
+    def _move(
+        self,
+        table_id: str,
+        objects: Sequence[LedgerObject],
+        allowed: tuple[str, ...],
+        update: str,
+        values: dict,
+        note: str,
+    ) -> ActionOutcome:
+        changed, left = [], []
+        now = utc_now_iso(self.clock())
+        for obj in objects:
+            if obj.status not in allowed:
+                left.append(obj)
+                continue
+            response = self.conditional_write(
+                self.client.update_item,
+                TableName=self.ledger_table,
+                Key=encode_item({"table_id": table_id, "object_id": obj.object_id}),
+                UpdateExpression=update,
+                ConditionExpression="#status = :seen",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=encode_item(
+                    {**values, ":seen": obj.status, ":now": now, ":note": clip_error(note) or ""}
+                ),
+                ReturnValues="ALL_NEW",
+            )
+            if response is None:
+                left.append(obj)
+            else:
+                changed.append(LedgerObject.from_item(response["Attributes"]))
+        return ActionOutcome(changed, left)

@@ -1,0 +1,39 @@
+"""PendingAgeSeconds: how long each table's oldest file still to load has waited, measured by the
+sweep and written as CloudWatch embedded-metric log lines (no API call, no extra permission).
+
+Dimensions Ledger (the stage's ledger table: stages of one account never mix) and TableId; the
+stack alarms on it per table with `trigger.freshness_minutes` (infra.monitoring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from lakeloader.contract import METRIC_DIMENSIONS, METRICS_NAMESPACE, PENDING_AGE_METRIC
+from lakeloader.ledger import LedgerObject
+
+
+def pending_age_seconds(objects: Sequence[LedgerObject], now: float) -> float:
+    """Seconds since the oldest of `objects` arrived; 0 when there is none."""
+    arrivals = [o.event_time or o.first_seen for o in objects if o.event_time or o.first_seen]
+    if not arrivals:
+        return 0.0
+    oldest = datetime.fromisoformat(min(arrivals).replace("Z", "+00:00")).timestamp()
+    return max(0.0, now - oldest)
+
+
+def publish_pending_age(
+    ledger_table: str, open_objects: Mapping[str, Sequence[LedgerObject]], now: float
+) -> None:
+    for table_id, objects in open_objects.items():
+        with single_metric(
+            name=PENDING_AGE_METRIC,
+            unit=MetricUnit.Seconds,
+            value=pending_age_seconds(objects, now),
+            namespace=METRICS_NAMESPACE,
+            default_dimensions=dict(zip(METRIC_DIMENSIONS, (ledger_table, table_id), strict=True)),
+        ):
+            pass  # written when the block closes
