@@ -15,7 +15,7 @@ from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.packaging import REPO_ROOT
-from infra.settings import Stage, resolve_stage
+from infra.settings import Stage, resolve_stage, with_stage_defaults
 from infra.stack import LakeloaderStack
 from lakeloader.config import LakeConfig, load_config
 
@@ -40,7 +40,7 @@ def load_stage_and_config(app: App) -> tuple[Stage, LakeConfig, Path]:
     context = {key: app.node.try_get_context(key) for key in CONTEXT_KEYS}
     stage = resolve_stage(context)
     path = config_path(app)
-    return stage, load_config(path), path
+    return stage, with_stage_defaults(load_config(path), stage.settings.batching), path
 
 
 def default_environment() -> Environment | None:

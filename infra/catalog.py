@@ -162,7 +162,7 @@ class Catalog(Construct):
         self, stage: Stage, lake: LakeConfig, storage: LakeStorage, schedules: dict[str, str]
     ) -> None:
         by_source = sources(lake)
-        role_name = stage.resource_name("crawler")
+        role_name = stage.role_name("crawler")
         role = iam.Role(
             self,
             "CrawlerRole",

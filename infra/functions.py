@@ -63,7 +63,7 @@ class PythonFunction(Construct):
         self.role = iam.Role(
             self,
             "Role",
-            role_name=function_name,
+            role_name=stage.role_name(name),
             description=f"{function_name} Lambda",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         )

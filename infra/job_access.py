@@ -114,9 +114,7 @@ def grant_lake_access(
             sid="PublishMetrics",
             actions=["cloudwatch:PutMetricData"],
             resources=["*"],
-            conditions={
-                "StringEquals": {"cloudwatch:namespace": [contract.METRICS_NAMESPACE, "Glue"]}
-            },
+            conditions={"StringEquals": {"cloudwatch:namespace": [contract.METRICS_NAMESPACE, "Glue"]}},
         )
     )
     if stage.settings.lake_formation:
@@ -125,6 +123,7 @@ def grant_lake_access(
                 sid="LakeFormationDataAccess", actions=["lakeformation:GetDataAccess"], resources=["*"]
             )
         )
+
 
 def lake_access_findings(storage: LakeStorage, catalog: Catalog, raw_prefixes: list[str]) -> list[str]:
     """The cdk-nag wildcard findings `grant_lake_access` gives a role (each role acknowledges them)."""

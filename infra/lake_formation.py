@@ -41,7 +41,7 @@ class LakeFormationAccess(Construct):
         self.data_access_role = iam.Role(
             self,
             "DataAccessRole",
-            role_name=stage.resource_name("lf-data-access"),
+            role_name=stage.role_name("lf-data-access"),
             description=f"{stage.prefix}: Lake Formation's access to the Iceberg warehouse",
             assumed_by=iam.ServicePrincipal("lakeformation.amazonaws.com"),
         )

@@ -7,11 +7,15 @@
   Lambda's errors and throttles, the dead-letter queue's depth and failed maintenance
   executions, and a dashboard of runs, rows merged and failures.
 
-The jobs publish `RunsSucceeded`, `RunsFailed` and `RowsMerged` to the `lakeloader`
-namespace (lakeloader.contract.METRICS_NAMESPACE); the dashboard searches them under any dimensions.
+The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged` and `FilesQuarantined`, and the sweep
+`PendingAgeSeconds`, to the `lakeloader` namespace (lakeloader.contract.METRICS_NAMESPACE) with the
+dimensions Ledger (this stage's ledger table) and TableId. Per table: an alarm on quarantined files,
+and one on lag past the table's `trigger.freshness_minutes` where it is set.
 """
 
 from __future__ import annotations
+
+import re
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -29,7 +33,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.settings import Stage
-from lakeloader.contract import METRICS_NAMESPACE
+from lakeloader.config import TableConfig
+from lakeloader.contract import (
+    FILES_QUARANTINED_METRIC,
+    METRIC_DIMENSIONS,
+    METRICS_NAMESPACE,
+    PENDING_AGE_METRIC,
+)
 
 FIVE_MINUTES = Duration.minutes(5)
 GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]
@@ -77,13 +87,21 @@ class Monitoring(Construct):
         glue_jobs: list[glue.IJob],
         emr_application_id: str,
         maintenance: sfn.StateMachine,
+        ledger_table_name: str,
+        tables: list[TableConfig],
     ) -> None:
         super().__init__(scope, construct_id)
         action = cw_actions.SnsAction(topic)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
 
         def alarm(
-            construct_id: str, name: str, metric: cloudwatch.IMetric, description: str
+            construct_id: str,
+            name: str,
+            metric: cloudwatch.IMetric,
+            description: str,
+            *,
+            threshold: float = 1,
+            evaluation_periods: int = 1,
         ) -> cloudwatch.Alarm:
             created = cloudwatch.Alarm(
                 self,
@@ -91,8 +109,9 @@ class Monitoring(Construct):
                 alarm_name=stage.resource_name(name),
                 alarm_description=description,
                 metric=metric,
-                threshold=1,
-                evaluation_periods=1,
+                threshold=threshold,
+                evaluation_periods=evaluation_periods,
+                datapoints_to_alarm=1,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
@@ -204,12 +223,40 @@ class Monitoring(Construct):
             "A maintenance execution failed or timed out.",
         )
 
+        # --- per table: quarantined files, and lag past its freshness_minutes ------------
+        def table_metric(table_id: str, metric_name: str, statistic: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=metric_name,
+                dimensions_map=dict(zip(METRIC_DIMENSIONS, (ledger_table_name, table_id), strict=True)),
+                statistic=statistic,
+                period=FIVE_MINUTES,
+            )
+
+        for table in tables:
+            alarm(
+                f"Quarantined{_construct_id(table.id)}",
+                f"quarantined-{table.id}",
+                table_metric(table.id, FILES_QUARANTINED_METRIC, "Sum"),
+                f"A raw file of {table.id} failed {stage.settings.max_attempts} times and is quarantined: "
+                f"lakeloader status --stage {stage.name} says why; fix it, then lakeloader requeue or skip.",
+            )
+            if table.trigger.freshness_minutes:
+                alarm(
+                    f"Stale{_construct_id(table.id)}",
+                    f"stale-{table.id}",
+                    table_metric(table.id, PENDING_AGE_METRIC, "Maximum"),
+                    f"{table.id} has a file waiting longer than its freshness_minutes "
+                    f"({table.trigger.freshness_minutes}): lakeloader status --stage {stage.name}.",
+                    threshold=table.trigger.freshness_minutes * 60,
+                    evaluation_periods=3,  # the sweep measures it every 10-15 minutes
+                )
+
         # --- dashboard ------------------------------------------------------------------
-        def search(metric_name: str, label: str) -> cloudwatch.MathExpression:
+        def search(metric_name: str, label: str, statistic: str = "Sum") -> cloudwatch.MathExpression:
+            query = f'Namespace="{METRICS_NAMESPACE}" MetricName="{metric_name}" Ledger="{ledger_table_name}"'
             return cloudwatch.MathExpression(
-                expression=(
-                    f"SEARCH('Namespace=\"{METRICS_NAMESPACE}\" MetricName=\"{metric_name}\"', 'Sum', 300)"
-                ),
+                expression=f"SEARCH('{query}', '{statistic}', 300)",
                 label=label,
                 period=FIVE_MINUTES,
                 using_metrics={},
@@ -234,7 +281,12 @@ class Monitoring(Construct):
                 left=[search("RunsSucceeded", "succeeded"), search("RunsFailed", "failed")],
                 width=8,
             ),
-            cloudwatch.GraphWidget(title="Rows merged", left=[search("RowsMerged", "rows merged")], width=8),
+            cloudwatch.GraphWidget(
+                title="Rows merged, files quarantined",
+                left=[search("RowsMerged", "rows merged")],
+                right=[search(FILES_QUARANTINED_METRIC, "quarantined")],
+                width=8,
+            ),
             cloudwatch.GraphWidget(
                 title="Raw arrivals",
                 left=[
@@ -245,6 +297,13 @@ class Monitoring(Construct):
                 right=[arrival.metric_duration(period=FIVE_MINUTES, statistic="p95", label="duration p95")],
                 width=8,
             ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Lag: seconds the oldest file still to load has waited, per table",
+                left=[search(PENDING_AGE_METRIC, "lag", "Maximum")],
+                width=24,
+            )
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
@@ -268,3 +327,8 @@ class Monitoring(Construct):
             period=FIVE_MINUTES,
             label=label,
         )
+
+
+def _construct_id(table_id: str) -> str:
+    """`crm.customers` -> `CrmCustomers`: a construct id part that stays stable with the table id."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", table_id) if part)

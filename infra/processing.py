@@ -123,14 +123,14 @@ class Processing(Construct):
         self.glue_role = iam.Role(
             self,
             "GlueJobRole",
-            role_name=stage.resource_name("glue-job"),
+            role_name=stage.role_name("glue-job"),
             description=f"{stage.prefix} Glue jobs (ingest, maintain)",
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
         )
         self.emr_role = iam.Role(
             self,
             "EmrJobRole",
-            role_name=stage.resource_name("emr-job"),
+            role_name=stage.role_name("emr-job"),
             description=f"{stage.prefix} EMR Serverless job runs",
             assumed_by=iam.ServicePrincipal(
                 "emr-serverless.amazonaws.com",

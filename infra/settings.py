@@ -21,9 +21,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lakeloader import versions
+from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
+LONGEST_REGION = "ap-southeast-5"  # 14 characters, as long as any region name
+MAX_ROLE_NAME = 64
 
 
 class SettingsError(ValueError):
@@ -112,6 +115,17 @@ class BatchingSettings(_Strict):
         default=False,
         description="Glue job-run queuing on the ingest job: starts beyond its concurrency wait in "
         "Glue's queue instead of failing (FLEX runs are never queued; needs ingest.max_retries 0)",
+    )
+    window_seconds: int = Field(
+        default=0,
+        ge=0,
+        le=86_400,
+        description="Batching window of the tables that do not set trigger.min_interval_seconds: arrivals "
+        "wait and the sweep starts one run for them (0: every arrival starts a run)",
+    )
+    execution_class: Literal["STANDARD", "FLEX"] = Field(
+        default="STANDARD",
+        description="Glue execution class of the glue tables that do not set trigger.execution_class",
     )
 
 
@@ -209,6 +223,22 @@ class StageSettings(_Strict):
         return self.removal == "retain"
 
 
+def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings) -> LakeConfig:
+    """The config as the stage deploys it: a table's trigger settings it does not spell out (window,
+    execution class) come from the stage's batching defaults."""
+
+    def deployed(table: TableConfig) -> TableConfig:
+        trigger, given = table.trigger, table.trigger.model_fields_set
+        update: dict[str, Any] = {}
+        if "min_interval_seconds" not in given:
+            update["min_interval_seconds"] = batching.window_seconds
+        if "execution_class" not in given and table.engine == "glue":
+            update["execution_class"] = batching.execution_class
+        return table.model_copy(update={"trigger": trigger.model_copy(update=update)}) if update else table
+
+    return lake.model_copy(update={"tables": [deployed(t) for t in lake.tables]})
+
+
 class Stage(_Strict):
     """A resolved stage: its name, the project prefix and its settings."""
 
@@ -223,6 +253,20 @@ class Stage(_Strict):
     def resource_name(self, what: str) -> str:
         """``<project>-<stage>-<what>``: the name of a stage-scoped resource."""
         return f"{self.prefix}-{what}"
+
+    def role_name(self, what: str) -> str:
+        """``<project>-<stage>-<what>-<region>``: IAM names are account-wide, so a stage deployed to
+        two regions of one account needs the region in its role names. Checked at synth (64 characters,
+        with the longest region name)."""
+        from aws_cdk import Aws
+
+        name = self.resource_name(what)
+        if len(f"{name}-{LONGEST_REGION}") > MAX_ROLE_NAME:
+            raise SettingsError(
+                f"role name {name}-<region> can exceed IAM's {MAX_ROLE_NAME} characters: shorten "
+                "lakeloader:project or the stage name"
+            )
+        return f"{name}-{Aws.REGION}"
 
     @property
     def glue_prefix(self) -> str:

@@ -101,6 +101,8 @@ class LakeloaderStack(Stack):
             glue_jobs=self.processing.glue_jobs,
             emr_application_id=self.processing.emr.application.attr_application_id,
             maintenance=self.maintenance.state_machine,
+            ledger_table_name=self.config_store.ledger_table.table_name,
+            tables=lake.tables,
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
         self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)

@@ -12,7 +12,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.settings import SettingsError, Stage
+from infra.settings import LONGEST_REGION, SettingsError, Stage
 
 WAREHOUSE_PREFIX = "warehouse/"
 GLUE_TEMP_PREFIX = "glue/tmp/"
@@ -52,7 +52,7 @@ _RETENTION = {
 
 # The longest values the account and region tokens of a bucket name can take.
 WORST_CASE_ACCOUNT = "123456789012"
-WORST_CASE_REGION = "ap-southeast-5"  # 14 characters, as long as any region name
+WORST_CASE_REGION = LONGEST_REGION
 _BUCKET_CHARS = re.compile(r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
 _BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 _BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")

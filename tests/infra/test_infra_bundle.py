@@ -181,7 +181,7 @@ def test_lambda_bundle_holds_the_import_closure_of_the_handler(tmp_path, build_d
         ("from lakeloader import helper\n", r"helper.py:2: imports lakeloader.config.*handler.py -> "),
         ("import lakeloader.unused\n", r"unused.py:1: imports pyspark"),
         ("import yaml\n", r"handler.py:1: imports yaml"),
-        ("import lakeloader.untyped\n", r"untyped.py:3: imports lakeloader.config"), # runs at import
+        ("import lakeloader.untyped\n", r"untyped.py:3: imports lakeloader.config"),  # runs at import
         ("import lakeloader.missing\n", r"handler.py:1: imports lakeloader.missing, which does not exist"),
         ("import lakeloader.bare.mod\n", r"lakeloader.bare, a folder without __init__.py"),
         ("import requests\n", r"handler.py:1: imports requests, which the Lambda runtime does not have"),

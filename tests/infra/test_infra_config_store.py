@@ -8,6 +8,7 @@ from pathlib import Path
 from aws_cdk.assertions import Match
 
 from infra.app import config_path
+from infra.settings import with_stage_defaults
 from lakeloader.config import TableConfig, load_config
 from tests.infra.cdk_helpers import as_list, statements
 
@@ -53,7 +54,9 @@ def test_tables_are_on_demand_with_pitr_and_the_stage_key(stage_synth):
 def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth):
     _, resource = stage_synth.resource("Custom::LakeloaderConfigSync")
     props = resource["Properties"]
-    lake = load_config(config_path(stage_synth.app))
+    lake = with_stage_defaults(
+        load_config(config_path(stage_synth.app)), stage_synth.stack.stage.settings.batching
+    )
     items = json.loads(props["Items"])
     assert [i["table_id"] for i in items] == ["crm.customers", "sales.order_lines", "inventory.products"]
     for item, table in zip(items, lake.tables, strict=True):
@@ -102,3 +105,23 @@ def test_sync_function_may_only_write_the_config_table(dev):
         "Custom::LakeloaderConfigSync",
         {"DependsOn": Match.array_with([Match.string_like_regexp("SyncFunctionRole")])},
     )
+
+
+def test_the_stage_batches_and_runs_flex_the_tables_that_do_not_say_otherwise(stage_synth):
+    """prod's defaults (cdk.json): a 900 s window and FLEX; a table's own trigger settings win."""
+    _, resource = stage_synth.resource("Custom::LakeloaderConfigSync")
+    deployed = {
+        i["table_id"]: json.loads(i["config"])["trigger"] for i in json.loads(resource["Properties"]["Items"])
+    }
+    batching = stage_synth.stack.stage.settings.batching
+    expected = (900, "FLEX") if stage_synth.stage == "prod" else (0, "STANDARD")
+    assert (batching.window_seconds, batching.execution_class) == expected
+    for table in load_config(config_path(stage_synth.app)).tables:
+        given = table.trigger.model_fields_set
+        window = table.trigger.min_interval_seconds if "min_interval_seconds" in given else expected[0]
+        assert deployed[table.id]["min_interval_seconds"] == window
+        assert deployed[table.id]["execution_class"] == (
+            table.trigger.execution_class
+            if "execution_class" in given or table.engine != "glue"
+            else expected[1]
+        )

@@ -34,7 +34,7 @@ def all_statements(synth):
 def our_roles(synth) -> dict[str, str]:
     """Role name -> logical id of the roles lakeloader defines (CDK's own handlers excluded)."""
     return {
-        r["Properties"]["RoleName"]: k
+        join(r["Properties"]["RoleName"]): k
         for k, r in synth.resources("AWS::IAM::Role").items()
         if "RoleName" in r["Properties"]
     }
@@ -64,10 +64,11 @@ def test_metrics_are_limited_to_our_namespaces(dev):
     assert checked == 2  # the Glue and EMR job roles; none checked would pass vacuously
 
 
-def test_our_roles_use_no_aws_managed_policies(stage_synth):
+def test_our_roles_use_no_aws_managed_policies_and_are_named_by_stage_and_region(stage_synth):
+    """IAM names are account-wide: with the region in them, a stage deploys to two regions of one account."""
     roles = our_roles(stage_synth)
     assert sorted(roles) == sorted(
-        f"lakeloader-{stage_synth.stage}-{n}"
+        f"lakeloader-{stage_synth.stage}-{n}-${{AWS::Region}}"
         for n in ["config-sync", "s3-arrival", "glue-job", "emr-job"]
         + (["crawler"] if stage_synth.stage == "dev" else [])
     )

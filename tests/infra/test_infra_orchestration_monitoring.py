@@ -6,6 +6,8 @@ import json
 
 from aws_cdk.assertions import Match
 
+from infra.app import DEFAULT_CONFIG, REPO_ROOT
+from lakeloader.config import load_config
 from tests.infra.cdk_helpers import join, statements
 
 
@@ -93,22 +95,54 @@ def test_every_alarm_notifies_the_topic(stage_synth):
         for a in stage_synth.resources("AWS::CloudWatch::Alarm").values()
     }
     prefix = f"lakeloader-{stage_synth.stage}-"
-    assert sorted(alarms) == [
-        prefix + name
-        for name in [
-            "emr-job-failures",
-            "glue-job-failures",
-            "maintenance-failed",
-            "s3-arrival-dlq",
-            "s3-arrival-errors",
-            "s3-arrival-throttles",
-        ]
+    tables = load_config(REPO_ROOT / DEFAULT_CONFIG).tables
+    per_table = [f"quarantined-{t.id}" for t in tables] + [
+        f"stale-{t.id}" for t in tables if t.trigger.freshness_minutes
     ]
+    assert per_table and any(name.startswith("stale-") for name in per_table)
+    stage_wide = [
+        "emr-job-failures",
+        "glue-job-failures",
+        "maintenance-failed",
+        "s3-arrival-dlq",
+        "s3-arrival-errors",
+        "s3-arrival-throttles",
+    ]
+    assert sorted(alarms) == sorted(prefix + name for name in stage_wide + per_table)
     assert all(a["AlarmActions"] == [topic] for a in alarms.values())
     assert all(
         a["Threshold"] == 1 and a["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        for a in alarms.values()
+        for name, a in alarms.items()
+        if "-stale-" not in name
     )
+
+
+def test_each_table_alarms_on_quarantined_files_and_on_lag_past_its_freshness(dev):
+    alarms = {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in dev.resources("AWS::CloudWatch::Alarm").values()
+    }
+    ledger = {"Ref": dev.logical_id(dev.stack.config_store.ledger_table)}
+    dimensions = [{"Name": "Ledger", "Value": ledger}, {"Name": "TableId", "Value": "crm.customers"}]
+    quarantined = alarms["lakeloader-dev-quarantined-crm.customers"]
+    assert watched(quarantined) == {
+        "Namespace": "lakeloader",
+        "MetricName": "FilesQuarantined",
+        "Dimensions": dimensions,
+    }
+    assert (quarantined["Statistic"], quarantined["Threshold"]) == ("Sum", 1)
+    stale = alarms["lakeloader-dev-stale-crm.customers"]
+    assert watched(stale) == {
+        "Namespace": "lakeloader",
+        "MetricName": "PendingAgeSeconds",
+        "Dimensions": dimensions,
+    }
+    assert (stale["Statistic"], stale["Threshold"], stale["ComparisonOperator"]) == (
+        "Maximum",
+        60 * 60,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert not any(name.startswith("lakeloader-dev-stale-sales") for name in alarms)  # no freshness set
 
 
 def watched(alarm: dict) -> dict:
@@ -170,10 +204,18 @@ def test_failed_glue_runs_are_sent_to_the_topic(stage_synth):
     assert emr_rule["Properties"]["EventPattern"]["detail"]["state"] == ["FAILED"]
 
 
-def test_dashboard_shows_runs_rows_merged_and_failures(dev):
+def test_dashboard_shows_runs_rows_merged_lag_and_failures_of_this_stage_only(dev):
     _, dashboard = dev.resource("AWS::CloudWatch::Dashboard")
     assert dashboard["Properties"]["DashboardName"] == "lakeloader-dev-dashboard"
     body = join(dashboard["Properties"]["DashboardBody"])
-    for title in ('"title":"Runs"', '"title":"Rows merged"', '"title":"Failures"', '"title":"Alarms"'):
+    for title in (
+        '"title":"Runs"',
+        '"title":"Rows merged, files quarantined"',
+        '"title":"Lag: ',
+        '"title":"Failures"',
+        '"title":"Alarms"',
+    ):
         assert title in body
-    assert 'MetricName=\\"RowsMerged\\"' in body
+    ledger = "${" + dev.logical_id(dev.stack.config_store.ledger_table) + "}"
+    for metric in ("RowsMerged", "FilesQuarantined", "PendingAgeSeconds"):
+        assert f'MetricName=\\"{metric}\\" Ledger=\\"{ledger}\\"' in body

@@ -114,7 +114,9 @@ def test_emr_serverless_application(stage_synth):
     }
     conf = props["RuntimeConfiguration"][0]["Properties"]
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
-    for key, value in contract.iceberg_catalog_conf("glue_catalog", f"s3://${{{curated}}}/warehouse/").items():
+    for key, value in contract.iceberg_catalog_conf(
+        "glue_catalog", f"s3://${{{curated}}}/warehouse/"
+    ).items():
         assert join(conf[key]) == value
     # the documented jar of EMR Serverless images, and their Python 3.11 (the default is 3.9)
     assert conf["spark.jars"] == "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"

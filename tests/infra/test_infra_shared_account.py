@@ -180,7 +180,9 @@ def test_state_machine_logs_to_a_log_group_of_the_stack(stage_synth):
 
 def test_glue_writes_only_to_log_groups_the_stack_owns(stage_synth):
     """With CloudWatch encryption in the security configuration, Glue appends `-<configuration>`."""
-    names = {g["Properties"]["LogGroupName"] for g in stage_synth.resources("AWS::Logs::LogGroup").values()}
+    names = {
+        join(g["Properties"]["LogGroupName"]) for g in stage_synth.resources("AWS::Logs::LogGroup").values()
+    }
     configuration = f"lakeloader-{stage_synth.stage}-glue"
     for job in stage_synth.resources("AWS::Glue::Job").values():
         assert job["Properties"]["SecurityConfiguration"] == {
@@ -193,7 +195,8 @@ def test_glue_writes_only_to_log_groups_the_stack_owns(stage_synth):
     }
     assert set(glue_job_log_groups(configuration)) <= names
     if stage_synth.resources("AWS::Glue::Crawler"):
-        assert f"/aws-glue/crawlers-role/lakeloader-{stage_synth.stage}-crawler-{configuration}" in names
+        crawler_role = f"lakeloader-{stage_synth.stage}-crawler-${{AWS::Region}}"
+        assert f"/aws-glue/crawlers-role/{crawler_role}-{configuration}" in names
 
 
 def test_emr_and_spark_ui_logs_in_s3_expire_with_the_log_retention(stage_synth):
@@ -235,3 +238,15 @@ def test_lake_formation_mode_gives_new_tables_no_iam_allowed_principals(synth, d
         assert resource["Properties"]["DatabaseInput"]["CreateTableDefaultPermissions"] == []
     for resource in dev.resources("AWS::Glue::Database").values():
         assert "CreateTableDefaultPermissions" not in resource["Properties"]["DatabaseInput"]
+
+
+def test_a_role_name_that_could_pass_64_characters_in_some_region_fails_synth():
+    from infra.settings import resolve_stage
+
+    context = {"stage": "dev", "lakeloader:stages": cdk_json_context()["lakeloader:stages"]}
+    stage = resolve_stage({**context, "lakeloader:project": "a" * 21})
+    stage.role_name("glue-job")  # 21 + dev + glue-job + region: fits
+    with pytest.raises(SettingsError, match="role name .*lf-data-access-<region> can exceed IAM's 64"):
+        resolve_stage({**context, "stage": "prod", "lakeloader:project": "a" * 21}).role_name(
+            "lf-data-access" * 2
+        )

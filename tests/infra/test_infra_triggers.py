@@ -80,6 +80,7 @@ def test_arrival_environment(dev):
         "--raw-root", "s3://RAW/",
         "--warehouse", "s3://CURATED/warehouse/",
         "--parallel-tables", "4",
+        "--max-attempts", "3",
         "--database-prefix", "lakeloader_dev_",
     ]  # fmt: skip
 
@@ -235,8 +236,9 @@ def test_batching_reaches_the_lambda_and_the_config_items(batched):
     )
 
 
-def test_by_default_every_table_gets_its_own_run(stage_synth):
-    assert arrival(stage_synth)["Environment"]["Variables"]["TABLES_PER_RUN"] == "1"
+def test_dev_gives_every_table_its_own_run_and_prod_shares_runs(stage_synth):
+    expected = {"dev": "1", "prod": "10"}[stage_synth.stage]  # cdk.json batching.tables_per_run
+    assert arrival(stage_synth)["Environment"]["Variables"]["TABLES_PER_RUN"] == expected
 
 
 def lake_with_window(window: int) -> LakeConfig:
