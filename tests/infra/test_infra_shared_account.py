@@ -4,6 +4,7 @@ S3-valid bucket names, retention on every log group, least-privilege catalog act
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 from aws_cdk import App
@@ -250,3 +251,36 @@ def test_a_role_name_that_could_pass_64_characters_in_some_region_fails_synth():
         resolve_stage({**context, "stage": "prod", "lakeloader:project": "a" * 21}).role_name(
             "lf-data-access" * 2
         )
+
+
+RETAINED_NAME = {
+    "AWS::S3::Bucket": lambda p: p["BucketName"],
+    "AWS::DynamoDB::Table": lambda p: p["TableName"],
+    "AWS::Logs::LogGroup": lambda p: p["LogGroupName"],
+    "AWS::Glue::SecurityConfiguration": lambda p: p["Name"],
+    "AWS::Glue::Database": lambda p: p["DatabaseInput"]["Name"],
+}
+
+
+def test_the_deploy_guide_names_every_resource_a_failed_prod_deploy_leaves_behind(synth):
+    """A retained resource with a fixed name makes the retry of a failed first deploy fail: each one
+    is in docs/deploy.md#after-a-failed-first-deploy, spelt as a pattern of stage, account, region."""
+    from infra.app import REPO_ROOT
+
+    prod = synth("prod")
+    guide = (REPO_ROOT / "docs" / "deploy.md").read_text().split("### After a failed first deploy")[1]
+    guide = guide.split("\n### ")[0]
+    retained = [r for r in prod.template_json["Resources"].values() if r.get("DeletionPolicy") == "Retain"]
+    named = [join(RETAINED_NAME[r["Type"]](r["Properties"])) for r in retained if r["Type"] in RETAINED_NAME]
+    assert len(named) >= 15 and any("raw" in n for n in named)
+    for name in named:
+        pattern = (
+            name.replace("${AWS::AccountId}", "<account>")
+            .replace("${AWS::Region}", "<region>")
+            .replace("lakeloader-prod-", "lakeloader-<stage>-")
+            .replace("lakeloader-prod/", "lakeloader-<stage>/")
+        )
+        pattern = re.sub(r"^lakeloader_prod_[a-z]+$", "lakeloader_<stage>_<database>", pattern)
+        pattern = re.sub(r"BucketNotificationsHandler\w+$", "BucketNotificationsHandler...", pattern)
+        assert f"`{pattern}`" in guide, name
+    assert {r["Type"] for r in retained} - set(RETAINED_NAME) == {"AWS::KMS::Key"}  # unnamed: no clash
