@@ -23,6 +23,7 @@ from lakeloader.ledger import (
     LedgerObject,
     ObjectRef,
     RunRecord,
+    object_id_for,
     utc_now_iso,
 )
 from lakeloader.progress import Progress, no_progress
@@ -230,6 +231,11 @@ def backfill(
 
     def record(item: tuple[str, ObjectRef]) -> tuple[str, bool]:
         table_id, ref = item
+        # An event without the version id (an emulator's, or an older notification) recorded the
+        # object by its ETag: that is the same object, not a new one to load again.
+        by_etag = object_id_for(ref.key, etag=ref.etag)
+        if ref.version_id and ledger.get_object(table_id, by_etag) is not None:
+            return table_id, False
         return table_id, ledger.record(table_id, ref, correlation_id=correlation_id).new
 
     with ThreadPoolExecutor(max_workers=RECORD_THREADS) as pool:

@@ -342,3 +342,90 @@ def test_same_s3_event_delivered_twice_is_harmless(e2e, wave2):
     assert len(items) == 1 and items[0].status == "done"
     time.sleep(1)
     assert len(ingest_runs(e2e)) == before, "a duplicate event must not start a run"
+
+
+# --- operating the stage: see it, unblock it, backfill it ------------------------------------------
+
+
+def lakeloader(*args: str) -> tuple[int, str]:
+    """The `lakeloader` command line, in this process (its AWS environment is the emulator's)."""
+    import contextlib
+    import io
+
+    from lakeloader.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(list(args))
+    return code, out.getvalue()
+
+
+def status_of(table_id: str) -> dict[str, Any]:
+    code, out = lakeloader("status", "--stage", "dev", "--table", table_id, "--json")
+    (status,) = json.loads(out)
+    assert code == (0 if status["healthy"] else 1)
+    return status
+
+
+def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_trigger(e2e, wave2):
+    # status shows the malformed file of wave 1 and why it is stuck
+    stuck = status_of("audit.events")
+    assert not stuck["healthy"] and stuck["last_run"]["status"] == "failed"
+    assert [(s["key"], s["status"]) for s in stuck["stuck"]] == [(BAD_KEY, "failed")]
+    assert "not a Parquet file" in stuck["stuck"][0]["error"]
+
+    code, out = lakeloader(
+        "skip", "--stage", "dev", "--table", "audit.events", "--status", "failed", "--reason", "not Parquet"
+    )
+    assert code == 0 and "audit.events: 1 skipped" in out, out
+    skipped = find_object(e2e.stack.ledger(), "audit.events", BAD_KEY)
+    assert skipped.status == "skipped" and skipped.note.endswith(": not Parquet"), skipped
+
+    # 25 files land while the bucket sends no notification: as if they were there before the stack
+    s3 = boto3.client("s3")
+    notifications = s3.get_bucket_notification_configuration(Bucket=e2e.stack.raw_bucket)
+    notifications.pop("ResponseMetadata", None)
+    keys = [f"crm/audit/events/backfill/part-{n:03d}.parquet" for n in range(25)]
+    s3.put_bucket_notification_configuration(Bucket=e2e.stack.raw_bucket, NotificationConfiguration={})
+    try:
+        upload(e2e.stack, [(parquet([audit_event(n)]), key) for n, key in enumerate(keys)])
+    finally:
+        s3.put_bucket_notification_configuration(
+            Bucket=e2e.stack.raw_bucket, NotificationConfiguration=notifications
+        )
+    assert all(find_object(e2e.stack.ledger(), "audit.events", key) is None for key in keys)
+
+    code, out = lakeloader("backfill", "--stage", "dev", "--table", "audit.events")
+    assert code == 0 and "audit.events: 25 recorded as pending, 1 already in the ledger" in out, out
+    assert "sweep: runs started for audit.events" in out, out
+    code, again = lakeloader("backfill", "--stage", "dev", "--table", "audit.events", "--no-sweep")
+    assert code == 0 and "audit.events: 0 recorded as pending, 26 already in the ledger" in again, again
+
+    # max_files_per_run 10: three runs (the sweep starts the next while files wait), each file once
+    assert set(wait_for_objects(e2e.stack, {"audit.events": keys})["audit.events"].values()) == {"done"}
+    assert {o.attempts for o in e2e.stack.ledger().objects("audit.events") if o.key in keys} == {1}
+    runs = [r for r in latest_runs(e2e.stack, ["audit.events"])["audit.events"] if r.status == "succeeded"]
+    assert sorted(r.counts["files"] for r in runs) == [5, 10, 10], runs
+    assert status_of("audit.events")["healthy"]
+
+    # requeue gives the skipped file back to the runs
+    code, out = lakeloader(
+        "requeue",
+        "--stage",
+        "dev",
+        "--table",
+        "audit.events",
+        "--status",
+        "skipped",
+        "--reason",
+        "x",
+        "--no-sweep",
+    )
+    assert code == 0 and "audit.events: 1 requeued" in out, out
+    assert status_of("audit.events")["counts"] == {"done": 25, "pending": 1}
+
+
+def audit_event(n: int) -> dict[str, Any]:
+    from datetime import datetime
+
+    return {"event_id": n, "kind": "login", "last_update_time": datetime(2026, 11, 2, 8, n)}
