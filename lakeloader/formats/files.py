@@ -111,11 +111,14 @@ def read_rows(
             df = df.withColumn(corrupt_column, F.lit(None).cast("string"))
     else:
         df = spark.read.option("mode", "FAILFAST").json(uris)
-    # input_file_name() spells paths as URIs; match them back to our files by suffix.
+    # input_file_name() spells paths as URIs; match them back to our files by suffix, in ONE flat
+    # CASE (a CASE nested per file overflows the JVM stack at about a thousand files).
     path_of = F.input_file_name()
-    file_pos: Column = F.lit(None).cast("int")
+    cases: Column | None = None
     for uri, pos in position.items():
-        file_pos = F.when(path_of.endswith(uri.split("://")[-1]), F.lit(pos)).otherwise(file_pos)
+        matches = path_of.endswith(uri.split("://")[-1])
+        cases = F.when(matches, F.lit(pos)) if cases is None else cases.when(matches, F.lit(pos))
+    file_pos = cases.otherwise(F.lit(None).cast("int")) if cases is not None else F.lit(None).cast("int")
     return df.withColumn(FILE_POS, file_pos).withColumn(ROW_POS, F.monotonically_increasing_id())
 
 

@@ -267,3 +267,24 @@ def test_input_log_outlives_expiry_so_an_erasure_is_not_undone(spark, raw, make_
 
     again = apply_batch(spark, table, files, catalog=CATALOG, run_id="r2", log_consumed=True)
     assert again.status == "skipped" and rows(spark, table) == []
+
+
+def test_a_batch_of_a_thousand_files_loads_in_one_commit(spark, raw, make_table):
+    """A run takes up to trigger.max_files_per_run (1000) files: a backfill's first run does. Each row
+    is tagged with its file's position for the order of changes; that tagging must not grow with the
+    number of files in a way the JVM cannot plan (it overflowed the stack at 1000)."""
+    import pyarrow.parquet as pq
+
+    table = make_table()
+    files = 1200
+    folder = raw.root / "src"
+    folder.mkdir(parents=True)
+    for n in range(files):
+        pq.write_table(
+            pa.Table.from_pylist([change("I", n, f"v{n}", n % 60)], schema=DMS), folder / f"{n:05d}.parquet"
+        )
+
+    result = load(spark, table, raw)
+
+    assert (result.files, result.inserted) == (files, files)
+    assert len(rows(spark, table)) == files
