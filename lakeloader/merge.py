@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader import cdc, commit, iceberg, partial, scd2, schema, tombstones, truncate
+from lakeloader import cdc, commit, iceberg, partial, scd2, schema, table_settings, tombstones, truncate
 from lakeloader.config import TableConfig
 from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
@@ -194,6 +194,8 @@ def apply_batch(
         result.seconds = time.monotonic() - started
         return result
 
+    if exists:  # keys/mode changes refused before anything is read; properties and partitioning applied
+        result.notes += table_settings.apply_table_settings(spark, name, table, progress)
     progress(f"reading {len(files)} file(s), {sum(f.size for f in files):,} bytes")
     # Validated and materialised in one Spark job: later steps see a fixed batch, and MERGE refuses
     # sources whose plan holds non-deterministic expressions (row positions).

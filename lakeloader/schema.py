@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import cdc, iceberg
+from lakeloader import iceberg, table_settings
 from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
 from lakeloader.errors import SchemaChangeError
 from lakeloader.sql import literal, quote
@@ -267,25 +267,22 @@ def create_table(spark: SparkSession, name: str, table: TableConfig, data: DataF
     catalog_db = name.rsplit(".", 1)[0]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog_db}")
     columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in data.schema.fields)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({columns}) {table_layout_sql(table, data.columns)}")
+
+
+def table_layout_sql(table: TableConfig, columns: list[str]) -> str:
+    """`USING iceberg [PARTITIONED BY (...)] TBLPROPERTIES (...)` of a table lakeloader creates."""
     partitioning = ""
     if table.target.partition_by:
-        transforms = []
-        for expr in table.target.partition_by:
-            column = cdc.find_column(data.columns, _partition_column(expr)) or _partition_column(expr)
-            transforms.append(expr.replace(_partition_column(expr), quote(column)))
+        transforms = [table_settings.partition_sql(expr, columns) for expr in table.target.partition_by]
         partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
-    properties = {**NEW_TABLE_PROPERTIES, **table.target.properties}
+    properties = {
+        **NEW_TABLE_PROPERTIES,
+        **table.target.properties,
+        **table_settings.identity_properties(table),
+    }
     props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} ({columns}) USING iceberg{partitioning} TBLPROPERTIES ({props})"
-    )
-
-
-def _partition_column(expr: str) -> str:
-    inner = expr.strip()
-    if "(" in inner:
-        inner = inner[inner.index("(") + 1 : inner.rindex(")")].split(",")[-1]
-    return inner.strip()
+    return f"USING iceberg{partitioning} TBLPROPERTIES ({props})"
 
 
 def _aligned(value: Column, source: T.DataType, target: T.DataType) -> Column:

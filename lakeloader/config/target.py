@@ -24,7 +24,8 @@ NEW_TABLE_PROPERTIES = {
     "write.merge.distribution-mode": "none",
 }
 """What a table lakeloader creates gets unless target.properties says otherwise (README
-"Performance", measured in benchmarks/RESULTS.md). Tables that exist keep their properties."""
+"Performance", measured in benchmarks/RESULTS.md). A table that exists keeps these as it was created;
+target.properties is set on it before each batch (lakeloader.table_settings)."""
 
 
 class Target(_Strict):
