@@ -1,5 +1,5 @@
-"""The `lakeloader` command line: run, sql, tables, erase, maintain on a config file; status,
-requeue, skip, backfill on a deployed stage (lakeloader.operate).
+"""The `lakeloader` command line: run, sql, tables, erase, maintain, rebuild on a config file; status,
+requeue, skip, backfill, rebuild on a deployed stage (lakeloader.operate).
 
 Exit codes: 0 success, 1 a table failed (status: a table is stuck), 2 a usage or configuration error.
 """
@@ -29,12 +29,14 @@ examples:
   lakeloader sql    --config config/tables.yaml "SELECT * FROM crm.customers ORDER BY customer_id"
   lakeloader erase  --config config/tables.yaml --table crm.customers --key 42
   lakeloader maintain --config config/tables.yaml --table crm.customers
+  lakeloader rebuild  --config config/tables.yaml --table crm.customers
 
 a deployed stage (its stack's outputs; no Spark):
   lakeloader status   --stage prod
   lakeloader requeue  --stage prod --table crm.customers --reason "file fixed upstream"
   lakeloader skip     --stage prod --table crm.customers --key raw/key.csv --reason "test data"
   lakeloader backfill --stage prod --since 2026-01-01
+  lakeloader rebuild  --stage prod --table crm.customers
 """
 
 
@@ -127,6 +129,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_config(maintain)
     maintain.add_argument("--table", action="append", metavar="ID", help="only this table (repeatable)")
+    rebuild = commands.add_parser(
+        "rebuild",
+        help="build a table again from every raw file (after a keys, mode or partitioning change)",
+        description="Build the table again from every raw file still under its prefix, with the config as it "
+        "is now, into a staging table; then replace the table with it in one commit. Until that commit "
+        "the table keeps its rows; a rebuild that fails leaves it as it was. The loaded files become the "
+        "table's only consumed files (input log, or the stage's ledger), and its tombstones are the "
+        "rebuild's. Refused while erasures of the table are on record (the raw zone may still hold "
+        "those subjects) unless --raw-zone-erased. With --stage, the stage's raw objects the ledger has "
+        "not seen are recorded first and the rebuild runs as the table's job run.",
+    )
+    where = rebuild.add_mutually_exclusive_group(required=True)
+    where.add_argument("--config", metavar="FILE", help="table configuration (YAML): rebuild here, on Spark")
+    where.add_argument("--stage", metavar="NAME", help="a deployed stage: rebuild in its job")
+    rebuild.add_argument("--table", required=True, metavar="ID", help="the table id")
+    rebuild.add_argument("--warehouse", help="with --config: override the config's warehouse")
+    rebuild.add_argument(
+        "--project", default="lakeloader", metavar="NAME", help="with --stage: cdk.json lakeloader:project"
+    )
+    rebuild.add_argument(
+        "--raw-zone-erased",
+        action="store_true",
+        help="the subjects of the table's recorded erasures are gone from the raw files too",
+    )
     _add_stage_commands(commands)
     return parser
 
@@ -303,6 +329,59 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
+def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
+    from lakeloader.contract import new_run_id
+    from lakeloader.ingest import assign_inputs, summary_table
+    from lakeloader.progress import stderr_progress
+    from lakeloader.rebuild import RebuildRefusedError, rebuild_table, reset_input_log
+
+    table = config.table(args.table)
+    files = assign_inputs(config, [table], None)[table.id]
+    run_id = new_run_id()
+    stderr_progress(f"rebuild {run_id}: {table.id} from {len(files)} raw file(s); starting Spark")
+    spark, catalog = _session(config, f"lakeloader-rebuild-{run_id}")
+    try:
+        result = rebuild_table(
+            spark,
+            table,
+            files,
+            catalog=catalog,
+            run_id=run_id,
+            progress=stderr_progress,
+            raw_zone_erased=args.raw_zone_erased,
+        )
+    except RebuildRefusedError:
+        raise
+    except LakeloaderError as exc:  # bad input: the table failed to rebuild and is as it was
+        print(f"lakeloader: error: {exc}", file=sys.stderr)
+        return 1
+    reset_input_log(spark, catalog, table.id, files, run_id)
+    print(summary_table([result]))
+    return 0
+
+
+def _cmd_rebuild_stage(args: argparse.Namespace) -> int:
+    from lakeloader import operate
+    from lakeloader.contract import new_run_id
+    from lakeloader.progress import stderr_progress
+    from lakeloader.stage import DeployedStage, stack_name
+
+    stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
+    args.command, args.table = "rebuild", [args.table]
+    (table,) = _stage_tables(stage, args)
+    cid = f"rebuild-{new_run_id()}"
+    found = operate.backfill(stage, stage.tables(), [table.id], correlation_id=cid, progress=stderr_progress)
+    print(found.describe())
+    started = operate.start_rebuild(stage, table.id, raw_zone_erased=args.raw_zone_erased)
+    run = started.get("started", {}).get(table.id)
+    if run is None:
+        why = started.get("deferred")
+        print(f"lakeloader: error: {table.id}: no rebuild started: {why}", file=sys.stderr)
+        return 1
+    print(f"{table.id}: rebuild started as run {run}; follow it with lakeloader status --stage {args.stage}")
+    return 0
+
+
 def _stage_tables(stage, args: argparse.Namespace) -> list:
     """The deployed tables the command names (--table), all with --all-tables, else the enabled ones
     (status and backfill) -- requeue and skip must be told which."""
@@ -398,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in STAGE_COMMANDS:
             return _cmd_stage(args)
+        if args.command == "rebuild" and args.stage:
+            return _cmd_rebuild_stage(args)
         config = configure(args)
         handler = {
             "tables": _cmd_tables,
@@ -405,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
             "sql": _cmd_sql,
             "erase": _cmd_erase,
             "maintain": _cmd_maintain,
+            "rebuild": _cmd_rebuild,
         }[args.command]
         return handler(config, args)
     except (ConfigError, LakeloaderError, FileNotFoundError, LookupError) as exc:

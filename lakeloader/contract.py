@@ -28,16 +28,21 @@ ARG_CORRELATION_ID = "lakeloader_correlation_id"
 ARG_DATABASE_PREFIX = "lakeloader_database_prefix"
 ARG_PARALLEL_TABLES = "lakeloader_parallel_tables"
 ARG_MAX_ATTEMPTS = "lakeloader_max_attempts"
+ARG_REBUILD = "lakeloader_rebuild"  # "true": rebuild the run's tables (lakeloader.rebuild) before draining
+ARG_RAW_ZONE_ERASED = "lakeloader_raw_zone_erased"  # "true": a rebuild may run despite recorded erasures
 
 # Set in the job's DefaultArguments at deploy; a job cannot start without them.
 JOB_REQUIRED_ARGS = (ARG_CONFIG_TABLE, ARG_LEDGER_TABLE, ARG_RUNS_TABLE, ARG_RAW_ROOT, ARG_WAREHOUSE)
-# Per run, or per stage; absent means "" (all tables, no correlation id, the config's names, 1, 3).
+# Per run, or per stage; absent means "" (all tables, no correlation id, the config's names, 1, 3,
+# no rebuild).
 INGEST_OPTIONAL_ARGS = (
     ARG_TABLE_ID,
     ARG_CORRELATION_ID,
     ARG_DATABASE_PREFIX,
     ARG_PARALLEL_TABLES,
     ARG_MAX_ATTEMPTS,
+    ARG_REBUILD,
+    ARG_RAW_ZONE_ERASED,
 )
 MAINTAIN_OPTIONAL_ARGS = (ARG_TABLE_ID, ARG_CORRELATION_ID, ARG_DATABASE_PREFIX)
 
@@ -75,6 +80,8 @@ ARRIVAL_SERVICE_NAME = "lakeloader-s3-arrival"
 
 # The event the scheduled sweep sends the S3-arrival Lambda.
 SWEEP_EVENT = {"lakeloader": {"action": "sweep"}}
+# What `lakeloader rebuild --stage` asks it: start these tables' runs with ARG_REBUILD.
+REBUILD_EVENT = {"lakeloader": {"action": "rebuild"}}
 
 # --- which table a raw object belongs to -------------------------------------------------------
 # Synth validates prefixes with this rule and the Lambda routes keys with it.

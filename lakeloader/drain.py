@@ -53,8 +53,12 @@ def drain_table(
     raw_root: str,
     cid: str,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    rebuild: bool = False,
+    raw_zone_erased: bool = False,
 ) -> TableResult:
-    """Merge every pending object of one table, batch by batch, holding the table's run lock.
+    """Merge every pending object of one table, batch by batch, holding the table's run lock;
+    with `rebuild`, first build the table again from every object it loaded or has to load
+    (lakeloader.rebuild), which the ledger then records as done by this run.
 
     A batch that fails naming one of its files (bad input) sets that file aside and goes on with
     the others: the file is `failed` (a later run retries it) or, once it has failed `max_attempts`
@@ -78,6 +82,19 @@ def drain_table(
 
     files_left, bytes_left = table.trigger.max_files_per_run, table.trigger.max_bytes_per_run
     try:
+        if rebuild:
+            rebuilt = _rebuild(
+                spark,
+                table,
+                ledger,
+                catalog=catalog,
+                raw_root=raw_root,
+                run_id=run_id,
+                cid=cid,
+                raw_zone_erased=raw_zone_erased,
+                before_publish=still_holds_lock,
+            )
+            _accumulate(total, rebuilt)
         while files_left > 0 and bytes_left > 0:
             batch = ledger.next_batch(
                 table.id,
@@ -133,6 +150,39 @@ def drain_table(
     log_event("table_done", correlation_id=cid, **asdict(total))
     publish_metrics(total, ledger.ledger_table, quarantined)
     return total
+
+
+def _rebuild(
+    spark,
+    table: TableConfig,
+    ledger: Ledger,
+    *,
+    catalog: str,
+    raw_root: str,
+    run_id: str,
+    cid: str,
+    raw_zone_erased: bool,
+    before_publish,
+) -> TableResult:
+    """The table built again from every object it loaded or has to load; once that committed, the
+    ledger records them done by this run."""
+    from lakeloader.rebuild import rebuild_table
+
+    objects = ledger.rebuild_objects(table.id)
+    log_event("rebuild", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(objects))
+    result = rebuild_table(
+        spark,
+        table,
+        [_input_file(obj, raw_root) for obj in objects],
+        catalog=catalog,
+        run_id=run_id,
+        progress=lambda m: log_event("progress", message=m),
+        raw_zone_erased=raw_zone_erased,
+        before_publish=before_publish,
+    )
+    for obj in ledger.mark_rebuilt(table.id, objects, run_id).left:  # skipped meanwhile: loaded all the same
+        log_event("rebuild_object_left", table_id=table.id, key=obj.key, status=obj.status)
+    return result
 
 
 def _set_aside(
@@ -205,6 +255,8 @@ def drain_tables(
     cid: str,
     parallel: int = 1,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    rebuild: bool = False,
+    raw_zone_erased: bool = False,
 ) -> list[TableResult]:
     """`drain_table` for each table, `parallel` at a time in one Spark session; results in table order.
 
@@ -216,7 +268,15 @@ def drain_tables(
     def one(table: TableConfig) -> TableResult:
         try:
             return drain_table(
-                spark, table, ledger, catalog=catalog, raw_root=raw_root, cid=cid, max_attempts=max_attempts
+                spark,
+                table,
+                ledger,
+                catalog=catalog,
+                raw_root=raw_root,
+                cid=cid,
+                max_attempts=max_attempts,
+                rebuild=rebuild,
+                raw_zone_erased=raw_zone_erased,
             )
         except Exception as exc:  # one table's failure never stops the others
             log_event("table_failed", table_id=table.id, correlation_id=cid, error=str(exc))

@@ -39,6 +39,11 @@ def parse_count(args: Mapping[str, str], name: str, default: int) -> int:
     return int(text)
 
 
+def parse_flag(args: Mapping[str, str], name: str) -> bool:
+    """A yes/no job argument: "true" or absent/"false"."""
+    return (args.get(name) or "").strip().lower() == "true"
+
+
 def with_database_prefix(tables: list[TableConfig], prefix: str) -> list[TableConfig]:
     """Point each table at its stage's Glue database, `<prefix><database>` (infra.catalog names them).
 
@@ -118,6 +123,10 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
         max_attempts = parse_count(args, contract.ARG_MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS)
     except ValueError as exc:
         return _usage_error(str(exc))
+    rebuild = {
+        "rebuild": parse_flag(args, contract.ARG_REBUILD),
+        "raw_zone_erased": parse_flag(args, contract.ARG_RAW_ZONE_ERASED),
+    }
     job = _start(args)
     table_ids = parse_table_ids(args.get(contract.ARG_TABLE_ID))
     known = {t.id for t in job.config.tables}
@@ -141,6 +150,7 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
         cid=job.cid,
         parallel=parallel,
         max_attempts=max_attempts,
+        **rebuild,
     )
     return _finish(results, summary_table(results))
 

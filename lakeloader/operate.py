@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 
 from lakeloader.config import TableConfig
-from lakeloader.contract import SWEEP_EVENT, longest_prefix_match
+from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_match
 from lakeloader.ledger import (
     QUARANTINED,
     ActionOutcome,
@@ -154,13 +154,22 @@ def act(
 
 def start_sweep(stage: DeployedStage, table_ids: list[str]) -> dict[str, Any]:
     """Ask the stage's S3-arrival Lambda to sweep these tables now (what its schedule does)."""
-    event = {"lakeloader": {**SWEEP_EVENT["lakeloader"], "table_ids": table_ids}}
+    return _invoke_trigger(stage, {**SWEEP_EVENT["lakeloader"], "table_ids": table_ids})
+
+
+def start_rebuild(stage: DeployedStage, table_id: str, *, raw_zone_erased: bool = False) -> dict[str, Any]:
+    """Ask the stage's S3-arrival Lambda to start the table's rebuild run (it holds the engine's settings)."""
+    request = {**REBUILD_EVENT["lakeloader"], "table_ids": [table_id], "raw_zone_erased": raw_zone_erased}
+    return _invoke_trigger(stage, request)
+
+
+def _invoke_trigger(stage: DeployedStage, request: dict[str, Any]) -> dict[str, Any]:
     response = boto3.client("lambda").invoke(
-        FunctionName=stage.arrival_function, Payload=json.dumps(event).encode()
+        FunctionName=stage.arrival_function, Payload=json.dumps({"lakeloader": request}).encode()
     )
     payload = json.loads(response["Payload"].read() or b"{}")
     if response.get("FunctionError"):
-        raise RuntimeError(f"the sweep failed: {payload.get('errorMessage', payload)}")
+        raise RuntimeError(f"the {request['action']} failed: {payload.get('errorMessage', payload)}")
     return payload
 
 

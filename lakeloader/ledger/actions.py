@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from lakeloader.dynamodb import encode_item
 from lakeloader.ledger.base import clip_error, utc_now_iso
 from lakeloader.ledger.objects import (
+    DONE,
     FAILED,
     OPEN_STATUSES,
     PENDING,
     QUARANTINED,
+    RUNNING,
     SKIPPED,
     LedgerObject,
     ObjectLedger,
@@ -24,6 +26,7 @@ from lakeloader.ledger.objects import (
 
 REQUEUE_FROM = (QUARANTINED, FAILED, SKIPPED)
 SKIP_FROM = (QUARANTINED, FAILED, PENDING)
+REBUILD_FROM = (DONE, PENDING, FAILED, RUNNING)  # a rebuild loads these; quarantined and skipped stay out
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,22 @@ class ObjectActions(ObjectLedger):
             note,
         )
 
+    def rebuild_objects(self, table_id: str) -> list[LedgerObject]:
+        """What `lakeloader rebuild` loads: every object the table loaded or still has to load."""
+        return self.objects(table_id, statuses=REBUILD_FROM)
+
+    def mark_rebuilt(self, table_id: str, objects: Sequence[LedgerObject], run_id: str) -> ActionOutcome:
+        """Record the objects a rebuild loaded as done by its run (the run holds the table's lock)."""
+        return self._move(
+            table_id,
+            objects,
+            REBUILD_FROM,
+            "SET #status = :to, attempts = :zero, run_id = :run, updated_at = :now, note = :note "
+            "REMOVE #error",
+            {":to": DONE, ":zero": 0, ":run": run_id},
+            f"loaded again by rebuild {run_id}",
+        )
+
     def _move(
         self,
         table_id: str,
@@ -110,7 +129,10 @@ class ObjectActions(ObjectLedger):
                 Key=encode_item({"table_id": table_id, "object_id": obj.object_id}),
                 UpdateExpression=update,
                 ConditionExpression="#status = :seen",
-                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeNames={
+                    "#status": "status",
+                    **({"#error": "error"} if "#error" in update else {}),
+                },
                 ExpressionAttributeValues=encode_item(
                     {**values, ":seen": obj.status, ":now": now, ":note": clip_error(note) or ""}
                 ),

@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificati
 from aws_lambda_powertools.utilities.data_classes.s3_event import S3EventRecord
 from aws_lambda_powertools.utilities.data_classes.sns_event import SNSEventRecord
 
-from lakeloader.contract import SWEEP_EVENT
+from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT
 from lakeloader.ledger import ObjectRef
 from lakeloader.trigger.logs import log
 
@@ -163,6 +163,20 @@ def sweep_table_ids(event: Mapping[str, Any]) -> list[str] | None:
     """The tables a sweep request names (``{"lakeloader": {"action": "sweep", "table_ids": [...]}}``)."""
     request = event.get("lakeloader")
     return request.get("table_ids") if isinstance(request, Mapping) else None
+
+
+def rebuild_request(event: Any) -> dict[str, Any] | None:
+    """``{"lakeloader": {"action": "rebuild", "table_ids": [...], "raw_zone_erased": bool}}`` as
+    {table_ids, raw_zone_erased}; None for any other event."""
+    request = event.get("lakeloader") if isinstance(event, Mapping) else None
+    if not isinstance(request, Mapping) or request.get("action") != REBUILD_EVENT["lakeloader"]["action"]:
+        return None
+    table_ids = request.get("table_ids")
+    if not isinstance(table_ids, list) or not table_ids or not all(isinstance(t, str) for t in table_ids):
+        raise ValueError(
+            f"a rebuild request names its tables in table_ids (a list of ids), got {table_ids!r}"
+        )
+    return {"table_ids": table_ids, "raw_zone_erased": request.get("raw_zone_erased") is True}
 
 
 def correlation_id_for(event: Any, context: Any = None) -> str:

@@ -5,13 +5,23 @@ What each step does and why it is safe to retry: docs/ledger_and_trigger.md.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD
 from lakeloader.ledger import FAILED, PENDING, Ledger
-from lakeloader.trigger.events import ObjectEvent, correlation_id_for, is_sweep, parse_event, sweep_table_ids
+from lakeloader.trigger.events import (
+    ObjectEvent,
+    correlation_id_for,
+    is_sweep,
+    parse_event,
+    rebuild_request,
+    sweep_table_ids,
+)
 from lakeloader.trigger.launch import START_ERRORS, Launcher, aws_client, failure_reason
 from lakeloader.trigger.logs import configure_logging, correlation_id, log
 from lakeloader.trigger.metrics import publish_pending_age
@@ -183,20 +193,45 @@ class Trigger:
         self._finish(summary, errors)
         return summary
 
+    def rebuild(
+        self, correlation_id: str, table_ids: list[str], *, raw_zone_erased: bool = False
+    ) -> dict[str, Any]:
+        """Start runs that rebuild these tables (`lakeloader rebuild --stage`); a batched table's
+        window does not hold a rebuild back, a run holding the table's lock does."""
+        summary = _empty_summary(correlation_id)
+        summary["action"] = "rebuild"
+        routes = [
+            dataclasses.replace(r, min_interval_seconds=0)
+            for r in self.routes()
+            if r.enabled and r.table_id in table_ids
+        ]
+        for table_id in sorted(set(table_ids) - {r.table_id for r in routes}):
+            summary["deferred"].append({"table_id": table_id, "reason": "unknown_or_disabled_table"})
+        arguments = {ARG_REBUILD: "true", ARG_RAW_ZONE_ERASED: str(raw_zone_erased).lower()}
+        errors = self._start_all(routes, correlation_id, summary, arguments)
+        self._finish(summary, errors)
+        return summary
+
     def _finish(self, summary: dict[str, Any], errors: list[str]) -> None:
         level = logging.ERROR if errors else logging.INFO
         log(level, "trigger.summary", **{k: v for k, v in summary.items() if k != "correlation_id"})
         if errors:
             raise TriggerError("; ".join(errors))
 
-    def _start_all(self, routes: list[TableRoute], correlation_id: str, summary: dict[str, Any]) -> list[str]:
+    def _start_all(
+        self,
+        routes: list[TableRoute],
+        correlation_id: str,
+        summary: dict[str, Any],
+        job_arguments: Mapping[str, str] | None = None,
+    ) -> list[str]:
         """Start runs for ``routes``: grouped by engine and execution class, TABLES_PER_RUN a run."""
         groups: dict[tuple[str, str], list[TableRoute]] = {}
         for route in routes:
             groups.setdefault((route.engine, route.execution_class), []).append(route)
         errors = []
         for members in groups.values():
-            for table_id, outcome in self.start_group(members, correlation_id).items():
+            for table_id, outcome in self.start_group(members, correlation_id, job_arguments).items():
                 if outcome.run_id:
                     summary["started"][table_id] = outcome.run_id
                     continue
@@ -239,7 +274,9 @@ class Trigger:
             self._windows[table_id] = claim
         return None
 
-    def start_group(self, routes: list[TableRoute], correlation_id: str) -> dict[str, _StartOutcome]:
+    def start_group(
+        self, routes: list[TableRoute], correlation_id: str, job_arguments: Mapping[str, str] | None = None
+    ) -> dict[str, _StartOutcome]:
         """Start runs for the free tables of ``routes`` (one engine and execution class), up to
         TABLES_PER_RUN tables a run.
 
@@ -256,20 +293,24 @@ class Trigger:
                 continue
             reserved.append(route)
             if len(reserved) == self.settings.tables_per_run:
-                outcomes.update(self._launch(reserved, holder, correlation_id))
+                outcomes.update(self._launch(reserved, holder, correlation_id, job_arguments))
                 reserved = []
         if reserved:
-            outcomes.update(self._launch(reserved, holder, correlation_id))
+            outcomes.update(self._launch(reserved, holder, correlation_id, job_arguments))
         return outcomes
 
     def _launch(
-        self, reserved: list[TableRoute], holder: str, correlation_id: str
+        self,
+        reserved: list[TableRoute],
+        holder: str,
+        correlation_id: str,
+        job_arguments: Mapping[str, str] | None = None,
     ) -> dict[str, _StartOutcome]:
         """Start one engine run for reserved tables; on failure give back their locks and windows."""
         table_ids = [r.table_id for r in reserved]
         engine, execution_class = reserved[0].engine, reserved[0].execution_class
         try:
-            run_id = self.launcher.start(engine, table_ids, correlation_id, execution_class)
+            run_id = self.launcher.start(engine, table_ids, correlation_id, execution_class, job_arguments)
         except START_ERRORS as exc:
             for table_id in table_ids:
                 self.ledger.release_lock(table_id, holder)
@@ -320,4 +361,7 @@ def handle_event(
         trigger = trigger or Trigger(settings)
         if is_sweep(event):
             return trigger.sweep(cid, table_ids=sweep_table_ids(event))
+        request = rebuild_request(event)
+        if request is not None:
+            return trigger.rebuild(cid, request["table_ids"], raw_zone_erased=request["raw_zone_erased"])
         return trigger.handle(event, cid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import boto3
@@ -90,15 +91,29 @@ class Launcher:
             self._emr = aws_client("emr-serverless")
         return self._emr
 
-    def start(self, engine: str, table_ids: list[str], correlation_id: str, execution_class: str) -> str:
-        """Start one run for ``table_ids``; its Glue/EMR run id. Raises one of ``START_ERRORS``."""
+    def start(
+        self,
+        engine: str,
+        table_ids: list[str],
+        correlation_id: str,
+        execution_class: str,
+        job_arguments: Mapping[str, str] | None = None,
+    ) -> str:
+        """Start one run for ``table_ids``; its Glue/EMR run id. Raises one of ``START_ERRORS``.
+
+        ``job_arguments``: more contract.ARG_* values for this run (a rebuild's)."""
+        arguments = {
+            ARG_TABLE_ID: ",".join(table_ids),
+            ARG_CORRELATION_ID: correlation_id,
+            **(job_arguments or {}),
+        }
         if engine == "glue":
-            return self._start_glue(table_ids, correlation_id, execution_class)
+            return self._start_glue(arguments, execution_class)
         if engine == "emr":
-            return self._start_emr(table_ids, correlation_id)
+            return self._start_emr(arguments)
         raise SettingsError(f"engine {engine!r} is not one of {ENGINES}")
 
-    def _start_glue(self, table_ids: list[str], correlation_id: str, execution_class: str) -> str:
+    def _start_glue(self, arguments: Mapping[str, str], execution_class: str) -> str:
         if not self.settings.glue_job_name:
             raise SettingsError(f"{ENV_GLUE_JOB_NAME} is not set but the table's engine is glue")
         extra: dict[str, Any] = {}
@@ -106,15 +121,12 @@ class Launcher:
             extra = {"ExecutionClass": "FLEX", "JobRunQueuingEnabled": False}
         response = self.glue.start_job_run(
             JobName=self.settings.glue_job_name,
-            Arguments={
-                glue_arg(ARG_TABLE_ID): ",".join(table_ids),
-                glue_arg(ARG_CORRELATION_ID): correlation_id,
-            },
+            Arguments={glue_arg(name): value for name, value in arguments.items()},
             **extra,
         )
         return str(response["JobRunId"])
 
-    def _start_emr(self, table_ids: list[str], correlation_id: str) -> str:
+    def _start_emr(self, arguments: Mapping[str, str]) -> str:
         s = self.settings
         missing = [
             name
@@ -127,9 +139,9 @@ class Launcher:
         ]
         if missing:
             raise SettingsError(f"{', '.join(missing)} not set but the table's engine is emr")
-        tables = ",".join(table_ids)
+        tables = arguments[ARG_TABLE_ID]
         # the same invocation asking again (a Lambda retry) gets the same run, not a second one
-        token = hashlib.sha256(f"{correlation_id}|{tables}".encode()).hexdigest()[:64]
+        token = hashlib.sha256(f"{arguments[ARG_CORRELATION_ID]}|{tables}".encode()).hexdigest()[:64]
         response = self.emr.start_job_run(
             applicationId=s.emr_application_id,
             executionRoleArn=s.emr_job_role_arn,
@@ -139,10 +151,7 @@ class Launcher:
                 "sparkSubmit": {
                     "entryPoint": s.emr_entry_point,
                     "entryPointArguments": [
-                        emr_arg(ARG_TABLE_ID),
-                        tables,
-                        emr_arg(ARG_CORRELATION_ID),
-                        correlation_id,
+                        *(part for name, value in arguments.items() for part in (emr_arg(name), value)),
                         *s.emr_extra_args,
                     ],
                 }

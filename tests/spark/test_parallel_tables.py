@@ -121,3 +121,58 @@ def test_a_file_with_bad_input_is_set_aside_and_the_rest_of_its_batch_commits(
     bad = objects["LOAD00000002.parquet"]
     assert bad.status == "failed" and "key column is NULL" in bad.error and "LOAD00000002" in bad.error
     assert result.status == "failed" and result.inserted == 2
+
+
+def test_a_keys_change_stops_the_drain_until_a_rebuild_run_re_keys_the_table_from_the_ledger(
+    spark, raw, make_table, ledger, monkeypatch
+):
+    """The job side of `lakeloader rebuild --stage`: the run refuses the new keys (files kept), the
+    rebuild run builds the table from every object the ledger holds but the skipped one, and the
+    ledger records them done by the rebuild."""
+    from datetime import datetime
+
+    table = make_table(source={"prefix": "src/r/"})
+    for n, region in ((1, "eu"), (2, "us")):
+        row = {"id": 1, "name": region, "last_update_time": datetime(2026, 11, 1, 8, n)}
+        raw.write_parquet(f"src/r/LOAD{n:08d}.parquet", [row], schema=FULL)
+    raw.write_text("src/r/LOAD00000003.parquet", "test data, skipped by an operator")
+    record_and_read_locally(ledger, raw, [table], monkeypatch)
+    skipped = [o for o in ledger.objects(table.id) if o.key.endswith("3.parquet")]
+    ledger.skip(table.id, skipped, note="test data")
+    assert (
+        drain.drain_table(spark, table, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="c").status == "ok"
+    )
+
+    rekeyed = make_table(
+        id=table.id, source={"prefix": "src/r/"}, target=table.target.model_dump(), keys=["id", "name"]
+    )
+    refused = drain.drain_table(spark, rekeyed, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="c")
+    assert refused.status == "skipped"  # nothing new to load: the refusal waits for the next batch
+    raw.write_parquet(
+        "src/r/LOAD00000004.parquet",
+        [{"id": 2, "name": "eu", "last_update_time": datetime(2026, 11, 1, 9)}],
+        schema=FULL,
+    )
+    record_and_read_locally(ledger, raw, [table], monkeypatch)
+    refused = drain.drain_table(spark, rekeyed, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="c")
+    assert refused.status == "failed" and "lakeloader rebuild --table" in refused.error
+
+    rebuilt = drain.drain_table(
+        spark, rekeyed, ledger, catalog=CATALOG, raw_root="s3://raw/", cid="c", rebuild=True
+    )
+
+    assert rebuilt.status == "ok", rebuilt.error
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT id, name FROM {name}").collect()) == [
+        (1, "eu"),
+        (1, "us"),
+        (2, "eu"),
+    ]
+    statuses = {o.key.rsplit("/", 1)[1]: (o.status, o.run_id) for o in ledger.objects(table.id)}
+    [run] = ledger.list_runs(table.id, limit=1)
+    assert statuses == {
+        "LOAD00000001.parquet": ("done", run.run_id),
+        "LOAD00000002.parquet": ("done", run.run_id),
+        "LOAD00000003.parquet": ("skipped", None),
+        "LOAD00000004.parquet": ("done", run.run_id),
+    }

@@ -104,3 +104,47 @@ def test_engine_not_configured(world: World, monkeypatch):
     with pytest.raises(TriggerError, match="engine_not_configured"):
         HANDLER(s3_event(s3_record("inventory/products/1.json")), context())
     assert [o.status for o in world.ledger.objects("inventory.products")] == [PENDING]
+
+
+def test_a_rebuild_request_starts_the_tables_runs_with_the_rebuild_arguments(world: World, monkeypatch):
+    """`lakeloader rebuild --stage` asks the Lambda: it holds the engines' settings and the start protocol
+    (lock, one run per request); a batched table's window does not hold a rebuild back."""
+    app = world.emr.create_application(name=unique_name("lakeloader"), releaseLabel="emr-7.5.0", type="SPARK")
+    monkeypatch.setenv("EMR_APPLICATION_ID", app["applicationId"])
+    monkeypatch.setenv("EMR_JOB_ROLE_ARN", "arn:aws:iam::123456789012:role/lakeloader-emr-job")
+    monkeypatch.setenv("EMR_ENTRY_POINT", "s3://assets/emr_steps/ingest.py")
+    world.add_table("crm.customers", CUSTOMERS)
+    world.add_table("inventory.products", "inventory/products/", engine="emr")
+    world.dynamodb.update_item(  # batched: one run an hour, and one started just now
+        TableName=world.config_table,
+        Key={"table_id": {"S": "crm.customers"}},
+        UpdateExpression="SET min_interval_seconds = :window",
+        ExpressionAttributeValues={":window": {"N": "3600"}},
+    )
+    assert world.ledger.claim_window("crm.customers", 3600) is not None
+
+    request = {"action": "rebuild", "table_ids": ["crm.customers", "inventory.products", "no.such"]}
+    summary = HANDLER({"lakeloader": {**request, "raw_zone_erased": True}}, context("req-rebuild"))
+
+    assert summary["action"] == "rebuild" and sorted(summary["started"]) == [
+        "crm.customers",
+        "inventory.products",
+    ]
+    assert summary["deferred"] == [{"table_id": "no.such", "reason": "unknown_or_disabled_table"}]
+    [glue_run] = world.glue_runs()
+    assert glue_run["Arguments"] == {
+        "--lakeloader_table_id": "crm.customers",
+        "--lakeloader_correlation_id": "req-rebuild",
+        "--lakeloader_rebuild": "true",
+        "--lakeloader_raw_zone_erased": "true",
+    }
+    emr_run = world.emr.get_job_run(
+        applicationId=app["applicationId"], jobRunId=summary["started"]["inventory.products"]
+    )
+    arguments = emr_run["jobRun"]["jobDriver"]["sparkSubmit"]["entryPointArguments"]
+    assert arguments[4:] == ["--rebuild", "true", "--raw-zone-erased", "true"]
+
+    again = HANDLER({"lakeloader": request}, context("req-rebuild-2"))  # the rebuild runs hold the locks
+    assert again["started"] == {} and {d["reason"] for d in again["deferred"]} >= {"run_in_progress"}
+    with pytest.raises(ValueError, match="table_ids"):
+        HANDLER({"lakeloader": {"action": "rebuild"}}, context("req-bad"))
