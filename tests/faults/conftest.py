@@ -69,6 +69,13 @@ class Lake:
 
     def start(self, *args: str, crash_at: str | None = None) -> subprocess.Popen:
         """`lakeloader ARGS --config ...` in its own process group (so nothing it starts outlives it)."""
+        command, rest = args[0], args[1:]
+        return self.start_module(
+            "lakeloader.cli", command, "--config", str(self.config), *rest, crash_at=crash_at
+        )
+
+    def start_module(self, module: str, *args: str, crash_at: str | None = None) -> subprocess.Popen:
+        """`python -m MODULE ARGS` in its own process group, on this lake's Spark settings."""
         env = {
             **os.environ,
             "SPARK_LOCAL_IP": "127.0.0.1",
@@ -78,9 +85,8 @@ class Lake:
         env.pop("LAKELOADER_CRASH_AT", None)
         if crash_at:
             env["LAKELOADER_CRASH_AT"] = crash_at
-        command, rest = args[0], args[1:]
         return subprocess.Popen(
-            [sys.executable, "-m", "lakeloader.cli", command, "--config", str(self.config), *rest],
+            [sys.executable, "-m", module, *args],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

@@ -6,11 +6,12 @@ from __future__ import annotations
 import signal
 import uuid
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from lakeloader.erase import erase
-from lakeloader.maintenance import maintain_tables
+from lakeloader.maintenance import maintain_table, maintain_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
 
@@ -109,6 +110,17 @@ def test_killed_before_an_audit_branch_is_published_the_next_run_loses_nothing(l
     refs = {r.name: r.snapshot_id for r in lake.spark.sql(f"SELECT * FROM {name_of(table)}.refs").collect()}
     left = [ref for ref, snapshot in refs.items() if ref != "main" and snapshot == refs["main"]]
     assert not left, f"the killed run's audit branch was published: {left}"
+    killed = [ref for ref in refs if ref.startswith("audit_")]
+    assert killed, "the killed run left no audit branch: the case below proves nothing"
+
+    # once no run can hold the table's lock (2 h lease), maintenance drops the dead run's branch
+    merged = rows(lake, table)
+    later = datetime.now(UTC) + timedelta(hours=3)
+    result = maintain_table(lake.spark, table, catalog=CATALOG, now=later)
+    assert result.status == "ok", result.error
+    refs = [r.name for r in lake.spark.sql(f"SELECT name FROM {name_of(table)}.refs").collect()]
+    assert not [ref for ref in refs if ref.startswith("audit_")], refs
+    assert rows(lake, table) == merged
 
 
 def test_killed_during_maintenance_the_table_is_intact_and_maintenance_finishes(lake):
