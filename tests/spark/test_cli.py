@@ -50,6 +50,12 @@ def test_run_then_sql_on_the_examples_gives_the_expected_rows(tmp_path):
     run = lakeloader("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
     assert run.returncode == 0, run.stderr
     assert "crm.customers" in run.stdout and "failed" not in run.stdout
+    # a rebuild from the same raw files, same config: the same rows (checked below), nothing loaded twice
+    rebuild = lakeloader(
+        "rebuild", "--config", "examples/tables.yaml", "--warehouse", warehouse, "--table", "crm.customers"
+    )
+    assert rebuild.returncode == 0, rebuild.stderr
+    assert "crm.customers: rebuilt from" in rebuild.stdout, rebuild.stdout
 
     query = "SELECT customer_id, name, email, tier FROM crm.customers ORDER BY customer_id"
     sql = lakeloader("sql", "--config", "examples/tables.yaml", "--warehouse", warehouse, query)
