@@ -24,6 +24,8 @@ HELP = {
     contract.ARG_DATABASE_PREFIX: "the stage's Glue database prefix",
     contract.ARG_PARALLEL_TABLES: "how many tables to drain at once (default 1)",
     contract.ARG_MAX_ATTEMPTS: "failures of one file before it is quarantined (default 3)",
+    contract.ARG_REBUILD: "true: build the run's tables again from their ledger objects first",
+    contract.ARG_RAW_ZONE_ERASED: "true: a rebuild may run although erasures are on record",
 }
 
 

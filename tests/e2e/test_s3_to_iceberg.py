@@ -424,6 +424,23 @@ def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_tri
     assert code == 0 and "audit.events: 1 requeued" in out, out
     assert status_of("audit.events")["counts"] == {"done": 25, "pending": 1}
 
+    # a rebuild, through the trigger's rebuild event and the job: every object but the skipped one
+    # loaded again by one run, recorded done by it
+    code, out = lakeloader(
+        "skip", "--stage", "dev", "--table", "audit.events", "--key", BAD_KEY, "--reason", "y"
+    )
+    assert code == 0 and "audit.events: 1 skipped" in out, out
+    ledger = e2e.stack.ledger()
+    before = {r.run_id for r in ledger.list_runs("audit.events", limit=50)}
+    code, out = lakeloader("rebuild", "--stage", "dev", "--table", "audit.events")
+    assert code == 0 and "audit.events: rebuild started as run" in out, out
+    wait_for_objects(e2e.stack, {"audit.events": keys})  # returns once no ingest run is active
+    [rebuild] = [r for r in ledger.list_runs("audit.events", limit=50) if r.run_id not in before]
+    assert rebuild.status == "succeeded" and rebuild.counts["files"] == 25, rebuild
+    objects = {o.key: (o.status, o.run_id) for o in ledger.objects("audit.events")}
+    assert objects.pop(BAD_KEY)[0] == "skipped"
+    assert set(objects.values()) == {("done", rebuild.run_id)}, objects
+
 
 def audit_event(n: int) -> dict[str, Any]:
     from datetime import datetime

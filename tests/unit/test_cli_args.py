@@ -25,3 +25,16 @@ def test_without_a_prefix_the_config_names_stand() -> None:
     )
     assert {t.target.database for t in config.tables} == {"crm", "sales", "inventory"}
     assert config.warehouse == "s3://b/w/"
+
+
+def test_the_emr_scripts_take_every_job_argument_the_trigger_may_pass():
+    """The trigger starts EMR runs with `--<name> value` for any contract.ARG_* (a rebuild's too);
+    an option the script does not declare fails the run before it starts."""
+    from lakeloader import contract
+    from lakeloader.job_args import emr_args
+
+    required = [part for name in contract.JOB_REQUIRED_ARGS for part in (contract.emr_arg(name), "x")]
+    for optional in (contract.INGEST_OPTIONAL_ARGS, contract.MAINTAIN_OPTIONAL_ARGS):
+        given = [part for name in optional for part in (contract.emr_arg(name), f"v-{name}")]
+        args = emr_args(["ingest.py", *required, *given], optional)
+        assert {name: args[name] for name in optional} == {name: f"v-{name}" for name in optional}
