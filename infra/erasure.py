@@ -24,7 +24,7 @@ from infra.catalog import Catalog, glue_arns
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.settings import Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
-from lakeloader.erase import AUDIT_DATABASE
+from lakeloader.contract import AUDIT_DATABASE
 
 TABLE_ACTIONS = ["glue:GetDatabase", "glue:GetTable", "glue:UpdateTable"]
 AUDIT_ACTIONS = [*TABLE_ACTIONS, "glue:CreateDatabase", "glue:CreateTable"]

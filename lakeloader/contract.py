@@ -124,6 +124,9 @@ GLUE_CATALOG = "glue_catalog"
 LOCAL_CATALOG = "lakeloader"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ICEBERG_SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+# The erasure audit table `lakeloader erase` writes; the stack's erase policy grants it.
+AUDIT_DATABASE = "lakeloader_audit"
+AUDIT_TABLE = "erasures"
 
 
 def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ from lakeloader import cdc, iceberg, tombstones
 from lakeloader.actor import identity
 from lakeloader.commit import consumed_file_ids
 from lakeloader.config import TableConfig
+from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
 from lakeloader.object_versions import on_s3, purge_noncurrent_versions, remaining_versions
@@ -29,8 +30,6 @@ from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, quote, timestamp_literal
 
-AUDIT_DATABASE = "lakeloader_audit"
-AUDIT_TABLE = "erasures"
 AUDIT_COLUMNS = (
     "erased_at TIMESTAMP, who STRING, table_id STRING, target STRING, rows_erased BIGINT, "
     "predicate_kind STRING, subjects INT, predicate_sha256 STRING, snapshots_expired INT, "

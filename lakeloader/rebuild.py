@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from lakeloader import commit, iceberg, schema, tombstones
 from lakeloader.config import TableConfig
-from lakeloader.erase import AUDIT_DATABASE, AUDIT_TABLE
+from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.errors import LakeloaderError
 from lakeloader.inputs import InputFile
 from lakeloader.merge import TableResult, apply_batch

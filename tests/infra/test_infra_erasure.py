@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakeloader.erase import AUDIT_DATABASE
+from lakeloader.contract import AUDIT_DATABASE
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, Statement, allowed
 
 GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"
