@@ -27,7 +27,9 @@ ARG_KEYS = [
 INGEST_ONLY = {
     "lakeloader_parallel_tables": "",
     "lakeloader_max_attempts": "",
-}  # how many tables one ingest run drains at once
+    "lakeloader_rebuild": "",
+    "lakeloader_raw_zone_erased": "",
+}  # ingest's own: how many tables a run drains at once, quarantine after, a rebuild run
 COMMON = {
     "lakeloader_config_table": "lakeloader-dev-config",
     "lakeloader_ledger_table": "lakeloader-dev-ledger",
