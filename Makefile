@@ -21,7 +21,7 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirement
 	$(PY) -m pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
 	$(PY) -m lakeloader_dev.jars > /dev/null
-	$(PY) -m infra.packaging > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
+	$(PY) -m infra.prefetch > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
 	touch $(STAMP)
 
 lint: $(STAMP)

@@ -228,7 +228,7 @@ def lambda_wheels(cache: Path = WHEEL_CACHE) -> list[Path]:
     if not (folder / "SHA256SUMS").is_file():
         raise PackagingError(
             f"{LAMBDA_REQUIREMENTS.name}: its wheels are not in {folder}; run `make setup` "
-            "(or `python -m infra.packaging`) once while PyPI is reachable"
+            "(or `python -m infra.prefetch`) once while PyPI is reachable"
         )
     return _pure_wheels(folder, pins)
 

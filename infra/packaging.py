@@ -360,11 +360,3 @@ def emr_deps_archive(pins: list[Pin] | None = None) -> Path:
             owners[name] = str(pin)
             entries[name] = (name, data, mode)
     return publish_zip("emr-deps", EMR_DEPS_NAME, list(entries.values()))
-
-
-if __name__ == "__main__":  # `make setup`: fetch the wheels and build both archives while PyPI is reachable
-    from infra.lambda_code import fetch_lambda_wheels
-
-    print(glue_wheels_zip())
-    print(emr_deps_archive())
-    print(*fetch_lambda_wheels(), sep="\n")

@@ -86,11 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(sql)
     sql.add_argument("query", help="the SQL statement")
 
-    commands.add_parser(
-        "local",
-        help="the embedded AWS emulator: up|deploy|env|status|down (see lakeloader local --help)",
-        add_help=False,
-    )
     tables = commands.add_parser(
         "tables",
         help="validate the config and list its tables",
@@ -248,9 +243,8 @@ def _row_to_json(row: Any) -> str:
 
 def _session(config: LakeConfig, app_name: str):
     from lakeloader.spark import SparkSettings, build_session
-    from lakeloader_dev.jars import spark_conf  # the CLI runs on a developer's machine, never on Glue/EMR
 
-    settings = SparkSettings(warehouse=config.warehouse, app_name=app_name, extra_conf=spark_conf())
+    settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
     return build_session(settings), settings.catalog
 
 
@@ -469,10 +463,6 @@ def configure(args: argparse.Namespace) -> LakeConfig:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["local"]:  # the embedded AWS emulator (up|deploy|env|status|down): no table config
-        from lakeloader_dev.local import cli as local_cli
-
-        return local_cli(argv)
     args = build_parser().parse_args(argv)
     try:
         if args.command in STAGE_COMMANDS:

@@ -1,8 +1,9 @@
 """One place that builds the SparkSession for each runtime.
 
-* ``local``: PySpark ``local[N]`` with the Iceberg jars its caller passes in
-  (``extra_conf=lakeloader_dev.jars.spark_conf()``), or ``LAKELOADER_SPARK_JARS`` for a
-  script the emulator runs: the shipped runtime never imports the jar assembly. The catalog
+* ``local``: PySpark ``local[N]`` with the Iceberg jars its caller passes in (``extra_conf``),
+  ``LAKELOADER_SPARK_JARS``, or the jar settings the checkout's jar assembly recorded
+  (``.lakeloader/jars/spark-conf.json``, written by ``make setup``): the shipped runtime never
+  imports the assembly (``lakeloader_dev.jars``), it only reads what it wrote. The catalog
   is an Iceberg Hadoop catalog on a local warehouse folder, or the Glue catalog + S3FileIO
   against ``AWS_ENDPOINT_URL`` (the embedded emulator) when the warehouse is an ``s3://`` URI.
 * ``glue`` / ``emr``: the platform provides Spark and Iceberg; the job's
@@ -15,6 +16,7 @@ write ``SELECT * FROM crm.customers``.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 Runtime = Literal["local", "glue", "emr"]
 CATALOG = LOCAL_CATALOG  # what tests and benchmarks address local tables with
 JARS_ENV = "LAKELOADER_SPARK_JARS"
+CACHE_ENV = "LAKELOADER_CACHE"  # the jar cache folder (default: <checkout>/.lakeloader/jars)
+JARS_CONF_FILE = "spark-conf.json"  # in the jar cache: the Spark settings that load the cached jars
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.iceberg.check-ordering": "false",
         "spark.sql.defaultCatalog": catalog,
     }
+    conf.update(_recorded_jar_conf())
     if os.environ.get(JARS_ENV):
         conf["spark.jars"] = os.environ[JARS_ENV]
 
@@ -115,11 +120,27 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
     conf.update(settings.extra_conf)
     if not (conf.get("spark.jars") or conf.get("spark.jars.packages")):
         raise LakeloaderError(
-            "local Spark needs the Iceberg jars: pass SparkSettings(extra_conf="
-            f"lakeloader_dev.jars.spark_conf()) or set {JARS_ENV} to a comma-separated jar list "
-            "(python -m lakeloader_dev.jars prints it)"
+            f"local Spark needs the Iceberg jars and {jar_conf_path()} does not name them: run "
+            "`make setup` (or `python -m lakeloader_dev.jars`) in the checkout, or set "
+            f"{JARS_ENV} to a comma-separated jar list"
         )
     return conf
+
+
+def jar_conf_path() -> Path:
+    """Where the checkout's jar assembly records the Spark settings for its jars."""
+    cache = os.environ.get(CACHE_ENV)
+    root = (
+        Path(cache).expanduser().resolve()
+        if cache
+        else Path(__file__).resolve().parents[1] / ".lakeloader" / "jars"
+    )
+    return root / JARS_CONF_FILE
+
+
+def _recorded_jar_conf() -> dict[str, str]:
+    path = jar_conf_path()
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def _s3a_conf() -> dict[str, str]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import pathlib
 import shutil
@@ -42,6 +43,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 
+from lakeloader.spark import jar_conf_path
 from lakeloader_dev.jar_sources import (
     CHUNK,
     ICEBERG_DIST,
@@ -77,7 +79,6 @@ KINDS = ("iceberg", "aws", "s3a", "all")
 # Bump when the recipe of a generated jar changes: outputs then get new names and are rebuilt.
 _RECIPE = "ll1"
 
-_PROJECT_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # --------------------------------------------------------------------------- outputs and prefixes
 
@@ -122,9 +123,9 @@ _JACKSON_PROBE = _SHADED + "com/fasterxml/jackson/core/JsonFactoryBuilder.class"
 
 
 def cache_dir() -> pathlib.Path:
-    """The jar cache: ``$LAKELOADER_CACHE`` or ``<project>/.lakeloader/jars``."""
-    env = os.environ.get("LAKELOADER_CACHE")
-    return pathlib.Path(env).expanduser().resolve() if env else _PROJECT_ROOT / ".lakeloader" / "jars"
+    """The jar cache: ``$LAKELOADER_CACHE`` or ``<project>/.lakeloader/jars`` (where the shipped
+    runtime looks for the recorded settings)."""
+    return jar_conf_path().parent
 
 
 @contextlib.contextmanager
@@ -293,8 +294,23 @@ def spark_conf() -> dict[str, str]:
     The Iceberg/AWS jars assembled here, or Maven coordinates with ``LAKELOADER_JARS=maven``.
     """
     if os.environ.get("LAKELOADER_JARS") == "maven":
-        return {"spark.jars.packages": MAVEN_PACKAGES}
-    return {"spark.jars": ",".join(str(p) for p in local_jars("all"))}
+        conf = {"spark.jars.packages": MAVEN_PACKAGES}
+    else:
+        conf = {"spark.jars": ",".join(str(p) for p in local_jars("all"))}
+    _record(conf)
+    return conf
+
+
+def _record(conf: dict[str, str]) -> None:
+    """Leave the settings where the shipped runtime reads them (`lakeloader.spark.jar_conf_path`):
+    `lakeloader run` in this checkout then finds the jars without importing this module."""
+    path = jar_conf_path()
+    text = json.dumps(conf, indent=2, sort_keys=True) + "\n"
+    if path.is_file() and path.read_text() == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 def local_jars(kind: str = "all") -> list[pathlib.Path]:
@@ -374,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if bad else 0
         for path in local_jars(args.kind):
             print(path)
+        if args.kind == "all":
+            spark_conf()  # records them for `lakeloader run`
     except (RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,9 +1,9 @@
-"""``lakeloader local up|deploy|down|status``: the embedded AWS emulator as a background service.
+"""``python -m lakeloader_dev.local up|deploy|env|status|down``: the embedded AWS emulator, detached.
 
-    lakeloader local up        # start the emulator (moto, extended) on 127.0.0.1, detached
-    lakeloader local deploy    # synthesize the CDK app and deploy it to the emulator
-    eval "$(lakeloader local env)"   # AWS_ENDPOINT_URL + test credentials for your shell
-    lakeloader local down      # stop it (all state is in memory: gone)
+    python -m lakeloader_dev.local up        # start the emulator (moto, extended) on 127.0.0.1, detached
+    python -m lakeloader_dev.local deploy    # synthesize the CDK app and deploy it to the emulator
+    eval "$(python -m lakeloader_dev.local env)"   # AWS_ENDPOINT_URL + test credentials for your shell
+    python -m lakeloader_dev.local down      # stop it (all state is in memory: gone)
 
 State lives in ``.lakeloader/local/`` (state.json: endpoint, pid, work folder; emulator.log:
 every Lambda invocation and Glue run). ``deploy`` also works against any endpoint given
@@ -60,7 +60,9 @@ def up(state_dir: Path = STATE_DIR, port: int = 0, timeout: float = 60.0) -> dic
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"lakeloader local up: the emulator exited; see {state_dir / 'emulator.log'}")
+            raise SystemExit(
+                f"python -m lakeloader_dev.local up: the emulator exited; see {state_dir / 'emulator.log'}"
+            )
         state = read_state(state_dir)
         if state:
             print(
@@ -69,7 +71,7 @@ def up(state_dir: Path = STATE_DIR, port: int = 0, timeout: float = 60.0) -> dic
             return state
         time.sleep(0.2)
     process.terminate()
-    raise SystemExit("lakeloader local up: the emulator did not answer in time")
+    raise SystemExit("python -m lakeloader_dev.local up: the emulator did not answer in time")
 
 
 def down(state_dir: Path = STATE_DIR) -> None:
@@ -98,13 +100,12 @@ def _endpoint(args: argparse.Namespace) -> str:
         return state["endpoint"]
     if os.environ.get("AWS_ENDPOINT_URL"):
         return os.environ["AWS_ENDPOINT_URL"]
-    raise SystemExit("no emulator running: `lakeloader local up` first, or pass --endpoint")
+    raise SystemExit("no emulator running: `python -m lakeloader_dev.local up` first, or pass --endpoint")
 
 
-def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = commands.add_parser(
-        "local",
-        help="the embedded AWS emulator: up, deploy, env, status, down",
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lakeloader_dev.local",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -143,7 +144,7 @@ def main(args: argparse.Namespace) -> int:
                 endpoint=endpoint, stage=args.stage, progress=lambda m: print(f"  {m}", flush=True)
             )
         except DeployError as exc:
-            print(f"lakeloader local deploy: {exc}", file=sys.stderr)
+            print(f"python -m lakeloader_dev.local deploy: {exc}", file=sys.stderr)
             return 1
         width = max(len(k) for k in deployment.outputs) if deployment.outputs else 0
         for key, value in sorted(deployment.outputs.items()):
@@ -151,11 +152,5 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lakeloader")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return main(parser.parse_args(argv))
-
-
 if __name__ == "__main__":
-    sys.exit(cli(["local", *sys.argv[1:]]))
+    sys.exit(main(build_parser().parse_args()))

@@ -15,7 +15,7 @@ from typing import Any
 
 from moto.core.common_models import CloudFormationModel
 
-# logical type -> [(physical id, properties)], for `lakeloader local status` and the docs
+# logical type -> [(physical id, properties)], for `python -m lakeloader_dev.local status` and the docs
 ACCEPTED: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 
 

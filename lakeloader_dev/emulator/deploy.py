@@ -212,7 +212,9 @@ def deploy(
     started = time.monotonic()
     endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL")
     if not endpoint:
-        raise DeployError("no endpoint: start the emulator (`lakeloader local up`) or set AWS_ENDPOINT_URL")
+        raise DeployError(
+            "no endpoint: start the emulator (`python -m lakeloader_dev.local up`) or set AWS_ENDPOINT_URL"
+        )
     session = boto3.Session(region_name=region)
     sts = session.client("sts", endpoint_url=endpoint)
     account = sts.get_caller_identity()["Account"]

@@ -1,8 +1,8 @@
 """Run the emulator in the foreground until SIGTERM/SIGINT: ``python -m lakeloader_dev.emulator.serve``.
 
-``lakeloader local up`` starts this detached and waits for the state file, which holds
+``python -m lakeloader_dev.local up`` starts this detached and waits for the state file, which holds
 the endpoint, the pid and the work folder. Lambda invocations and Glue runs are logged
-to stdout (one line each) — `lakeloader local up` sends them to ``<workdir>/emulator.log``.
+to stdout (one line each) — `python -m lakeloader_dev.local up` sends them to ``<workdir>/emulator.log``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The e2e fixtures: a deployed lakeloader stack on an AWS endpoint.
 
 * AWS_ENDPOINT_URL set (LocalStack or any compatible endpoint): the suite deploys the
-  app there (synth + assets + CloudFormation, like ``lakeloader local deploy``), unless
+  app there (synth + assets + CloudFormation, like ``python -m lakeloader_dev.local deploy``), unless
   LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml``.
 * otherwise: the embedded emulator (``lakeloader_dev.emulator``) starts in this process.
 

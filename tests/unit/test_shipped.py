@@ -1,0 +1,41 @@
+"""What ships is `lakeloader/` alone: the installed package holds no development tooling and no shipped
+module imports it (the CLI finds the checkout's jars through the settings file they leave behind)."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+from setuptools import find_packages
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_no_shipped_module_imports_the_development_tooling():
+    reaching = {
+        str(path.relative_to(REPO)): sorted(
+            m for m in imported_modules(path) if m.startswith("lakeloader_dev")
+        )
+        for path in (REPO / "lakeloader").rglob("*.py")
+    }
+    assert {path: found for path, found in reaching.items() if found} == {}
+
+
+def test_the_installed_package_holds_no_development_tooling():
+    """The packages setuptools installs from pyproject.toml's `find` settings."""
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    installed = find_packages(str(REPO), include=find["include"], exclude=find.get("exclude", ()))
+    assert "lakeloader" in installed and "lakeloader.trigger" in installed
+    assert sorted(p for p in installed if p.split(".")[0] != "lakeloader") == []
