@@ -28,12 +28,12 @@ def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[
     """`lakeloader.merge.classify` before the probe join: batch LEFT JOIN all target keys."""
     from pyspark.sql import functions as F
 
-    from lakeloader import cdc
+    from lakeloader.columns import OP, find_column
     from lakeloader.merge import ACTION
     from lakeloader.sequence import newer_sql
     from lakeloader.sql import quote
 
-    keys = [cdc.find_column(batch.columns, k) for k in table.keys]
+    keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
     target_cols.append(F.lit(True).alias("_ll_exists"))
     held = [f"_ll_tseq_{i}" for i in range(len(seq))]
@@ -43,7 +43,7 @@ def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[
     joined = batch.join(target, on=condition, how="left")
     newer = F.expr(newer_sql([quote(h) for h in held], [quote(c) for c in seq])) if seq else F.lit(True)
     exists = F.col("_ll_exists").isNotNull()
-    is_delete = F.col(cdc.OP) == "D"
+    is_delete = F.col(OP) == "D"
     action = (
         F.when(is_delete & exists & newer, "delete")
         .when(is_delete, "skip")

@@ -16,29 +16,27 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader import shaping
+from lakeloader.columns import (
+    FILE,
+    FILE_POS,
+    INVALID,
+    META_COLUMNS,
+    OP,
+    ROW_POS,
+    SEQ,
+    find_column,
+    seq_columns,
+)
 from lakeloader.config import TableConfig
 from lakeloader.errors import BadInputError
 from lakeloader.formats import SourceFormat, source_format
-from lakeloader.formats.base import FILE_POS, OP, ROW_POS
-from lakeloader.formats.files import find_column, require_sequence
+from lakeloader.formats.files import Check, replace_checked, require_sequence
 from lakeloader.inputs import InputFile, batch_order
 
-# OP: I (insert/upsert), U (update), D (delete) or T (truncate). SEQ, SEQ_1, ...: the sequence
-# columns' values (TableConfig.sequence_columns; a tie-breaker a file lacks is NULL, the oldest).
-# FILE: the raw file's name, for error messages. FILE_POS, ROW_POS: file position in the batch and
-# row position in the file, the last resort when two changes to a key share the whole sequence tuple.
-SEQ, FILE = "_ll_seq", "_ll_file"
-META_COLUMNS = (OP, SEQ, FILE, FILE_POS, ROW_POS)
 VALID_OPS = ("I", "U", "D", "T")
-INVALID = "_ll_invalid_"
 SMALL_BATCH_BYTES = 32 * 1024 * 1024  # raw input up to this size is one partition (see read_changes)
 MAX_LISTED_KEYS = 20_000  # up to this many distinct values, a key column's values are collected
 LISTABLE = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)  # key types written as literals
-
-
-def seq_columns(n: int) -> list[str]:
-    """The meta columns holding a change's sequence tuple of `n` elements (the first is SEQ)."""
-    return [SEQ, *[f"{SEQ}_{i}" for i in range(1, n)]]
 
 
 def seq_columns_of(df: DataFrame) -> list[str]:
@@ -52,27 +50,6 @@ def seq_columns_of(df: DataFrame) -> list[str]:
 def data_columns(df: DataFrame) -> list[str]:
     meta = set(META_COLUMNS) | set(seq_columns_of(df))
     return [c for c in df.columns if c not in meta]
-
-
-@dataclass
-class Check:
-    """A rule every change row must pass; `message` gets the offending value (repr) at `{}`."""
-
-    bad: Column
-    value: Column
-    message: str
-    column: str | None
-
-
-def replace_checked(
-    df: DataFrame, actual: str, value: Column, message: str, column: str, checks: list[Check]
-) -> DataFrame:
-    """Column `actual` replaced by `value` (a cast or a decoding); a non-NULL raw value that becomes
-    NULL is bad input, reported with `message` (the raw value at `{}`) and `column`."""
-    invalid = f"{INVALID}{len(checks)}"  # the raw value where it does not fit, kept past the cast
-    df = df.withColumn(invalid, F.when(F.col(actual).isNotNull() & value.isNull(), F.col(actual)))
-    checks.append(Check(F.col(invalid).isNotNull(), F.col(invalid), message, column))
-    return df.withColumn(actual, value)
 
 
 def _apply_declared_schema(

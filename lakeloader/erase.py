@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import cdc, iceberg, tombstones
+from lakeloader import iceberg, tombstones
 from lakeloader.actor import identity
+from lakeloader.columns import find_column
 from lakeloader.commit import consumed_file_ids
 from lakeloader.config import TableConfig
 from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
@@ -136,7 +137,7 @@ def key_predicate(subjects: list[dict[str, str]], schema) -> str:
     for subject in subjects:
         parts = []
         for key, value in subject.items():
-            column = cdc.find_column(schema.fieldNames(), key)
+            column = find_column(schema.fieldNames(), key)
             if column is None:
                 raise ErasureError(f"the table has no key column {key!r}")
             type_name = schema[column].dataType.simpleString()
@@ -241,7 +242,7 @@ def _erase_tombstones(
             spark.table(side).where(where).schema  # noqa: B018 - resolves: names only columns it holds
             predicate = f"({where})"
         except AnalysisException:  # names other columns: the keys of the rows it matches
-            keys = ", ".join(quote(cdc.find_column(spark.table(name).columns, k) or k) for k in table.keys)
+            keys = ", ".join(quote(find_column(spark.table(name).columns, k) or k) for k in table.keys)
             matched = spark.sql(f"SELECT DISTINCT {keys} FROM {name} WHERE ({where})").collect()
             subjects = [{k: str(row[i]) for i, k in enumerate(table.keys)} for row in matched]
             if not subjects:

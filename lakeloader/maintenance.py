@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from lakeloader import cdc, iceberg, retention, tombstones
+from lakeloader import iceberg, retention, tombstones
+from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
@@ -53,7 +54,7 @@ def sort_order_sql(sort_order: str, columns: list[str]) -> str:
     """The configured sort order with every column resolved against the table and quoted."""
 
     def column(name: str) -> str:
-        actual = cdc.find_column(columns, name.strip())
+        actual = find_column(columns, name.strip())
         if actual is None:
             raise LakeloaderError(f"maintenance.compaction.sort_order names unknown column {name.strip()!r}")
         return "`" + actual.replace("`", "``") + "`"

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import cdc, commit, iceberg, partial, scd2, schema, table_settings, tombstones, truncate
+from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.faults import crash_point
 from lakeloader.inputs import InputFile
@@ -87,7 +88,7 @@ def classify(
     `key_values`: SQL literals of every value a key column (target spelling) takes in the batch
     (cdc.Changes), so the target is filtered by them instead of probed with a join (one job less).
     """
-    keys = [cdc.find_column(batch.columns, k) for k in table.keys]
+    keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
     target_cols.append(F.lit(True).alias("_ll_exists"))
     held = [f"_ll_tseq_{i}" for i in range(len(seq))]
@@ -109,7 +110,7 @@ def classify(
     joined = batch.join(F.broadcast(matched) if small else matched, on=condition, how="left")
     newer = F.expr(newer_sql([quote(h) for h in held], [quote(c) for c in seq])) if seq else F.lit(True)
     exists = F.col("_ll_exists").isNotNull()
-    is_delete = F.col(cdc.OP) == "D"
+    is_delete = F.col(OP) == "D"
     # A delete of a key the table does not hold still leaves a tombstone: its insert may come later.
     absent = "tombstone" if tombstones.enabled(table, seq) else "skip"
     action = (
@@ -226,11 +227,11 @@ def apply_batch(
         target_schema = spark.table(name).schema
         # Only the sequence columns the table holds order against it (one the schema policy kept out
         # reads NULL on both sides); the batch's own order uses every one it carries.
-        held = [cdc.find_column(target_schema.fieldNames(), c) for c in table.sequence_columns]
+        held = [find_column(target_schema.fieldNames(), c) for c in table.sequence_columns]
         seq = [c for c in held if c is not None]
         # A small batch's key values (cdc.Changes), spelled as the table spells its key columns: a
         # short list always, a long one only when the table is large enough to repay its planning.
-        spelled = {k: cdc.find_column(target_schema.fieldNames(), k) for k in read.key_values}
+        spelled = {k: find_column(target_schema.fieldNames(), k) for k in read.key_values}
         listed = max((len(v) for v in read.key_values.values()), default=0)
         worth = listed <= SHORT_KEY_LIST or state.records >= LISTED_KEYS_MIN_RATIO * listed
         keyed = {
@@ -282,7 +283,7 @@ def _merge(spark, target, table, changes, target_schema, seq, result, progress, 
     small = cdc.is_small(changes)
     changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
     latest = cdc.latest_per_key(changes, table.keys)
-    extra = [cdc.OP, *partial.extra_columns(filled, with_source=bool(seq))]
+    extra = [OP, *partial.extra_columns(filled, with_source=bool(seq))]
     aligned = schema.align(latest, target_schema, extra=extra)
     # Checkpointed, not cached: a cache would be recomputed after a commit to the table, and the
     # counts reported must be what this MERGE was given (its own guard handles the rest).
@@ -302,7 +303,7 @@ def _merge(spark, target, table, changes, target_schema, seq, result, progress, 
             f"{result.changes:,} change(s): {result.inserted:,} to insert, {result.updated:,} to update, "
             f"{result.deleted:,} to delete"
         )
-        keys = [cdc.find_column(target_schema.fieldNames(), k) for k in table.keys]
+        keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
         if counts.get("delete") or counts.get("tombstone"):  # before the MERGE: see lakeloader.tombstones
             deletes = classified.filter(F.col(ACTION).isin("delete", "tombstone"))
             tombstones.record(spark, table, name, deletes, keys, seq)
@@ -354,7 +355,7 @@ def _write(target, table, changes, target_schema, result) -> None:
     if table.mode == "overwrite":
         if table.keys:
             rows = cdc.latest_per_key(rows, table.keys)
-        rows = rows.filter(F.col(cdc.OP) != "D")
+        rows = rows.filter(F.col(OP) != "D")
     aligned = schema.align(rows, target_schema, extra=[])
     if table.mode == "append":
         target.commit(lambda: aligned.writeTo(target.name).append())

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader import cdc
+from lakeloader.columns import FILE_POS, OP, ROW_POS, find_column
 from lakeloader.config import TableConfig
 from lakeloader.sequence import newer_sql
 from lakeloader.sql import quote
@@ -43,7 +44,7 @@ def columns(table: TableConfig, data: list[str]) -> list[str]:
     if partial.columns == "all":
         fixed = {k.lower() for k in table.keys} | {c.lower() for c in table.sequence_columns}
         return [c for c in data if c.lower() not in fixed]
-    return [c for c in (cdc.find_column(data, n) for n in partial.columns) if c is not None]
+    return [c for c in (find_column(data, n) for n in partial.columns) if c is not None]
 
 
 def _unchanged(table: TableConfig, column: str, data_type: T.DataType) -> Column:
@@ -58,7 +59,7 @@ def _unchanged(table: TableConfig, column: str, data_type: T.DataType) -> Column
     unchanged = marks[0] if marks else F.lit(False)
     for mark in marks[1:]:
         unchanged = unchanged | mark
-    return (F.col(cdc.OP) == "U") & unchanged
+    return (F.col(OP) == "U") & unchanged
 
 
 def fill(
@@ -79,16 +80,16 @@ def fill(
     names = columns(table, cdc.data_columns(changes)) if names is None else names
     if not names:
         return changes, {}
-    keys = [cdc.find_column(changes.columns, k) or k for k in table.keys]
+    keys = [find_column(changes.columns, k) or k for k in table.keys]
     ascending = [F.col(c).asc_nulls_first() for c in cdc.seq_columns_of(changes)]
     order = (
         Window.partitionBy(*[F.col(quote(k)) for k in keys], *[F.col(p) for p in partition])
-        .orderBy(*ascending, F.col(cdc.FILE_POS).asc(), F.col(cdc.ROW_POS).asc())
+        .orderBy(*ascending, F.col(FILE_POS).asc(), F.col(ROW_POS).asc())
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    held = [cdc.find_column(changes.columns, s) for s in seq or []]
+    held = [find_column(changes.columns, s) for s in seq or []]
     tuple_ = F.struct(*[(F.col(quote(h)) if h else F.lit(None)).alias(f"s{j}") for j, h in enumerate(held)])
-    is_delete = F.col(cdc.OP) == "D"
+    is_delete = F.col(OP) == "D"
     for i, name in enumerate(names):
         data_type = changes.schema[name].dataType
         left_out = _unchanged(table, name, data_type)

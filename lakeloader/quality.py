@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader import cdc, iceberg
+from lakeloader import iceberg
+from lakeloader.columns import find_column
 from lakeloader.config import QualityRule, TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.sql import literal, qualified, quote, value_literal
@@ -81,7 +82,7 @@ class _RowCheck:
 
 
 def _column(columns: list[str], name: str, table_id: str, rule: str) -> str:
-    actual = cdc.find_column(columns, name)
+    actual = find_column(columns, name)
     if actual is None:
         raise LakeloaderError(
             f"table {table_id!r}: quality rule {rule!r} names column {name!r}, which the table does not "
@@ -177,7 +178,7 @@ def new_rows(
             for c in columns
         ]
     )
-    keys = [(cdc.find_column(columns, k), cdc.find_column(batch.columns, k)) for k in table.keys]
+    keys = [(find_column(columns, k), find_column(batch.columns, k)) for k in table.keys]
     if keys and all(t and b for t, b in keys):
         touched = batch.select(*[F.col(b).alias(f"_ll_k{i}") for i, (_, b) in enumerate(keys)]).distinct()
         on = [F.col(t) == F.col(f"_ll_k{i}") for i, (t, _) in enumerate(keys)]
@@ -212,7 +213,7 @@ def evaluate(
             continue
         for column in _unique_columns(rule, table):
             _column(columns, column, table.id, rule.label)  # raises naming an unknown column
-        cols = [cdc.find_column(columns, c) or c for c in _unique_columns(rule, table)]
+        cols = [find_column(columns, c) or c for c in _unique_columns(rule, table)]
         dup = (
             whole.groupBy(*cols)
             .count()
@@ -307,9 +308,9 @@ def write_quarantine(spark: SparkSession, target: str, rows: DataFrame) -> int:
 def exclude(batch: DataFrame, failing: DataFrame, table: TableConfig) -> DataFrame:
     """The batch without the failing rows' changes: by key, or (no keys) by every column."""
     if table.keys:
-        pairs = [(cdc.find_column(batch.columns, k), cdc.find_column(failing.columns, k)) for k in table.keys]
+        pairs = [(find_column(batch.columns, k), find_column(failing.columns, k)) for k in table.keys]
     else:
-        pairs = [(b, f) for f in failing.columns if (b := cdc.find_column(batch.columns, f))]
+        pairs = [(b, f) for f in failing.columns if (b := find_column(batch.columns, f))]
     bad = failing.select(*[F.col(quote(f)).alias(f"_ll_x{i}") for i, (_, f) in enumerate(pairs)]).distinct()
     on = [F.col(quote(b)).eqNullSafe(F.col(f"_ll_x{i}")) for i, (b, _) in enumerate(pairs)]
     return batch.join(F.broadcast(bad), on=on, how="left_anti")

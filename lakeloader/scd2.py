@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader import cdc, partial, schema, tombstones
+from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
 from lakeloader.config import TableConfig
 from lakeloader.errors import BadInputError, LakeloaderError
 from lakeloader.sequence import newer_sql
@@ -53,7 +54,7 @@ def managed_columns(table: TableConfig) -> list[str]:
 def with_scd2_columns(table: TableConfig, data: DataFrame) -> DataFrame:
     """`data` plus the managed columns, typed as the table should be created."""
     options = table.scd2_options
-    seq = cdc.find_column(data.columns, table.sequence_column or "")
+    seq = find_column(data.columns, table.sequence_column or "")
     if seq is None:
         raise BadInputError(
             table.id,
@@ -82,7 +83,7 @@ def tracked_columns(table: TableConfig, data_columns: list[str]) -> list[str]:
     if options.track is not None:
         tracked = []
         for name in options.track:
-            actual = cdc.find_column(data_columns, name)
+            actual = find_column(data_columns, name)
             if actual is None:
                 raise LakeloaderError(
                     f"table {table.id!r}: scd2.track names column {name!r}, which the table does not have"
@@ -118,14 +119,14 @@ def prepare(
     """Turn a batch of changes into close/open rows against the table's current versions."""
     options = table.scd2_options
     names = target_schema.fieldNames()
-    vf, vt, cur, sk, hs = (cdc.find_column(names, c) or c for c in options.columns)
+    vf, vt, cur, sk, hs = (find_column(names, c) or c for c in options.columns)
     managed = {c.lower() for c in options.columns}
     data_schema = T.StructType([f for f in target_schema.fields if f.name.lower() not in managed])
     data_names = data_schema.fieldNames()
-    keys = [cdc.find_column(data_names, k) or k for k in table.keys]
+    keys = [find_column(data_names, k) or k for k in table.keys]
     seq_type = target_schema[vf].dataType
 
-    missing_seq = changes.filter(F.col(cdc.SEQ).isNull()).select(cdc.FILE).first()
+    missing_seq = changes.filter(F.col(SEQ).isNull()).select(FILE).first()
     if missing_seq is not None:
         raise BadInputError(
             table.id,
@@ -135,13 +136,13 @@ def prepare(
         )
 
     seq_meta = cdc.seq_columns_of(changes)
-    events = schema.align(changes, data_schema, extra=[cdc.OP, *seq_meta, cdc.FILE_POS, cdc.ROW_POS])
-    events = events.withColumn(cdc.SEQ, F.col(cdc.SEQ).cast(seq_type))
+    events = schema.align(changes, data_schema, extra=[OP, *seq_meta, FILE_POS, ROW_POS])
+    events = events.withColumn(SEQ, F.col(SEQ).cast(seq_type))
 
     # The key's latest known point in time and its current version, for the batch's keys only.
     versions = spark.table(name).join(events.select(*keys), on=keys, how="left_semi")
     # The tie-breakers the versions hold (data columns of the change that opened each version).
-    breakers = [c for c in (cdc.find_column(data_names, n) for n in table.sequence_columns[1:]) if c]
+    breakers = [c for c in (find_column(data_names, n) for n in table.sequence_columns[1:]) if c]
     held = [f"_ll_t_tb_{i}" for i in range(len(breakers))]
     # Columns an update may leave out (partial_updates): the current version's values stand in.
     partial_names = partial.columns(table, data_names)
@@ -158,7 +159,7 @@ def prepare(
     )
     events = events.join(state, on=keys, how="left")
     # The sequence columns as the table holds them, which a tombstone (lakeloader.tombstones) records.
-    seq_names = [c for c in (cdc.find_column(data_names, n) for n in table.sequence_columns) if c]
+    seq_names = [c for c in (find_column(data_names, n) for n in table.sequence_columns) if c]
     seq_types = [data_schema[c].dataType for c in seq_names]
     tomb = tombstones.lookup(spark, table, name, keys, seq_names, seq_types, events.select(*keys))
     if tomb is not None:
@@ -166,15 +167,15 @@ def prepare(
     buried = tombstones.buried(events.columns, [quote(c) for c in seq_names])
     # Newer than the current version: the whole tuple; than a deleted key's end: its time only.
     newer_than_current = newer_sql(
-        [quote(c) for c in (T_FROM, *held)], [quote(c) for c in (cdc.SEQ, *breakers)]
+        [quote(c) for c in (T_FROM, *held)], [quote(c) for c in (SEQ, *breakers)]
     )
     # A key without a current version: late if not after its history's end, or (an insert or update)
     # not newer than its tombstone -- a delete the history does not record.
     events = events.withColumn(
         LATE,
         F.when(F.col(T_CURRENT), ~F.expr(newer_than_current))
-        .when(F.col(T_LAST).isNotNull() & (F.col(cdc.SEQ) <= F.col(T_LAST)), F.lit(True))
-        .otherwise((F.col(cdc.OP) != "D") & buried),
+        .when(F.col(T_LAST).isNotNull() & (F.col(SEQ) <= F.col(T_LAST)), F.lit(True))
+        .otherwise((F.col(OP) != "D") & buried),
     )
     # Left-out values: from the key's earlier (not late) changes in the batch, else its current version.
     events, filled = partial.fill(events, table, partition=(LATE,), names=partial_names)
@@ -184,15 +185,15 @@ def prepare(
     events = events.withColumn(HASH, _hash(tracked_columns(table, data_names)))
 
     # Same key and valid_from: the last change (sequence tuple, then file, then row) wins.
-    tie = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE), F.col(cdc.SEQ)).orderBy(
+    tie = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE), F.col(SEQ)).orderBy(
         *cdc.newest_first(events)
     )
     events = events.withColumn("_ll_tie", F.row_number().over(tie)).filter(F.col("_ll_tie") == 1)
 
     # A change is effective when it moves the key to a different state (a live hash, or NULL = none).
-    in_order = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE)).orderBy(F.col(cdc.SEQ))
+    in_order = Window.partitionBy(*[F.col(k) for k in keys], F.col(LATE)).orderBy(F.col(SEQ))
     events = events.withColumn(
-        STATE, F.when(F.col(cdc.OP) == "D", F.lit(None).cast("string")).otherwise(F.col(HASH))
+        STATE, F.when(F.col(OP) == "D", F.lit(None).cast("string")).otherwise(F.col(HASH))
     )
     events = events.withColumn(
         PREV,
@@ -204,12 +205,12 @@ def prepare(
     # A delete that closes nothing (the key is absent then) leaves a tombstone, unless an insert or
     # update of the key precedes it in the batch: so a re-run after a crash between the tombstone's
     # append and the MERGE never buries one of its own changes.
-    only_deletes_before = F.max((F.col(cdc.OP) != "D").cast("int")).over(
+    only_deletes_before = F.max((F.col(OP) != "D").cast("int")).over(
         in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     events = events.withColumn(
         TOMBSTONE,
-        (F.col(cdc.OP) == "D")
+        (F.col(OP) == "D")
         & ~F.col(LATE)
         & ~F.col(EFFECTIVE)
         & (only_deletes_before == 0)
@@ -217,19 +218,19 @@ def prepare(
     )
 
     # Among effective changes: the next one ends a version; the first one closes the table's current.
-    chain = Window.partitionBy(*[F.col(k) for k in keys], F.col(EFFECTIVE)).orderBy(F.col(cdc.SEQ))
-    events = events.withColumn(NEXT, F.lead(F.col(cdc.SEQ)).over(chain)).withColumn(
+    chain = Window.partitionBy(*[F.col(k) for k in keys], F.col(EFFECTIVE)).orderBy(F.col(SEQ))
+    events = events.withColumn(NEXT, F.lead(F.col(SEQ)).over(chain)).withColumn(
         FIRST, F.row_number().over(chain) == 1
     )
     events = events.localCheckpoint(eager=True)
 
-    is_open = F.col(EFFECTIVE) & (F.col(cdc.OP) != "D")
+    is_open = F.col(EFFECTIVE) & (F.col(OP) != "D")
     counts = events.agg(
         F.sum(F.col(LATE).cast("int")).alias("late"),
         F.sum((~F.col(LATE) & ~F.col(EFFECTIVE)).cast("int")).alias("unchanged"),
         F.sum(is_open.cast("int")).alias("opened"),
         F.sum((is_open & F.col(PREV).isNotNull()).cast("int")).alias("superseded"),
-        F.sum((F.col(EFFECTIVE) & (F.col(cdc.OP) == "D")).cast("int")).alias("deleted"),
+        F.sum((F.col(EFFECTIVE) & (F.col(OP) == "D")).cast("int")).alias("deleted"),
         F.sum(F.col(TOMBSTONE).cast("int")).alias("tombstones"),
     ).first()
     if counts["tombstones"]:  # before the MERGE: see lakeloader.tombstones
@@ -238,13 +239,13 @@ def prepare(
     key_types = {k: data_schema[k].dataType for k in keys}
     surrogate = F.sha2(
         F.to_json(
-            F.struct(*[F.col(k).alias(k.lower()) for k in keys], F.col(cdc.SEQ).alias("valid_from")),
+            F.struct(*[F.col(k).alias(k.lower()) for k in keys], F.col(SEQ).alias("valid_from")),
             JSON_OPTIONS,
         ),
         256,
     )
     managed_values = {
-        vf: F.col(cdc.SEQ),
+        vf: F.col(SEQ),
         vt: F.col(NEXT),
         cur: F.col(NEXT).isNull(),
         sk: surrogate,
@@ -261,12 +262,12 @@ def prepare(
     )
     # A new version at the current one's own valid_from replaces it (a zero-length version would be
     # invisible and would repeat its surrogate key); a delete at that instant closes it as usual.
-    replaces = (F.col(cdc.SEQ) == F.col(T_FROM)) & (F.col(cdc.OP) != "D")
+    replaces = (F.col(SEQ) == F.col(T_FROM)) & (F.col(OP) != "D")
     closes = events.filter(F.col(EFFECTIVE) & F.col(FIRST) & F.col(T_CURRENT)).select(
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in target_schema.fields],
         F.when(replaces, F.lit("drop")).otherwise(F.lit("close")).alias(KIND),
         *[F.col(k).alias(merge_key(i)) for i, k in enumerate(keys)],
-        F.col(cdc.SEQ).alias(CLOSE_AT),
+        F.col(SEQ).alias(CLOSE_AT),
     )
     return Scd2Batch(
         source=opens.unionByName(closes),
@@ -285,8 +286,8 @@ def merge_sql(name: str, view: str, table: TableConfig, target_schema: T.StructT
     valid_from), open rows (NULL merge key) are inserted."""
     names = target_schema.fieldNames()
     options = table.scd2_options
-    vt, cur = (cdc.find_column(names, c) or c for c in (options.valid_to, options.is_current))
-    keys = [cdc.find_column(names, k) or k for k in table.keys]
+    vt, cur = (find_column(names, c) or c for c in (options.valid_to, options.is_current))
+    keys = [find_column(names, k) or k for k in table.keys]
     on = " AND ".join(f"t.{quote(k)} = s.{quote(merge_key(i))}" for i, k in enumerate(keys))
     cols = ", ".join(quote(c) for c in names)
     values = ", ".join(f"s.{quote(c)}" for c in names)

@@ -10,9 +10,9 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakeloader.columns import OP
 from lakeloader.config import TableConfig
 from lakeloader.errors import BadInputError
-from lakeloader.formats.base import OP
 from lakeloader.sql import quote
 
 

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import cdc
+from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, find_column
 from lakeloader.config import TableConfig
 from lakeloader.sequence import newer_sql
 from lakeloader.sql import quote
@@ -24,26 +25,26 @@ POINT = "_ll_truncate_"  # the last truncate's order columns, beside each row
 def as_deletes(spark: SparkSession, name: str, table: TableConfig, changes: DataFrame) -> DataFrame:
     """`changes` with its truncates replaced by deletes of every key (see the module docstring).
     Materialised: the MERGE refuses a source whose plan it cannot re-read."""
-    order = [*cdc.seq_columns_of(changes), cdc.FILE_POS, cdc.ROW_POS]
+    order = [*cdc.seq_columns_of(changes), FILE_POS, ROW_POS]
     data = cdc.data_columns(changes)
-    carried = [c for c in (cdc.find_column(data, s) for s in table.sequence_columns) if c]
+    carried = [c for c in (find_column(data, s) for s in table.sequence_columns) if c]
     last = (
-        changes.filter(F.col(cdc.OP) == "T")
+        changes.filter(F.col(OP) == "T")
         .orderBy(*cdc.newest_first(changes))
         .limit(1)
-        .select(*[F.col(c) for c in (*order, cdc.FILE, *carried)])
+        .select(*[F.col(c) for c in (*order, FILE, *carried)])
     )
     point = last.select(*[F.col(c).alias(f"{POINT}{i}") for i, c in enumerate(order)])
     after = F.expr(newer_sql([quote(f"{POINT}{i}") for i in range(len(order))], [quote(c) for c in order]))
-    keys = [cdc.find_column(data, k) or k for k in table.keys]
-    before = changes.crossJoin(F.broadcast(point)).filter(~after & (F.col(cdc.OP) != "T"))
+    keys = [find_column(data, k) or k for k in table.keys]
+    before = changes.crossJoin(F.broadcast(point)).filter(~after & (F.col(OP) != "T"))
     held = spark.table(name)
     if table.mode == "scd2":
         held = held.filter(F.col(quote(table.scd2_options.is_current)))
-    held_keys = held.select(*[F.col(quote(cdc.find_column(held.columns, k) or k)).alias(k) for k in keys])
+    held_keys = held.select(*[F.col(quote(find_column(held.columns, k) or k)).alias(k) for k in keys])
     every_key = held_keys.union(before.select(*[F.col(quote(k)) for k in keys])).distinct()
-    deletes = every_key.crossJoin(F.broadcast(last)).withColumn(cdc.OP, F.lit("D"))
-    kept = changes.filter(F.col(cdc.OP) != "T")
+    deletes = every_key.crossJoin(F.broadcast(last)).withColumn(OP, F.lit("D"))
+    kept = changes.filter(F.col(OP) != "T")
     return (
         kept.unionByName(deletes, allowMissingColumns=True)
         .select(*changes.columns)

@@ -16,13 +16,9 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-    from lakeloader.cdc import Check
     from lakeloader.config import TableConfig
+    from lakeloader.formats.files import Check
     from lakeloader.inputs import InputFile
-
-# The meta columns a format fills (lakeloader.cdc documents all of them): the operation, and each
-# row's file position in the batch and row position in its file.
-OP, FILE_POS, ROW_POS = "_ll_op", "_ll_file_pos", "_ll_row_pos"
 
 
 class SourceFormat:

@@ -15,15 +15,16 @@ import json
 import operator
 from typing import TYPE_CHECKING, Any
 
-from lakeloader.formats.base import FILE_POS, ROW_POS, SourceFormat
+from lakeloader.columns import FILE_POS, ROW_POS, find_column
+from lakeloader.formats.base import SourceFormat
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-    from lakeloader.cdc import Check
     from lakeloader.config import TableConfig
+    from lakeloader.formats.files import Check
     from lakeloader.inputs import InputFile
 
 # The source position, in the order it breaks ties: PostgreSQL lsn; MySQL binlog file, position,
@@ -103,8 +104,8 @@ class Debezium(SourceFormat):
     ) -> DataFrame:
         from pyspark.sql import functions as F
 
-        from lakeloader.cdc import Check, replace_checked
         from lakeloader.formats import files as plain
+        from lakeloader.formats.files import Check, replace_checked
 
         if table.source.format == "json":
             df = plain.read_rows(spark, table, files, self, corrupt_column=CORRUPT)
@@ -122,7 +123,7 @@ class Debezium(SourceFormat):
         df, types = self._unwrap(df)
         df = self.reshape(df)
         for column, (logical, parameters) in types.items():
-            actual = plain.find_column(df.columns, column)
+            actual = find_column(df.columns, column)
             how = decoded(actual, logical, parameters) if actual else None
             if how is None or df.schema[actual].dataType.simpleString() == how[1]:
                 continue
@@ -135,8 +136,6 @@ class Debezium(SourceFormat):
         with schemas.enable=true); the frame as it is without that wrapper."""
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
-
-        from lakeloader.formats.files import find_column
 
         payload, schema = find_column(df.columns, "payload"), find_column(df.columns, "schema")
         if payload is None or not isinstance(df.schema[payload].dataType, T.StructType):
@@ -157,8 +156,6 @@ class Debezium(SourceFormat):
 
     def operation(self, df: DataFrame) -> Column:
         from pyspark.sql import functions as F
-
-        from lakeloader.formats.files import find_column
 
         op_col, deleted_col = find_column(df.columns, "__op"), find_column(df.columns, "__deleted")
         raw = F.lower(F.trim(F.col(op_col))) if op_col else F.lit(None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lakeloader.columns import find_column
 from lakeloader.formats.debezium import POSITION, Debezium
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ class DebeziumEnvelope(Debezium):
     def reshape(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
-
-        from lakeloader.formats.files import find_column
 
         def struct_fields(name: str) -> tuple[str | None, list[T.StructField]]:
             actual = find_column(df.columns, name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lakeloader.columns import find_column
 from lakeloader.formats.base import SourceFormat
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ class Dms(SourceFormat):
 
     def operation(self, df: DataFrame) -> Column:
         from pyspark.sql import functions as F
-
-        from lakeloader.cdc import find_column
 
         op_col = find_column(df.columns, "Op")
         op = F.upper(F.trim(F.col(op_col))) if op_col else F.lit(None)

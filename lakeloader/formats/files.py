@@ -8,21 +8,41 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader.config import TableConfig
+from lakeloader.columns import FILE_POS, INVALID, ROW_POS, find_column
 from lakeloader.errors import BadInputError
-from lakeloader.formats.base import FILE_POS, ROW_POS, SourceFormat
 from lakeloader.inputs import InputFile
 
+if TYPE_CHECKING:
+    from lakeloader.config import TableConfig
+    from lakeloader.formats.base import SourceFormat
 
-def find_column(columns: list[str], name: str) -> str | None:
-    """The actual spelling of `name` among `columns` (Spark resolves names case-insensitively)."""
-    lowered = name.lower()
-    return next((c for c in columns if c.lower() == lowered), None)
+
+@dataclass
+class Check:
+    """A rule every change row must pass; `message` gets the offending value (repr) at `{}`."""
+
+    bad: Column
+    value: Column
+    message: str
+    column: str | None
+
+
+def replace_checked(
+    df: DataFrame, actual: str, value: Column, message: str, column: str, checks: list[Check]
+) -> DataFrame:
+    """Column `actual` replaced by `value` (a cast or a decoding); a non-NULL raw value that becomes
+    NULL is bad input, reported with `message` (the raw value at `{}`) and `column`."""
+    invalid = f"{INVALID}{len(checks)}"  # the raw value where it does not fit, kept past the cast
+    df = df.withColumn(invalid, F.when(F.col(actual).isNotNull() & value.isNull(), F.col(actual)))
+    checks.append(Check(F.col(invalid).isNotNull(), F.col(invalid), message, column))
+    return df.withColumn(actual, value)
 
 
 def require_sequence(table: TableConfig, fmt: SourceFormat, columns: list[str], file: str) -> None:

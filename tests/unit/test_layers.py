@@ -68,3 +68,59 @@ def test_only_the_iceberg_module_spells_table_operations():
         if path.name != "iceberg.py"
     }
     assert {name: found for name, found in spelled.items() if found} == {}
+
+
+REPO = PACKAGE.parent
+PACKAGES = ("lakeloader", "infra", "lakeloader_dev")
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports, at the top or inside a function (TYPE_CHECKING aside):
+    an import deferred into a function to dodge a cycle is still the cycle."""
+    files = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): path
+        for package in PACKAGES
+        for path in (REPO / package).rglob("*.py")
+    }
+
+    def known(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text())
+        skipped = {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+            for node in ast.walk(block)
+        }
+        names = []
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+        graph[module] = {found for name in names if (found := known(name)) and found != module}
+    return graph
+
+
+def test_no_import_cycle_anywhere():
+    graph = module_graph()
+    cycles = []
+
+    def walk(module: str, path: list[str], seen: set[str]) -> None:
+        for imported in sorted(graph[module]):
+            if imported == path[0]:
+                cycles.append(" -> ".join([*path, imported]))
+            elif imported not in seen and imported > path[0]:  # each cycle once, from its least module
+                seen.add(imported)
+                walk(imported, [*path, imported], seen)
+
+    for start in sorted(graph):
+        walk(start, [start], {start})
+    assert cycles == []
