@@ -64,7 +64,7 @@ def drain_table(
     the others: the file is `failed` (a later run retries it) or, once it has failed `max_attempts`
     times, `quarantined`. Skipping it keeps every order guarantee: each change is still compared
     with what the table holds, so the file's changes apply correctly whenever it is loaded."""
-    from lakeloader.ingest import run_tables
+    from lakeloader.ingest import load_table
 
     run_id = new_run_id()
     if not ledger.acquire_lock(table.id, run_id):
@@ -107,13 +107,13 @@ def drain_table(
                 break
             files = [_input_file(obj, raw_root) for obj in batch]
             log_event("batch", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(files))
-            (result,) = run_tables(
+            result = load_table(
                 spark,
-                [table],
-                {table.id: files},
+                table,
+                files,
                 catalog=catalog,
                 run_id=run_id,
-                progress=lambda m: log_event("progress", message=m),
+                progress=lambda m: log_event("progress", message=m, table_id=table.id),
                 before_publish=still_holds_lock,
             )
             _accumulate(total, result)

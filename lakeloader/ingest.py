@@ -1,6 +1,6 @@
 """Ingest input files into their tables: each table's batch applied in isolation (one table's failure
-never stops the others), the run summarised in one table. The CLI, the demos and the Glue/EMR drain
-(lakeloader.drain) all load through `run_tables`.
+never stops the others), the run summarised in one table. The CLI and the demos load through
+`run_tables`, the Glue/EMR drain (lakeloader.drain) one batch at a time through `load_table`.
 """
 
 from __future__ import annotations
@@ -58,22 +58,17 @@ def run_tables(
     run_id: str,
     progress: Progress = stderr_progress,
     log_consumed: bool = False,
-    before_publish: Callable[[], None] = lambda: None,
 ) -> list[TableResult]:
-    """Load each table; one table's failure is recorded and never stops the others.
-
-    `log_consumed`: remember consumed files in the input log (runs that have no ledger).
-    `before_publish`: see `lakeloader.commit.commit_batch`.
-    """
+    """Load each table in turn (`lakeloader run`, the demos); one table's failure never stops the
+    others. `log_consumed`: remember consumed files in the input log (runs that have no ledger)."""
     results = []
     for position, table in enumerate(tables, start=1):
 
         def table_progress(message: str, _id: str = table.id, _n: int = position) -> None:
             progress(f"[{_n}/{len(tables)} {_id}] {message}")
 
-        started = time.monotonic()
-        try:
-            result = apply_batch(
+        results.append(
+            load_table(
                 spark,
                 table,
                 inputs.get(table.id, []),
@@ -81,23 +76,50 @@ def run_tables(
                 run_id=run_id,
                 progress=table_progress,
                 log_consumed=log_consumed,
-                before_publish=before_publish,
             )
-        except LakeloaderError as exc:
-            # A failed quality gate carries its rule outcomes into the run record.
-            report = getattr(exc, "report", None)
-            result = TableResult(
-                table.id, status="failed", error=str(exc), quality=report, bad_file=getattr(exc, "file", None)
-            )
-        except Exception as exc:  # Spark/JVM errors: the root cause and the batch's files
-            names = [f.name for f in inputs.get(table.id, [])]
-            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            where = f"table {table.id!r}, file(s) {shown}" if names else f"table {table.id!r}"
-            result = TableResult(table.id, status="failed", error=f"{where}: {_root_cause(exc)}")
-        result.seconds = result.seconds or time.monotonic() - started
-        table_progress(f"{result.status}" + (f": {result.error}" if result.error else ""))
-        results.append(result)
+        )
     return results
+
+
+def load_table(
+    spark: SparkSession,
+    table: TableConfig,
+    files: list[InputFile],
+    *,
+    catalog: str,
+    run_id: str,
+    progress: Progress,
+    log_consumed: bool = False,
+    before_publish: Callable[[], None] = lambda: None,
+) -> TableResult:
+    """One batch of one table, its failure a result: the one place a table is isolated from the
+    others (run_tables, the Glue/EMR drain). `before_publish`: see `lakeloader.commit.commit_batch`."""
+    started = time.monotonic()
+    try:
+        result = apply_batch(
+            spark,
+            table,
+            files,
+            catalog=catalog,
+            run_id=run_id,
+            progress=progress,
+            log_consumed=log_consumed,
+            before_publish=before_publish,
+        )
+    except LakeloaderError as exc:
+        # A failed quality gate carries its rule outcomes into the run record.
+        report = getattr(exc, "report", None)
+        result = TableResult(
+            table.id, status="failed", error=str(exc), quality=report, bad_file=getattr(exc, "file", None)
+        )
+    except Exception as exc:  # Spark/JVM errors: the root cause and the batch's files
+        names = [f.name for f in files]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        where = f"table {table.id!r}, file(s) {shown}" if names else f"table {table.id!r}"
+        result = TableResult(table.id, status="failed", error=f"{where}: {_root_cause(exc)}")
+    result.seconds = result.seconds or time.monotonic() - started
+    progress(f"{result.status}" + (f": {result.error}" if result.error else ""))
+    return result
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -3,7 +3,7 @@
 Real: the Ledger code against DynamoDB on moto's server over HTTP, drain_table itself, and its
 metrics going to moto's CloudWatch. Every DynamoDB call a drain sends is checked against the job
 roles' grants as tests/infra/test_infra_iam_sufficient.py states them. Stubbed: only the Spark
-merge (`lakeloader.ingest.run_tables`, monkeypatched with a stub of the same parameters): it is
+merge (`lakeloader.ingest.load_table`, monkeypatched with a stub of the same parameters): it is
 not the code under test here and is covered by tests/spark. The stub returns the outcome each test
 scripts for the files it is given and can act while a batch "runs" (an object arrives, the lock is
 taken over).
@@ -67,35 +67,33 @@ def table() -> TableConfig:
 Merge = Callable[[list[str]], TableResult]
 
 
-def stand_in(monkeypatch, fake: Callable[..., list[TableResult]]) -> None:
-    """Put `fake` in place of the Spark merge; its parameters must be the real run_tables' own."""
+def stand_in(monkeypatch, fake: Callable[..., TableResult]) -> None:
+    """Put `fake` in place of the Spark merge; its parameters must be the real load_table's own."""
 
     def parameters(function: Callable) -> list[tuple[str, object]]:
         return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()]
 
-    assert parameters(fake) == parameters(ingest.run_tables)
-    monkeypatch.setattr(ingest, "run_tables", fake)
+    assert parameters(fake) == parameters(ingest.load_table)
+    monkeypatch.setattr(ingest, "load_table", fake)
 
 
 @pytest.fixture
 def merges(monkeypatch) -> list[list[str]]:
-    """Install a scripted `run_tables`; returns the file names of each batch it was given."""
+    """Install a scripted `load_table`; returns the file names of each batch it was given."""
     calls: list[list[str]] = []
 
-    def install(table: TableConfig, outcome: Merge) -> list[list[str]]:
-        def run_tables(
-            spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish
-        ):
-            assert [t.id for t in tables] == [table.id] and spark == "spark" and catalog == GLUE_CATALOG
-            names = [f.name for f in inputs[table.id]]
+    def install(expected: TableConfig, outcome: Merge) -> list[list[str]]:
+        def load_table(spark, table, files, *, catalog, run_id, progress, log_consumed=False, before_publish):
+            assert table.id == expected.id and spark == "spark" and catalog == GLUE_CATALOG
+            names = [f.name for f in files]
             calls.append(names)
             PAUSED.append(True)  # what the scripted outcome does is another actor's, not the run's
             try:
-                return [outcome(names)]
+                return outcome(names)
             finally:
                 PAUSED.pop()
 
-        stand_in(monkeypatch, run_tables)
+        stand_in(monkeypatch, load_table)
         return calls
 
     return install
@@ -217,7 +215,7 @@ def quarantined_metric(ledger: Ledger, table: TableConfig) -> float:
 
 
 def bad_input(table: TableConfig, bad: str) -> Merge:
-    """A merge that fails on `bad` as BadInputError does (ingest.run_tables records its file)."""
+    """A merge that fails on `bad` as BadInputError does (ingest.load_table records its file)."""
 
     def outcome(names: list[str]) -> TableResult:
         culprit = next((n for n in names if n.endswith(bad)), None)
@@ -333,20 +331,20 @@ def test_a_batch_whose_lock_is_taken_before_it_publishes_is_not_published(ledger
     a signature comparison."""
     published: list[str] = []
 
-    def run_tables(
-        spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish=lambda: None
+    def load_table(
+        spark, table, files, *, catalog, run_id, progress, log_consumed=False, before_publish=lambda: None
     ):
-        (current,) = tables
+        current = table
         clock.now += DEFAULT_LOCK_TTL_SECONDS + 1  # the batch outlived its lease ...
         assert ledger.acquire_lock(table.id, "other-run")  # ... and another run took the table
         try:
             before_publish()
-        except Exception as exc:  # run_tables records a table's error as its failed result
-            return [TableResult(current.id, status="failed", error=f"{type(exc).__name__}: {exc}")]
+        except Exception as exc:  # load_table records a table's error as its failed result
+            return TableResult(current.id, status="failed", error=f"{type(exc).__name__}: {exc}")
         published.append(current.id)
-        return [ok(current, inserted=1)]
+        return ok(current, inserted=1)
 
-    stand_in(monkeypatch, run_tables)
+    stand_in(monkeypatch, load_table)
     land(ledger, table, "1.parquet")
 
     result = drain(ledger, table)
@@ -413,14 +411,15 @@ def test_tables_drained_together_are_isolated(ledger, table, monkeypatch):
     second = other_table(table)
     both_running = threading.Barrier(2, timeout=30)  # passes only if the two merges overlap
 
-    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish):
-        (current,) = tables
-        both_running.wait()
-        if current.id == table.id:
-            return [TableResult(current.id, status="failed", files=1, error="ReadError: 1.parquet: corrupt")]
-        return [ok(current, inserted=len(inputs[current.id]))]
+    failing = table
 
-    stand_in(monkeypatch, run_tables)
+    def load_table(spark, table, files, *, catalog, run_id, progress, log_consumed=False, before_publish):
+        both_running.wait()
+        if table.id == failing.id:
+            return TableResult(table.id, status="failed", files=1, error="ReadError: 1.parquet: corrupt")
+        return ok(table, inserted=len(files))
+
+    stand_in(monkeypatch, load_table)
     land(ledger, table, "1.parquet")
     land(ledger, second, "1.parquet", "2.parquet")
 
@@ -441,15 +440,16 @@ def test_a_table_whose_ledger_fails_mid_run_leaves_the_others_alone(ledger, tabl
     """A lost lock raises out of drain_table: drain_tables turns it into that table's failed result."""
     second = other_table(table)
 
-    def run_tables(spark, tables, inputs, *, catalog, run_id, progress, log_consumed=False, before_publish):
-        (current,) = tables
-        if current.id == table.id:  # the first table's lock is taken over while its batch runs
-            clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
-            assert ledger.acquire_lock(table.id, "other-run")
-            land(ledger, table, "late.parquet")
-        return [ok(current, inserted=1)]
+    first = table
 
-    stand_in(monkeypatch, run_tables)
+    def load_table(spark, table, files, *, catalog, run_id, progress, log_consumed=False, before_publish):
+        if table.id == first.id:  # the first table's lock is taken over while its batch runs
+            clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
+            assert ledger.acquire_lock(first.id, "other-run")
+            land(ledger, first, "late.parquet")
+        return ok(table, inserted=1)
+
+    stand_in(monkeypatch, load_table)
     land(ledger, table, "1.parquet")
     land(ledger, second, "1.parquet")
 
