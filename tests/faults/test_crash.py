@@ -42,8 +42,9 @@ def land(lake, table, files: list[oracle.RawFile]) -> None:
 
 
 def rows(lake, table, columns: str = oracle.COLUMNS) -> list[tuple]:
+    """The table's rows, sorted: compaction rewrites files, and a scan's order with them."""
     lake.refresh(name_of(table))
-    return [tuple(r) for r in lake.spark.sql(f"SELECT {columns} FROM {name_of(table)}").collect()]
+    return sorted(tuple(r) for r in lake.spark.sql(f"SELECT {columns} FROM {name_of(table)}").collect())
 
 
 def crash(lake, *args: str, at: str) -> None:
