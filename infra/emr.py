@@ -16,13 +16,13 @@ from constructs import Construct
 from infra.packaging import REPO_ROOT, emr_deps_archive
 from infra.settings import SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, LakeStorage
-from lakeloader import contract, versions
+from lakeloader import contract, runtimes
 from lakeloader.config import LakeConfig
 
 EMR_DEPS_ALIAS = "deps"
 
 
-def emr_python_conf(python: str = versions.EMR_PYTHON) -> dict[str, str]:
+def emr_python_conf(python: str = runtimes.EMR_PYTHON) -> dict[str, str]:
     """Run driver and executors on the image's Python 3.11 (EMR Serverless defaults to 3.9)."""
     return {
         "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": python,
@@ -46,7 +46,7 @@ def emr_dependency_conf(archive_url: str) -> dict[str, str]:
 def check_emr_tables(stage: Stage, lake: LakeConfig, spark_defaults: dict[str, str]) -> None:
     """Refuse `engine: emr` tables the stage's EMR Serverless application could not run.
 
-    (A release older than versions.EMR_MIN_RELEASE is refused by the settings already.)
+    (A release older than runtimes.EMR_MIN_RELEASE is refused by the settings already.)
     """
     tables = [t.id for t in lake.tables if t.engine == "emr"]
     if not tables:
@@ -108,7 +108,7 @@ class EmrServerless:
         # What lakeloader's EMR runs need; the stage's emr.spark_defaults add to it (check_emr_tables).
         self.lakeloader_conf = {
             **iceberg_conf,
-            "spark.jars": versions.EMR_ICEBERG_JAR,
+            "spark.jars": runtimes.EMR_ICEBERG_JAR,
             **emr_python_conf(),
             "spark.submit.pyFiles": library.s3_object_url,
             **emr_dependency_conf(self.dependencies.s3_object_url),

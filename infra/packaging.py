@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from lakeloader import versions
+from lakeloader import runtimes
 
 T = TypeVar("T")
 
@@ -195,7 +195,7 @@ def check_wheel(filename: str, pin: Pin) -> None:
         raise PackagingError(f"{filename}: not a wheel file name")
     if canonical_name(match["name"]) != pin.key or match["version"] != pin.version:
         raise PackagingError(f"{filename}: not the wheel of {pin}")
-    python = versions.WHEEL_PYTHON_TAG  # cp311
+    python = runtimes.WHEEL_PYTHON_TAG  # cp311
     minor = int(python[3:])
     abis = match["abi"].split(".")
     pythons = match["python"].split(".")
@@ -205,14 +205,14 @@ def check_wheel(filename: str, pin: Pin) -> None:
         for tag in pythons
     )
     abi_ok = any(abi in (python, "abi3", "none") for abi in abis)
-    target = _manylinux_glibc(versions.WHEEL_PLATFORM)
+    target = _manylinux_glibc(runtimes.WHEEL_PLATFORM)
     platform_ok = any(
         tag == "any" or ((glibc := _manylinux_glibc(tag)) is not None and target and glibc <= target)
         for tag in match["platform"].split(".")
     )
     if not (python_ok and abi_ok and platform_ok):
         raise PackagingError(
-            f"{filename}: {pin} has no wheel for {python} on {versions.WHEEL_PLATFORM} "
+            f"{filename}: {pin} has no wheel for {python} on {runtimes.WHEEL_PLATFORM} "
             f"(python, abi and platform tags: {match['python']}, {match['abi']}, {match['platform']})"
         )
 
@@ -301,9 +301,9 @@ def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> di
     dependency); each wheel's tags are checked.
     """
     pins = job_pins() if pins is None else pins
-    platform = f"{versions.WHEEL_PYTHON_TAG}-{versions.WHEEL_PLATFORM}"
-    options = ["--no-deps", "--platform", versions.WHEEL_PLATFORM]
-    options += ["--python-version", versions.PYTHON_VERSION]
+    platform = f"{runtimes.WHEEL_PYTHON_TAG}-{runtimes.WHEEL_PLATFORM}"
+    options = ["--no-deps", "--platform", runtimes.WHEEL_PLATFORM]
+    options += ["--python-version", runtimes.PYTHON_VERSION]
     return cached_download(
         wheel_cache_dir(cache, platform, pins),
         lambda dest: pip_download(JOB_REQUIREMENTS, dest, options, pins),

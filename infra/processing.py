@@ -25,16 +25,16 @@ from infra.nag import acknowledge_wildcards, arn_ref
 from infra.packaging import REPO_ROOT, glue_wheels_zip, lakeloader_zip
 from infra.settings import GlueJobSettings, SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
-from lakeloader import contract, versions
+from lakeloader import contract, runtimes
 
 _GLUE_VERSIONS = {"4.0": glue.GlueVersion.V4_0, "5.0": glue.GlueVersion.V5_0, "5.1": glue.GlueVersion.V5_1}
 
 
-def glue_version(version: str = versions.GLUE_VERSION) -> glue.GlueVersion:
-    """The CDK enum of a Glue version string (lakeloader.versions.GLUE_VERSION by default)."""
+def glue_version(version: str = runtimes.GLUE_VERSION) -> glue.GlueVersion:
+    """The CDK enum of a Glue version string (lakeloader.runtimes.GLUE_VERSION by default)."""
     if version not in _GLUE_VERSIONS:
         raise SettingsError(
-            f"lakeloader.versions.GLUE_VERSION={version!r} is not a Glue version this stack knows "
+            f"lakeloader.runtimes.GLUE_VERSION={version!r} is not a Glue version this stack knows "
             f"({', '.join(_GLUE_VERSIONS)}); add it to infra.processing._GLUE_VERSIONS"
         )
     return _GLUE_VERSIONS[version]

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from lakeloader import versions
+from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 
@@ -49,11 +49,11 @@ class GlueJobSettings(_Strict):
 
 class EmrSettings(_Strict):
     release_label: str = Field(
-        default=versions.EMR_RELEASE_LABEL,
+        default=runtimes.EMR_RELEASE_LABEL,
         pattern=r"^emr-\d+\.\d+\.\d+$",
-        description=f"EMR Serverless release; {versions.EMR_RELEASE_LABEL} or newer within its line "
-        f"(emr-{versions.EMR_MIN_RELEASE[0]}.{versions.EMR_MIN_RELEASE[1]}+ bundles Iceberg "
-        f"{versions.ICEBERG_LINE})",
+        description=f"EMR Serverless release; {runtimes.EMR_RELEASE_LABEL} or newer within its line "
+        f"(emr-{runtimes.EMR_MIN_RELEASE[0]}.{runtimes.EMR_MIN_RELEASE[1]}+ bundles Iceberg "
+        f"{runtimes.ICEBERG_LINE})",
     )
     max_cpu: str = Field(default="16 vCPU", pattern=r"^\d+( vCPU)?$")
     max_memory: str = Field(default="64 GB", pattern=r"^\d+( GB)?$")
@@ -74,11 +74,11 @@ class EmrSettings(_Strict):
     @field_validator("release_label")
     @classmethod
     def _iceberg_line(cls, value: str) -> str:
-        if versions.emr_release(value)[:2] < versions.EMR_MIN_RELEASE:
-            oldest = "emr-{}.{}.0".format(*versions.EMR_MIN_RELEASE)
+        if runtimes.emr_release(value)[:2] < runtimes.EMR_MIN_RELEASE:
+            oldest = "emr-{}.{}.0".format(*runtimes.EMR_MIN_RELEASE)
             raise ValueError(
-                f"{value} is older than {oldest}: its bundled Iceberg is not the {versions.ICEBERG_LINE} "
-                f"line lakeloader is tested with; use {versions.EMR_RELEASE_LABEL}"
+                f"{value} is older than {oldest}: its bundled Iceberg is not the {runtimes.ICEBERG_LINE} "
+                f"line lakeloader is tested with; use {runtimes.EMR_RELEASE_LABEL}"
             )
         return value
 

@@ -12,7 +12,7 @@ from lakeloader.ledger.base import (
     LockLostError,
     utc_now_iso,
 )
-from lakeloader.ledger.drain import Ledger
+from lakeloader.ledger.ledger import Ledger
 from lakeloader.ledger.lock import (
     DEFAULT_LOCK_TTL_SECONDS,
     DEFAULT_START_LEASE_SECONDS,

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lakeloader import versions
+from lakeloader import runtimes
 from lakeloader_dev.emulator.runtime import Runtime, SparkRun, fetch, uris
 
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
@@ -112,10 +112,10 @@ def _archive_python_path(env: dict[str, str], run_dir: Path) -> list[str]:
             found.append(str(run_dir / entry) if not os.path.isabs(entry) else entry)
     for name in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"):
         interpreter = env.pop(name, "")
-        if os.path.isabs(interpreter) and interpreter != versions.EMR_PYTHON:
+        if os.path.isabs(interpreter) and interpreter != runtimes.EMR_PYTHON:
             raise ValueError(
                 f"{name}={interpreter}: the EMR Serverless image's documented Python 3.11 is "
-                f"{versions.EMR_PYTHON}; this emulator runs only that one"
+                f"{runtimes.EMR_PYTHON}; this emulator runs only that one"
             )
         if interpreter and not os.path.isabs(interpreter):  # ./environment/bin/python
             root = (run_dir / interpreter).parent.parent

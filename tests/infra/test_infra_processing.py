@@ -9,7 +9,7 @@ import pytest
 from infra.emr import emr_python_conf
 from infra.packaging import lakeloader_zip
 from infra.processing import glue_conf_argument
-from lakeloader import contract, versions
+from lakeloader import contract, runtimes
 from tests.infra import test_infra_triggers
 from tests.infra.cdk_helpers import join, stage_settings
 
@@ -35,7 +35,7 @@ def test_glue_job_arguments(stage_synth, name):
     props = glue_job(stage_synth, name)
     args = props["DefaultArguments"]
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
-    assert props["GlueVersion"] == versions.GLUE_VERSION
+    assert props["GlueVersion"] == runtimes.GLUE_VERSION
     assert props["Command"]["Name"] == "glueetl"
     assert join(props["Command"]["ScriptLocation"]).endswith(".py")
     assert args["--datalake-formats"] == "iceberg"

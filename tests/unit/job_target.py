@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from packaging.requirements import Requirement
 
 from infra.packaging import canonical_name
-from lakeloader import versions
+from lakeloader import runtimes
 
 TARGET_ENV = {
-    "python_version": versions.PYTHON_VERSION,
+    "python_version": runtimes.PYTHON_VERSION,
     "sys_platform": "linux",
     "platform_system": "Linux",
     "extra": "",

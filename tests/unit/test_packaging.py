@@ -189,7 +189,7 @@ def test_lakeloader_zip_holds_only_runtime_modules():
     modules = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
     modules = [m for m in modules if "__pycache__/" not in m]
     runtime = sorted(f"lakeloader/{m}" for m in modules if m != "cli.py" and not m.startswith("trigger/"))
-    assert "lakeloader/jobs.py" in names and "lakeloader/versions.py" in names
+    assert "lakeloader/jobs.py" in names and "lakeloader/runtimes.py" in names
     offending = [n for n in names if any(part in n for part in DEV_ONLY) or not n.endswith(".py")]
     assert offending == []
     assert names == runtime
