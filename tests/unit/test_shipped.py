@@ -7,6 +7,7 @@ import ast
 import tomllib
 from pathlib import Path
 
+import pytest
 from setuptools import find_packages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,3 +40,22 @@ def test_the_installed_package_holds_no_development_tooling():
     installed = find_packages(str(REPO), include=find["include"], exclude=find.get("exclude", ()))
     assert "lakeloader" in installed and "lakeloader.trigger" in installed
     assert sorted(p for p in installed if p.split(".")[0] != "lakeloader") == []
+
+
+def test_the_cli_finds_the_jars_the_assembly_recorded(tmp_path, monkeypatch):
+    """The jar assembly (development tooling) records its Spark settings; the shipped runtime reads
+    that file, never the module. Without it, the error names the file and the two ways out."""
+    from lakeloader.errors import LakeloaderError
+    from lakeloader.spark import JARS_ENV, SparkSettings, local_conf
+    from lakeloader_dev import jars
+
+    monkeypatch.setenv("LAKELOADER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(JARS_ENV, raising=False)
+    settings = SparkSettings(warehouse=str(tmp_path / "warehouse"))
+    with pytest.raises(LakeloaderError, match=r"spark-conf\.json does not name them.*make setup"):
+        local_conf(settings)
+
+    jars._record({"spark.jars": "/jars/iceberg.jar,/jars/aws.jar"})
+    assert local_conf(settings)["spark.jars"] == "/jars/iceberg.jar,/jars/aws.jar"
+    monkeypatch.setenv(JARS_ENV, "/elsewhere/iceberg.jar")
+    assert local_conf(settings)["spark.jars"] == "/elsewhere/iceberg.jar"
