@@ -1,7 +1,7 @@
 """The one place a batch is committed: commit-conflict retry, the optional audit branch (quality gate),
 the caller's last check right before `main` moves, and which raw files a commit consumed.
 
-The mode (merge, scd2, append, overwrite) only says how to write a batch to a `Target`; this module
+The mode (merge, scd2, append, overwrite) only says how to write a batch to a `Destination`; this module
 decides where the write goes and when it reaches `main`. docs/merge_and_commit.md.
 """
 
@@ -31,7 +31,7 @@ NAMES_IN_SUMMARY = 50
 
 
 @dataclass(frozen=True)
-class Target:
+class Destination:
     """Where one attempt writes a batch: the table itself, or its audit branch (`name` says which)."""
 
     spark: SparkSession
@@ -49,8 +49,8 @@ class Target:
             statement()
 
 
-Write = Callable[[Target, DataFrame], None]
-"""Writes a batch (the normalised change rows) to a Target, committing through `Target.commit`."""
+Write = Callable[[Destination, DataFrame], None]
+"""Writes a batch (the normalised change rows) to a Destination, committing through `Destination.commit`."""
 
 
 def commit_batch(
@@ -75,7 +75,7 @@ def commit_batch(
     iceberg.ensure_properties(spark, name, table.maintenance.commit_retry.table_properties())
     policy = RetryPolicy.from_settings(table.maintenance.retry)
     what = f"table {table.id!r}: commit"
-    main = Target(spark, name, summary, True, before_publish)
+    main = Destination(spark, name, summary, True, before_publish)
     if not table.quality.rules:
         retry_on_conflict(lambda: write(main, batch), what=what, policy=policy, progress=progress)
         return None
@@ -93,7 +93,7 @@ def audit_branch_name(run_id: str) -> str:
 
 
 def _audit_once(
-    main: Target, table: TableConfig, batch: DataFrame, write: Write, run_id: str, progress: Progress
+    main: Destination, table: TableConfig, batch: DataFrame, write: Write, run_id: str, progress: Progress
 ) -> quality.QualityReport:
     """Write to a fresh audit branch, check the rules there, quarantine or fail, publish to `main`."""
     spark, name = main.spark, main.name

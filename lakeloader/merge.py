@@ -246,7 +246,7 @@ def apply_batch(
             changes, keyed = truncated, {}  # the deletes reach keys the batch does not list
         crash_point("after_read")
 
-        def write(target: commit.Target, batch: DataFrame) -> None:
+        def write(target: commit.Destination, batch: DataFrame) -> None:
             if table.mode == "merge":
                 _merge(spark, target, table, batch, target_schema, seq, result, progress, keyed)
             elif table.mode == "scd2":

@@ -105,12 +105,11 @@ class Debezium(SourceFormat):
         from pyspark.sql import functions as F
 
         from lakeloader.formats import files as plain
-        from lakeloader.formats.files import Check, replace_checked
 
         if table.source.format == "json":
             df = plain.read_rows(spark, table, files, self, corrupt_column=CORRUPT)
             bad_json = F.col(CORRUPT).isNotNull() & (F.trim(F.col(CORRUPT)) != "null")
-            checks.append(Check(bad_json, F.col(CORRUPT), "malformed JSON record {}", None))
+            checks.append(plain.Check(bad_json, F.col(CORRUPT), "malformed JSON record {}", None))
             df = df.filter(F.col(CORRUPT).isNull() | bad_json)
         else:
             df = plain.read_rows(spark, table, files, self)
@@ -128,7 +127,7 @@ class Debezium(SourceFormat):
             if how is None or df.schema[actual].dataType.simpleString() == how[1]:
                 continue
             message = f"value {{}} does not decode as {logical}"
-            df = replace_checked(df, actual, F.expr(how[0]), message, column, checks)
+            df = plain.replace_checked(df, actual, F.expr(how[0]), message, column, checks)
         return df
 
     def _unwrap(self, df: DataFrame) -> tuple[DataFrame, dict[str, tuple[str, dict[str, str]]]]:
