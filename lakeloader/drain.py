@@ -24,7 +24,6 @@ from lakeloader.ledger import (
     QUARANTINED,
     Ledger,
     LedgerObject,
-    LockLostError,
 )
 from lakeloader.merge import TableResult
 
@@ -77,8 +76,7 @@ def drain_table(
     quarantined = 0
 
     def still_holds_lock() -> None:  # right before each commit: a run whose lease lapsed must not commit
-        if not ledger.renew_lock(table.id, run_id):
-            raise LockLostError(f"table {table.id!r}: run {run_id!r} no longer holds the table lock")
+        ledger.keep_lock(table.id, run_id)
 
     files_left, bytes_left = table.trigger.max_files_per_run, table.trigger.max_bytes_per_run
     try:

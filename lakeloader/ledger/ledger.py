@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lakeloader.ledger.actions import ObjectActions
-from lakeloader.ledger.base import LockLostError
 from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS, TableLock
 from lakeloader.ledger.objects import LedgerObject
 from lakeloader.ledger.runs import RUN_ABANDONED, RUN_RUNNING, RunHistory, RunRecord
@@ -85,8 +84,7 @@ class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):
 
         found = candidates()
         if found:
-            if not self.renew_lock(table_id, run_id, ttl_seconds=lock_ttl_seconds):
-                raise LockLostError(f"table {table_id!r}: run {run_id!r} no longer holds the table lock")
+            self.keep_lock(table_id, run_id, ttl_seconds=lock_ttl_seconds)
             claimed = self.claim(table_id, found, run_id)
             if claimed:
                 return claimed

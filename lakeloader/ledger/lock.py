@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeloader.dynamodb import encode_item
-from lakeloader.ledger.base import LedgerTables, record_from_item, utc_now_iso
+from lakeloader.ledger.base import LedgerTables, LockLostError, record_from_item, utc_now_iso
 
 LOCK_RUN_ID = "#lock"
 LOCK_STARTING = "starting"
@@ -117,6 +117,11 @@ class TableLock(LedgerTables):
                 {":holder": holder, ":expires": int(self.clock() + ttl_seconds)}
             ),
         )
+
+    def keep_lock(self, table_id: str, holder: str, *, ttl_seconds: int = DEFAULT_LOCK_TTL_SECONDS) -> None:
+        """`renew_lock`, raising LockLostError when ``holder`` lost the lock: a run must not go on."""
+        if not self.renew_lock(table_id, holder, ttl_seconds=ttl_seconds):
+            raise LockLostError(f"table {table_id!r}: run {holder!r} no longer holds the table lock")
 
     def note_engine_run(self, table_id: str, holder: str, engine_run_id: str) -> bool:
         """Remember the Glue/EMR run id a reservation started (for operators and retries)."""
