@@ -7,6 +7,7 @@ Read from the source (imports and spellings), no Spark needed.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -35,24 +36,7 @@ ICEBERG_ONLY = re.compile(
 
 def runtime_imports(module: str) -> set[str]:
     """The lakeloader modules `module` imports at run time (annotation-only TYPE_CHECKING imports aside)."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
-    skipped = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
-        for node in ast.walk(block)
-    }
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.ImportFrom) and node.module == "lakeloader":
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lakeloader."):
-            found.add(node.module.split(".")[1])
-        elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("lakeloader."))
-    return found
+    return {name.split(".")[1] for name in module_graph()[f"lakeloader.{module}"] if "." in name}
 
 
 @pytest.mark.parametrize("module", sorted(ALLOWED))
@@ -74,6 +58,7 @@ REPO = PACKAGE.parent
 PACKAGES = ("lakeloader", "infra", "lakeloader_dev")
 
 
+@functools.cache
 def module_graph() -> dict[str, set[str]]:
     """Module -> the project modules it imports, at the top or inside a function (TYPE_CHECKING aside):
     an import deferred into a function to dodge a cycle is still the cycle."""
