@@ -25,12 +25,12 @@ from benchmarks.measure import PeakRss
 
 
 def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[str]) -> Any:
-    """`lakeloader.merge.classify` before the probe join: batch LEFT JOIN all target keys."""
+    """`lakeloader.engine.merge.classify` before the probe join: batch LEFT JOIN all target keys."""
     from pyspark.sql import functions as F
 
     from lakeloader.columns import OP, find_column
-    from lakeloader.merge import ACTION
-    from lakeloader.sequence import newer_sql
+    from lakeloader.engine.merge import ACTION
+    from lakeloader.engine.sequence import newer_sql
     from lakeloader.sql import quote
 
     keys = [find_column(batch.columns, k) for k in table.keys]
@@ -64,15 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", help="reuse generated parquet data from here")
     args = parser.parse_args(argv)
 
-    from lakeloader import merge
+    from lakeloader.engine import merge
     from lakeloader.spark import SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-"))
     data_dir = Path(args.data_dir) if args.data_dir else work / "data"
-    spark = build_session(SparkSettings(
-        warehouse=str(work / "wh"), app_name="ab", driver_memory="4g", extra_conf=spark_conf()
-    ))
+    spark = build_session(
+        SparkSettings(warehouse=str(work / "wh"), app_name="ab", driver_memory="4g", extra_conf=spark_conf())
+    )
     rss = PeakRss({"jvm": spark.sparkContext._gateway.proc.pid, "py": os.getpid()})
     engine = LakeloaderEngine(SparkTables(spark))
     base = data.write_base(data_dir / f"base-{args.rows}", args.rows)

@@ -68,9 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-files-per-run", type=int, default=1000)
     args = parser.parse_args(argv)
 
-    from lakeloader import drain, operate
+    from lakeloader import operate
     from lakeloader.config import TableConfig
     from lakeloader.inputs import InputFile
+    from lakeloader.jobs import drain
     from lakeloader.spark import SparkSettings, build_session
     from lakeloader.stage import DeployedStage
     from lakeloader_dev.emulator import Emulator

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plans", action="store_true", help="print each SQL execution's physical plan")
     args = parser.parse_args(argv)
 
-    from lakeloader.merge import apply_batch
+    from lakeloader.engine import apply_batch
     from lakeloader.spark import CATALOG, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             result = apply_batch(spark, config, files, catalog=CATALOG, run_id=group)
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", "other")
             counts.append(len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)))
-            assert result.status == "ok", result
+            assert result.files, result
         print(f"{DB}.{label}: {args.rows:,} rows, {args.batches} batches of {args.changes:,} changes")
         print(f"jobs per batch: {counts}")
     finally:

@@ -1,6 +1,6 @@
 """Erasure: the managed policy an operator needs to run `lakeloader erase` against this stage.
 
-`lakeloader erase` (lakeloader/erase.py) runs on an operator's machine, as whoever attaches
+`lakeloader erase` (lakeloader/jobs/erase.py) runs on an operator's machine, as whoever attaches
 this policy, and calls exactly:
 
 * the Glue catalog through Iceberg's GlueCatalog: GetDatabase, GetTable, UpdateTable on the

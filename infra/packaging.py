@@ -85,7 +85,7 @@ def publish(name: str, digest: str, build: Callable[[Path], None]) -> Path:
 
 # Not for Glue/EMR: the `lakeloader` command runs on a developer's machine (Spark jars from
 # lakeloader_dev), and the trigger runs in the S3-arrival Lambda (with Powertools, which the jobs lack).
-NOT_IN_JOB_ZIP = ("cli.py", "trigger/")
+NOT_IN_JOB_ZIP = ("cli/", "trigger/")
 
 
 def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:

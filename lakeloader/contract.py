@@ -28,7 +28,9 @@ ARG_CORRELATION_ID = "lakeloader_correlation_id"
 ARG_DATABASE_PREFIX = "lakeloader_database_prefix"
 ARG_PARALLEL_TABLES = "lakeloader_parallel_tables"
 ARG_MAX_ATTEMPTS = "lakeloader_max_attempts"
-ARG_REBUILD = "lakeloader_rebuild"  # "true": rebuild the run's tables (lakeloader.rebuild) before draining
+ARG_REBUILD = (
+    "lakeloader_rebuild"  # "true": rebuild the run's tables (lakeloader.jobs.rebuild) before draining
+)
 ARG_RAW_ZONE_ERASED = "lakeloader_raw_zone_erased"  # "true": a rebuild may run despite recorded erasures
 
 # Set in the job's DefaultArguments at deploy; a job cannot start without them.

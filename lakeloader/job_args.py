@@ -2,7 +2,7 @@
 
 Glue passes `--lakeloader_<name> value` (resolved with awsglue's getResolvedOptions, which
 exists on Glue only); the EMR scripts take `--<name> value` (argparse). Either way
-`lakeloader.jobs` gets the same keys. docs/jobs.md lists the arguments.
+`lakeloader.jobs.main` gets the same keys. docs/jobs.md lists the arguments.
 """
 
 from __future__ import annotations

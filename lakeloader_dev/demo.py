@@ -18,8 +18,8 @@ from pathlib import Path
 
 from lakeloader.config import load_config
 from lakeloader.contract import new_run_id
-from lakeloader.ingest import assign_inputs, run_tables, summary_table
 from lakeloader.inputs import batch_order
+from lakeloader.jobs.load import assign_inputs, run_tables, summary_table
 from lakeloader.progress import stderr_progress
 from lakeloader.spark import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf

@@ -2,7 +2,7 @@
 
 Simulated: the clock (the trigger and the ledger read it), and Glue. `SimGlue.start_job_run` takes
 the trigger's request (table ids, execution class) and schedules the run the model describes. The
-run then does what `lakeloader.jobs.drain_tables` does per table, `parallel_tables` at a time, with
+run then does what `lakeloader.jobs.drain.drain_tables` does per table, `parallel_tables` at a time, with
 the real ledger calls (acquire_lock, start_run, next_batch, finish, end_run); only the merge is a
 duration. Freshness is measured per object: its arrival to the end of the batch that committed it.
 """

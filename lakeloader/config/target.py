@@ -25,7 +25,7 @@ NEW_TABLE_PROPERTIES = {
 }
 """What a table lakeloader creates gets unless target.properties says otherwise (README
 "Performance", measured in benchmarks/RESULTS.md). A table that exists keeps these as it was created;
-target.properties is set on it before each batch (lakeloader.table_settings)."""
+target.properties is set on it before each batch (lakeloader.engine.table_settings)."""
 
 
 class Target(_Strict):

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from lakeloader.config import load_config
-from lakeloader.ingest import assign_inputs
 from lakeloader.inputs import batch_order
+from lakeloader.jobs.load import assign_inputs
 
 BOLD, DIM, GREEN, RED, RESET = (
     ("\033[1m", "\033[2m", "\033[32m", "\033[31m", "\033[0m")

@@ -28,6 +28,7 @@ out = boto3.client("s3")
 out.put_object(Bucket=args["out_bucket"], Key="glue/" + args["JOB_RUN_ID"], Body=args["message"])
 """
 
+
 @pytest.fixture(scope="module")
 def glue_job(emulator: Emulator) -> str:
     s3 = boto3.client("s3")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 def test_erase_purges_every_noncurrent_version_under_the_table_location(emulator: Emulator) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from lakeloader.erase import purge_noncurrent_versions, remaining_versions
+    from lakeloader.jobs.erase import purge_noncurrent_versions, remaining_versions
 
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="curated")

@@ -30,8 +30,8 @@ SCENARIO = """
 import json, sys
 from datetime import UTC, datetime
 from lakeloader.config import LakeConfig
-from lakeloader.erase import erase
-from lakeloader.maintenance import timestamp_literal
+from lakeloader.jobs.erase import erase
+from lakeloader.jobs.maintenance import timestamp_literal
 from lakeloader.spark import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 
@@ -86,9 +86,11 @@ def emails_in(version: dict[str, Any]) -> set[str]:
     """Every email value in one object version, when it is a Parquet data file."""
     if not version["Key"].endswith(".parquet"):
         return set()
-    body = boto3.client("s3").get_object(
-        Bucket=version["Bucket"], Key=version["Key"], VersionId=version["VersionId"]
-    )["Body"].read()
+    body = (
+        boto3.client("s3")
+        .get_object(Bucket=version["Bucket"], Key=version["Key"], VersionId=version["VersionId"])["Body"]
+        .read()
+    )
     data = pq.read_table(io.BytesIO(body))
     return set(data.column("email").to_pylist()) if "email" in data.column_names else set()
 

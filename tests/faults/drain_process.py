@@ -12,9 +12,9 @@ from pathlib import Path
 
 import boto3
 
-from lakeloader import drain
 from lakeloader.config import load_config
 from lakeloader.inputs import InputFile
+from lakeloader.jobs import drain
 from lakeloader.ledger import Ledger
 from lakeloader.spark import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf

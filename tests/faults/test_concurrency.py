@@ -11,8 +11,10 @@ from collections import Counter
 import boto3
 import pytest
 
-from lakeloader import commit, drain, merge
+from lakeloader.engine import merge
+from lakeloader.iceberg import commit
 from lakeloader.inputs import list_inputs
+from lakeloader.jobs import drain, load
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
 from lakeloader.spark import CATALOG
 from tests.aws_fixtures import (  # noqa: F401
@@ -115,7 +117,7 @@ def test_two_drains_after_a_lost_lock_lease(spark, make_table, s3_raw, tmp_path,
     raw_root = f"s3://{bucket}/"
     half = len(work.files) // 2
     land_objects(work.files[:half])
-    stalled: list[merge.TableResult] = []
+    stalled: list[load.TableResult] = []
 
     def stall(spark_, target):  # A's MERGE is about to run: A stalls past its lease; B runs meanwhile
         if stalled:

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lakeloader.erase import erase
-from lakeloader.maintenance import maintain_table, maintain_tables
+from lakeloader.jobs.erase import erase
+from lakeloader.jobs.maintenance import maintain_table, maintain_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
 

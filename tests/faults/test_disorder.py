@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from lakeloader.ingest import run_tables
 from lakeloader.inputs import list_inputs
+from lakeloader.jobs.load import run_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
 

@@ -90,7 +90,12 @@ def test_each_role_reads_its_engine_bundle_only(dev):
 
 POWERTOOLS = {"aws_lambda_powertools/__init__.py", "jmespath/__init__.py", "typing_extensions.py"}
 # Modules only the jobs use (they import pyspark or the config model): no Lambda bundle holds them.
-JOB_ONLY = {"lakeloader/jobs.py", "lakeloader/merge.py", "lakeloader/spark.py", "lakeloader/config/lake.py"}
+JOB_ONLY = {
+    "lakeloader/jobs/main.py",
+    "lakeloader/engine/merge.py",
+    "lakeloader/spark.py",
+    "lakeloader/config/lake.py",
+}
 
 
 def test_arrival_bundle_is_the_handler_and_the_lakeloader_modules_it_imports(dev):

@@ -1,6 +1,6 @@
 """The operators' erasure policy (`<project>-<stage>-erase`): enough for `lakeloader erase`, nothing more.
 
-What erase calls, read from lakeloader/erase.py and Iceberg's GlueCatalog/S3FileIO: GetDatabase,
+What erase calls, read from lakeloader/jobs/erase.py and Iceberg's GlueCatalog/S3FileIO: GetDatabase,
 GetTable, UpdateTable on the stage's tables (load, DELETE, rewrite, expire: commits); CreateDatabase
 and CreateTable for its audit table; Get/Put/Delete/AbortMultipartUpload on warehouse objects;
 ListBucket for the orphan-file listing; ListBucketVersions and DeleteObjectVersion for the purge of

@@ -6,7 +6,7 @@ names taken from where the template hands them to that code (job arguments, Lamb
 custom-resource properties, state-machine definition), then evaluated against the synthesized
 policies with IAM's wildcard and condition rules (tests/infra/iam_eval.py):
 
-* Glue jobs (glue_jobs/*.py -> lakeloader.jobs): config table Scan (config_store.scan_items); ledger
+* Glue jobs (glue_jobs/*.py -> lakeloader.jobs.main): config table Scan (config_store.scan_items); ledger
   Query/UpdateItem (Ledger.pending_objects, claim, finish); runs table PutItem/GetItem/UpdateItem/
   DeleteItem (start_run, end_run, acquire/renew/release_lock); raw objects GetObject (Spark read);
   warehouse objects Get/Put/Delete/AbortMultipartUpload and ListBucket (Iceberg S3FileIO commits,
@@ -36,7 +36,7 @@ from urllib.parse import urlparse
 import pytest
 
 from lakeloader.contract import METRICS_NAMESPACE
-from lakeloader.tombstones import SUFFIX as TOMBSTONES
+from lakeloader.engine.tombstones import SUFFIX as TOMBSTONES
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, matches, role_statements
 
 ARN = f"{REGION}:{ACCOUNT}"
@@ -157,7 +157,7 @@ def lake_needs(stack: Stack, args: dict[str, str], code_urls: list[str]) -> list
         location = stack.database_location(database)
         table_root = f"{location}/{table['target']['table']}"
         assert table_root.startswith(args["warehouse"]), table_root
-        side_root = f"{location}/{table['target']['table']}{TOMBSTONES}"  # lakeloader.tombstones
+        side_root = f"{location}/{table['target']['table']}{TOMBSTONES}"  # lakeloader.engine.tombstones
         for root in (table_root, side_root):
             for path in ("data/00000-0-a.parquet", "metadata/00001-b.metadata.json"):
                 arn = s3_arn(f"{root}/{path}")

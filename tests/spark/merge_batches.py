@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from lakeloader.engine import apply_batch
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 T0 = datetime(2026, 11, 1, 8, 0, 0)

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakeloader.erase import ErasureError, erase, parse_keys
+from lakeloader.engine import apply_batch
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import apply_batch
+from lakeloader.jobs.erase import ErasureError, erase, parse_keys
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -131,7 +131,7 @@ def test_where_erasure_and_a_tag_that_keeps_the_rows_fails_verification(spark, r
 def test_an_older_audit_table_gains_the_purge_count_and_a_local_warehouse_purges_nothing(
     spark, raw, make_table
 ):
-    from lakeloader.erase import AUDIT_COLUMNS
+    from lakeloader.jobs.erase import AUDIT_COLUMNS
 
     audit = f"{CATALOG}.lakeloader_audit.erasures"
     old_columns = AUDIT_COLUMNS.replace(", object_versions_purged BIGINT", "")
@@ -171,7 +171,7 @@ def test_maintain_drops_a_killed_runs_audit_branch_after_the_lock_lease_and_eras
     the table lock, and discards it (and its unpublished snapshot) once the lease is over."""
     from datetime import UTC, timedelta
 
-    from lakeloader.maintenance import maintain_table
+    from lakeloader.jobs.maintenance import maintain_table
 
     table = make_table(
         quality={"rules": [{"not_null": ["email"]}]}, maintenance={"compaction": {"enabled": False}}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from lakeloader.engine import apply_batch
 from lakeloader.inputs import list_inputs
-from lakeloader.maintenance import maintain_table, sort_order_sql, summary_table
-from lakeloader.merge import apply_batch
+from lakeloader.jobs.maintenance import maintain_table, sort_order_sql, summary_table
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -187,7 +187,7 @@ def test_compaction_between_audit_and_publish_is_retried(spark, raw, make_table)
     assert {s.step: s for s in compactions[0].steps}["rewrite_data_files"].counts[
         "rewritten_data_files_count"
     ] >= 3
-    assert result.status == "ok" and result.quality.action == "passed"
+    assert result.files == 1 and result.quality.action == "passed"
     assert any("concurrent commit" in m and "attempt 2/6" in m for m in messages)
     assert rows(spark, table) == [(0, "v0"), (1, "new"), (2, "v2"), (9, "nine")]
     assert [r.name for r in spark.sql(f"SELECT name FROM {name_of(table)}.refs").collect()] == ["main"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from lakeloader.engine import apply_batch
 from lakeloader.errors import BadInputError
-from lakeloader.ingest import run_tables
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import apply_batch
+from lakeloader.jobs.load import run_tables
 from lakeloader.spark import CATALOG
 from tests.spark.merge_batches import DMS, FULL, T0, at, change, load, rows, snapshots
 
@@ -24,7 +24,7 @@ def test_full_load_then_cdc_inserts_updates_and_deletes(spark, raw, make_table):
         FULL,
     )
     first = load(spark, table, raw)
-    assert (first.status, first.inserted) == ("ok", 3)
+    assert (first.files, first.inserted) == (1, 3)
 
     raw.write_parquet(
         "src/20261101-0900.parquet",
@@ -71,7 +71,7 @@ def test_deleting_a_missing_key_is_a_no_op(spark, raw, make_table):
     before = snapshots(spark, table)
     raw.write_parquet("src/20261101-0901.parquet", [change("D", 42, None, 2)], DMS)
     result = load(spark, table, raw)
-    assert result.deleted == 0 and result.status == "ok"
+    assert result.deleted == 0 and result.files == 1
     assert rows(spark, table) == [(1, "a")]
     assert snapshots(spark, table) == before  # nothing to apply: no empty commit
 
@@ -83,7 +83,7 @@ def test_same_input_twice_leaves_the_table_unchanged(spark, raw, make_table):
     load(spark, table, raw, run_id="first")
     before = (rows(spark, table), snapshots(spark, table))
     again = load(spark, table, raw, run_id="retry")
-    assert again.status == "skipped" and again.files == 0
+    assert again.files == 0
     assert (rows(spark, table), snapshots(spark, table)) == before
 
 
@@ -266,7 +266,7 @@ def test_input_log_outlives_expiry_so_an_erasure_is_not_undone(spark, raw, make_
     assert snapshots(spark, table) == 1  # the summary that listed the file is gone
 
     again = apply_batch(spark, table, files, catalog=CATALOG, run_id="r2", log_consumed=True)
-    assert again.status == "skipped" and rows(spark, table) == []
+    assert again.files == 0 and rows(spark, table) == []
 
 
 def test_a_batch_of_a_thousand_files_loads_in_one_commit(spark, raw, make_table):

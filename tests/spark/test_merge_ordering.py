@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakeloader import merge
+from lakeloader.engine import merge
 from lakeloader.spark import CATALOG
 from tests.spark.merge_batches import DMS, DMS_SEQ, at, change, load, rows, seq_change, snapshots
 

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 import pytest
 
+from lakeloader.engine import apply_batch
 from lakeloader.formats.debezium import Debezium
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark

@@ -8,11 +8,11 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
-from lakeloader.ingest import run_tables, summary_table
+from lakeloader.engine import apply_batch
+from lakeloader.engine.quality import QualityError
 from lakeloader.inputs import list_inputs
+from lakeloader.jobs.load import TableResult, run_tables, summary_table
 from lakeloader.ledger import LockLostError
-from lakeloader.merge import apply_batch
-from lakeloader.quality import QualityError
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -71,7 +71,7 @@ def test_passing_batch_is_published_from_the_audit_branch(spark, raw, make_table
     table = make_table(quality={"rules": RULES})
     raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30), row("I", 2, "b@x", 40)], DMS)
     result = load(spark, table, raw, "r1")
-    assert result.status == "ok" and result.inserted == 2
+    assert result.files == 1 and result.inserted == 2
     assert result.quality.action == "passed"
     assert [o.passed for o in result.quality.outcomes] == [True] * len(RULES)
     assert rows(spark, table) == [(1, "a@x", 30), (2, "b@x", 40)]
@@ -130,7 +130,7 @@ def test_quarantine_sets_failing_rows_aside_and_publishes_the_rest(spark, raw, m
         DMS,
     )
     result = load(spark, table, raw, "r2")
-    assert result.status == "ok"
+    assert result.files == 1
     q = result.quality
     assert q.action == "quarantined"
     failed = {o.rule: o.failed_rows for o in q.outcomes if not o.passed}
@@ -154,7 +154,7 @@ def test_quarantine_sets_failing_rows_aside_and_publishes_the_rest(spark, raw, m
     assert json.loads(by_rule["regex(email)"].record)["email"] == "no-at-sign"
     assert list(refs(spark, table)) == ["main"]
     # the run summary shows the outcome
-    text = summary_table([result])
+    text = summary_table([TableResult.applied(table.id, result)])
     assert "quality quarantined" in text and "adult_or_unknown: FAILED" in text
 
 
@@ -222,16 +222,16 @@ def test_quarantine_on_a_keyless_append_table(spark, raw, make_table):
 
 
 def test_reports_of_several_batches_combine_into_run_counts():
-    from lakeloader.quality import QualityReport, RuleOutcome, combine, run_counts
+    from lakeloader.engine.quality import QualityReport, RuleOutcome, combine_reports, report_counts
 
     first = QualityReport("passed", [RuleOutcome("not_null(email)", "not_null", True)])
     second = QualityReport("quarantined", [RuleOutcome("not_null(email)", "not_null", False, 3)], 3, "q")
-    total = combine(combine(None, first), second)
+    total = combine_reports(combine_reports(None, first), second)
     assert total.action == "quarantined"
-    assert run_counts(total) == {
+    assert report_counts(total) == {
         "quality_rules_checked": 1,
         "quality_rules_failed": 1,
         "quality_quarantined_rows": 3,
         "quality_failed_rows:not_null(email)": 3,
     }
-    assert run_counts(None) == {}
+    assert report_counts(None) == {}

@@ -9,11 +9,13 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from lakeloader import commit, iceberg, table_settings, tombstones
+from lakeloader import iceberg
+from lakeloader.engine import table_settings, tombstones
 from lakeloader.errors import BadInputError
-from lakeloader.ingest import run_tables
+from lakeloader.iceberg import commit
 from lakeloader.inputs import list_inputs
-from lakeloader.rebuild import RebuildRefusedError, rebuild_table, reset_input_log, staging_config
+from lakeloader.jobs.load import run_tables
+from lakeloader.jobs.rebuild import RebuildRefusedError, rebuild_table, reset_input_log, staging_config
 from lakeloader.spark import CATALOG, table_exists
 
 pytestmark = pytest.mark.spark
@@ -184,7 +186,7 @@ def test_a_rebuild_that_fails_leaves_the_table_as_it_was(spark, raw, make_table)
 
 
 def test_a_rebuild_is_refused_while_erasures_are_on_record(spark, raw, make_table):
-    from lakeloader.erase import erase
+    from lakeloader.jobs.erase import erase
 
     table = make_table()
     two_regions(raw)

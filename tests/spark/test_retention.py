@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader import tombstones
-from lakeloader.maintenance import maintain_table
+from lakeloader.engine import tombstones
+from lakeloader.jobs.maintenance import maintain_table
 from lakeloader.spark import CATALOG
 from lakeloader.sql import timestamp_literal
 from tests.spark.merge_batches import DMS, change, load

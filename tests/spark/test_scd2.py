@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from lakeloader import cli
+from lakeloader.engine import apply_batch
 from lakeloader.errors import BadInputError
 from lakeloader.inputs import list_inputs
-from lakeloader.merge import apply_batch
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark

@@ -7,10 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from lakeloader import tombstones
+from lakeloader.engine import apply_batch, tombstones
 from lakeloader.inputs import list_inputs
-from lakeloader.maintenance import maintain_table
-from lakeloader.merge import apply_batch
+from lakeloader.jobs.maintenance import maintain_table
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
@@ -148,7 +147,7 @@ def test_maintain_purges_only_expired_tombstones(spark, raw, make_table):
 
 @pytest.mark.parametrize("how", ["key", "where"])
 def test_erase_removes_the_subjects_tombstones_from_all_history(spark, raw, make_table, how):
-    from lakeloader.erase import erase
+    from lakeloader.jobs.erase import erase
 
     table = make_table()
     raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "ann", 0), change("I", 2, "bob", 0)], DMS)
@@ -176,7 +175,7 @@ def test_erase_removes_the_subjects_tombstones_from_all_history(spark, raw, make
 
 
 def test_erase_by_a_where_on_other_columns_finds_the_keys_through_the_rows(spark, raw, make_table):
-    from lakeloader.erase import erase
+    from lakeloader.jobs.erase import erase
 
     table = make_table()
     raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "ann", 0), change("D", 7, None, 0)], DMS)

@@ -86,7 +86,7 @@ def land(trigger: Trigger, table_id: str, name: str, cid: str) -> dict:
 
 
 def run_job(ledger: Ledger, table_ids: list[str]) -> dict[str, list[str]]:
-    """What a job run does per table (lakeloader.drain.drain_table without Spark): drained keys."""
+    """What a job run does per table (lakeloader.jobs.drain.drain_table without Spark): drained keys."""
     drained: dict[str, list[str]] = {}
     for table_id in table_ids:
         run_id = new_run_id()

@@ -18,15 +18,19 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
-import lakeloader.drain  # noqa: E402
-import lakeloader.maintenance  # noqa: E402
+import lakeloader.jobs.drain  # noqa: E402
+import lakeloader.jobs.maintenance  # noqa: E402
 import lakeloader.spark  # noqa: E402
-from lakeloader import jobs, quality, tombstones  # noqa: E402
 from lakeloader.config import TableConfig, parse_config  # noqa: E402
 from lakeloader.config_store import PARTITION_KEY  # noqa: E402
 from lakeloader.config_table import config_items  # noqa: E402
 from lakeloader.dynamodb import encode_item  # noqa: E402
-from lakeloader.merge import TableResult  # noqa: E402
+from lakeloader.engine import (
+    quality,
+    tombstones,  # noqa: E402
+)
+from lakeloader.jobs import main as jobs
+from lakeloader.jobs.load import TableResult  # noqa: E402
 from lakeloader.sql import qualified  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
@@ -108,9 +112,9 @@ def handed(monkeypatch) -> list[TableConfig]:
         seen.extend(tables)
         return []
 
-    monkeypatch.setattr(lakeloader.drain, "drain_table", drain)
-    monkeypatch.setattr(lakeloader.maintenance, "maintain_tables", maintain)
-    monkeypatch.setattr(lakeloader.maintenance, "summary_table", lambda results: "")
+    monkeypatch.setattr(lakeloader.jobs.drain, "drain_table", drain)
+    monkeypatch.setattr(lakeloader.jobs.maintenance, "maintain_tables", maintain)
+    monkeypatch.setattr(lakeloader.jobs.maintenance, "summary_table", lambda results: "")
     return seen
 
 

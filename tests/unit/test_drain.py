@@ -1,9 +1,9 @@
-"""The drain loop's outcome (lakeloader.drain.drain_table), without the e2e suite.
+"""The drain loop's outcome (lakeloader.jobs.drain.drain_table), without the e2e suite.
 
 Real: the Ledger code against DynamoDB on moto's server over HTTP, drain_table itself, and its
 metrics going to moto's CloudWatch. Every DynamoDB call a drain sends is checked against the job
 roles' grants as tests/infra/test_infra_iam_sufficient.py states them. Stubbed: only the Spark
-merge (`lakeloader.ingest.load_table`, monkeypatched with a stub of the same parameters): it is
+merge (`lakeloader.jobs.load.load_table`, monkeypatched with a stub of the same parameters): it is
 not the code under test here and is covered by tests/spark. The stub returns the outcome each test
 scripts for the files it is given and can act while a batch "runs" (an object arrives, the lock is
 taken over).
@@ -24,12 +24,12 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import ManualClock, create_dynamodb_table, unique_name  # noqa: E402
 
-from lakeloader import ingest  # noqa: E402
 from lakeloader.config import TableConfig  # noqa: E402
 from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE  # noqa: E402
-from lakeloader.drain import drain_table, drain_tables  # noqa: E402
+from lakeloader.jobs import load  # noqa: E402
+from lakeloader.jobs.drain import drain_table, drain_tables  # noqa: E402
+from lakeloader.jobs.load import TableResult  # noqa: E402
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, LockLostError, ObjectRef  # noqa: E402
-from lakeloader.merge import TableResult  # noqa: E402
 from tests.infra.test_infra_iam_sufficient import JOB_DYNAMODB_ACTIONS  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
@@ -73,8 +73,8 @@ def stand_in(monkeypatch, fake: Callable[..., TableResult]) -> None:
     def parameters(function: Callable) -> list[tuple[str, object]]:
         return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()]
 
-    assert parameters(fake) == parameters(ingest.load_table)
-    monkeypatch.setattr(ingest, "load_table", fake)
+    assert parameters(fake) == parameters(load.load_table)
+    monkeypatch.setattr(load, "load_table", fake)
 
 
 @pytest.fixture
@@ -215,7 +215,7 @@ def quarantined_metric(ledger: Ledger, table: TableConfig) -> float:
 
 
 def bad_input(table: TableConfig, bad: str) -> Merge:
-    """A merge that fails on `bad` as BadInputError does (ingest.load_table records its file)."""
+    """A merge that fails on `bad` as BadInputError does (load.load_table records its file)."""
 
     def outcome(names: list[str]) -> TableResult:
         culprit = next((n for n in names if n.endswith(bad)), None)

@@ -1,7 +1,7 @@
-"""The Iceberg layer stays one layer: table operations live in lakeloader.iceberg, a batch commits only
-through lakeloader.commit, and the modules above them call down, never sideways (docs/merge_and_commit.md).
-
-Read from the source (imports and spellings), no Spark needed.
+"""The layers of lakeloader/ (docs/architecture.md), read from the source (imports and spellings), no
+Spark needed: each layer calls only its own and the ones below it, a layer below the jobs is reached
+only through its public surface, only the Iceberg layer spells table operations, and no import cycle
+anywhere. No exceptions.
 """
 
 from __future__ import annotations
@@ -14,44 +14,22 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lakeloader"
-# The modules that use Iceberg tables; which of each other each may import. A batch (merge) composes
-# its mode (scd2) and the tombstones; maintenance and erase reach the tombstones' side table. Table
-# operations (refs, procedures, properties, commits, snapshot lookups) come from iceberg and commit.
-ALLOWED = {
-    "merge": {"scd2", "tombstones", "commit", "iceberg"},
-    "scd2": {"tombstones"},
-    "maintenance": {"tombstones", "iceberg"},
-    "erase": {"tombstones", "commit", "iceberg"},
-    "quality": {"iceberg"},
-    "tombstones": {"iceberg"},
-    "commit": {"quality", "iceberg"},  # the audit branch runs the quality rules
-    "iceberg": set(),
+# Top down. A module not in a named layer is the base (config, formats, columns, contract, inputs,
+# spark, sql, ledger, trigger ...): it imports none of the layers.
+LAYERS = ("lakeloader.cli", "lakeloader.jobs", "lakeloader.engine", "lakeloader.iceberg")
+# What the layers above may import of a layer: its package (and its `__all__`) and these modules.
+PUBLIC = {
+    "lakeloader.engine": {
+        "lakeloader.engine",
+        "lakeloader.engine.tombstones",
+    },  # the side table jobs maintain
+    "lakeloader.iceberg": {"lakeloader.iceberg", "lakeloader.iceberg.commit", "lakeloader.iceberg.retry"},
 }
-# Spellings of Iceberg table operations: only lakeloader/iceberg.py writes them.
+# Spellings of Iceberg table operations: only lakeloader/iceberg/ writes them.
 ICEBERG_ONLY = re.compile(
     r"loadIcebergTable|TableMetadataParser|CommitMetadata|SparkActions|\.system\.|\} (?:CREATE|DROP) BRANCH|"
     r"SET TBLPROPERTIES|\.refs\b"
 )
-
-
-def runtime_imports(module: str) -> set[str]:
-    """The lakeloader modules `module` imports at run time (annotation-only TYPE_CHECKING imports aside)."""
-    return {name.split(".")[1] for name in module_graph()[f"lakeloader.{module}"] if "." in name}
-
-
-@pytest.mark.parametrize("module", sorted(ALLOWED))
-def test_table_modules_call_down_never_sideways(module):
-    sideways = (runtime_imports(module) & ALLOWED.keys()) - ALLOWED[module]
-    assert not sideways, f"lakeloader/{module}.py imports {sorted(sideways)}: go through iceberg/commit"
-
-
-def test_only_the_iceberg_module_spells_table_operations():
-    spelled = {
-        path.name: sorted(set(ICEBERG_ONLY.findall(path.read_text())))
-        for path in PACKAGE.rglob("*.py")
-        if path.name != "iceberg.py"
-    }
-    assert {name: found for name, found in spelled.items() if found} == {}
 
 
 REPO = PACKAGE.parent
@@ -92,6 +70,58 @@ def module_graph() -> dict[str, set[str]]:
                 names += [alias.name for alias in node.names]
         graph[module] = {found for name in names if (found := known(name)) and found != module}
     return graph
+
+
+def layer(module: str) -> int:
+    """0 for the top layer, len(LAYERS) for the base."""
+    for rank, name in enumerate(LAYERS):
+        if module == name or module.startswith(name + "."):
+            return rank
+    return len(LAYERS)
+
+
+def shipped_modules() -> list[str]:
+    return sorted(m for m in module_graph() if m.split(".")[0] == "lakeloader")
+
+
+@pytest.mark.parametrize("module", shipped_modules())
+def test_a_module_calls_its_own_layer_and_those_below(module):
+    upward = sorted(m for m in module_graph()[module] if layer(m) < layer(module))
+    assert upward == [], f"{module} imports a layer above it: {upward}"
+
+
+@pytest.mark.parametrize("module", shipped_modules())
+def test_a_lower_layer_is_reached_through_its_public_surface(module):
+    def owner(imported: str) -> str | None:
+        return next((p for p in PUBLIC if imported == p or imported.startswith(p + ".")), None)
+
+    inside = [(m, owner(m)) for m in module_graph()[module] if owner(m) and owner(m) != owner(module)]
+    private = sorted(m for m, package in inside if m not in PUBLIC[package])
+    assert private == [], f"{module} reaches past a package's public surface: {private}"
+
+
+def test_the_engine_surface_is_what_it_exports():
+    """`from lakeloader.engine import X` resolves to the package: X must be in its `__all__`."""
+    import lakeloader.engine
+
+    used = set()
+    for path in PACKAGE.rglob("*.py"):
+        if "engine" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "lakeloader.engine":
+                used |= {alias.name for alias in node.names}
+    assert used and used <= set(lakeloader.engine.__all__)
+    assert set(lakeloader.engine.__all__) <= used, "exported and used by no layer above: drop it"
+
+
+def test_only_the_iceberg_layer_spells_table_operations():
+    spelled = {
+        str(path.relative_to(PACKAGE)): sorted(set(ICEBERG_ONLY.findall(path.read_text())))
+        for path in PACKAGE.rglob("*.py")
+        if path.relative_to(PACKAGE).parts[0] != "iceberg"
+    }
+    assert {name: found for name, found in spelled.items() if found} == {}
 
 
 def test_no_import_cycle_anywhere():

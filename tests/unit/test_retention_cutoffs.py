@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lakeloader.config import TableConfig
-from lakeloader.retention import cutoffs
+from lakeloader.jobs.retention import cutoffs
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lakeloader.config import RetrySettings
-from lakeloader.retry import RetryExhaustedError, RetryPolicy, is_commit_conflict, retry_on_conflict
+from lakeloader.iceberg.retry import RetryExhaustedError, RetryPolicy, is_commit_conflict, retry_on_conflict
 
 CONFLICT = (
     "org.apache.iceberg.exceptions.ValidationException: Found conflicting files that can contain records"

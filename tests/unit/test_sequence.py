@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from lakeloader.sequence import newer_sql
+from lakeloader.engine.sequence import newer_sql
 from lakeloader.sql import quote
 
 

@@ -3,7 +3,7 @@ ancestry (not only the current one's, not a branch's), the current snapshot and 
 
 from __future__ import annotations
 
-from lakeloader.table_state import SUMMARY_FILE_IDS, TableState
+from lakeloader.iceberg.table_state import SUMMARY_FILE_IDS, TableState
 
 
 def snapshot(sid: int, parent: int | None, ids: str | None = None, records: int | None = None) -> dict:

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
+from lakeloader.iceberg.table_state import TableState
 from lakeloader.progress import Progress
 from lakeloader.sql import literal, qualified, quote
-from lakeloader.table_state import TableState
 
 AUDIT_BRANCH_PREFIX = "audit_"  # a quality-gated batch's branch: audit_<run id>_<random>
 # table properties that put data or metadata files outside the table's location

@@ -1,5 +1,5 @@
 """The `lakeloader` command line: run, sql, tables, erase, maintain, rebuild on a config file; status,
-requeue, skip, backfill, rebuild on a deployed stage (lakeloader.operate).
+requeue, skip, backfill, rebuild on a deployed stage (lakeloader.cli.stage).
 
 Exit codes: 0 success, 1 a table failed (status: a table is stuck), 2 a usage or configuration error.
 """
@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from lakeloader.cli import stage
 from lakeloader.config import ConfigError, LakeConfig, load_config
 from lakeloader.errors import LakeloaderError
 
@@ -148,83 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the subjects of the table's recorded erasures are gone from the raw files too",
     )
-    _add_stage_commands(commands)
+    stage.add_commands(commands)
     return parser
-
-
-STAGE_COMMANDS = ("status", "requeue", "skip", "backfill")
-
-
-def _add_stage(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stage", required=True, metavar="NAME", help="the deployed stage (dev, prod, ...)")
-    parser.add_argument(
-        "--project",
-        default="lakeloader",
-        metavar="NAME",
-        help="cdk.json lakeloader:project (default lakeloader)",
-    )
-    parser.add_argument("--table", action="append", metavar="ID", help="only this table (repeatable)")
-
-
-def _add_stage_commands(commands: argparse._SubParsersAction) -> None:
-    status = commands.add_parser(
-        "status",
-        help="a deployed stage's tables: backlog, lag, stuck files, last run and commit",
-        description="Per table of the deployed stage: files pending, failed, quarantined and skipped, "
-        "the age of the oldest file still to load (lag), the last run and the last commit, then every "
-        "quarantined or failed file with its error. Reads the stage's DynamoDB tables through its "
-        "stack's outputs. Exits 1 when a table has a stuck file or its last run failed.",
-    )
-    _add_stage(status)
-    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    for verb, what, default in (
-        ("requeue", "give quarantined (default), failed or skipped files back to the runs", "quarantined"),
-        (
-            "skip",
-            "set quarantined (default), failed or pending files aside: no run takes them",
-            "quarantined",
-        ),
-    ):
-        parser = commands.add_parser(
-            verb,
-            help=what,
-            description=f"{what[0].upper()}{what[1:]}. Without --key: every {default} file of the selected "
-            "tables (--table, or --all-tables). Each change is a conditional write on the status just "
-            "read: a file a run took meanwhile is left alone and reported."
-            + (
-                " Then the sweep starts runs for those tables (--no-sweep: wait for its schedule)."
-                if verb == "requeue"
-                else ""
-            ),
-        )
-        _add_stage(parser)
-        parser.add_argument("--all-tables", action="store_true", help="every table of the stage")
-        parser.add_argument(
-            "--key", action="append", metavar="KEY", help="only this raw object key (repeatable)"
-        )
-        parser.add_argument(
-            "--status",
-            dest="statuses",
-            action="append",
-            choices=("quarantined", "failed", "skipped" if verb == "requeue" else "pending"),
-            help=f"which files without --key (repeatable; default {default})",
-        )
-        parser.add_argument("--reason", required=True, help="why: kept in the ledger with who did it")
-        if verb == "requeue":
-            parser.add_argument("--no-sweep", action="store_true", help="do not start the sweep")
-    backfill = commands.add_parser(
-        "backfill",
-        help="record files already in the raw bucket (e.g. before the stage existed) and start their runs",
-        description="List the raw prefixes of the selected tables (default: every enabled table) and record "
-        "every object the ledger has not seen as pending, as the S3 trigger would; objects it has seen, in "
-        "any status, are left alone, so a backfill can be repeated. Then start the sweep, which drains "
-        "them in runs bounded by each table's trigger.max_files_per_run and max_bytes_per_run.",
-    )
-    _add_stage(backfill)
-    backfill.add_argument("--since", metavar="DATE", help="only objects last modified on or after (ISO date)")
-    backfill.add_argument(
-        "--no-sweep", action="store_true", help="record only; the sweep's schedule starts runs"
-    )
 
 
 def _json_default(value: Any) -> Any:
@@ -265,7 +191,7 @@ def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.contract import new_run_id
-    from lakeloader.ingest import assign_inputs, run_tables, summary_table
+    from lakeloader.jobs.load import assign_inputs, run_tables, summary_table
     from lakeloader.progress import stderr_progress
 
     tables = config.select(args.table)
@@ -294,7 +220,7 @@ def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.actor import identity
-    from lakeloader.erase import ErasureNotVerifiedError, erase
+    from lakeloader.jobs.erase import ErasureNotVerifiedError, erase
     from lakeloader.progress import stderr_progress
 
     table = config.table(args.table)
@@ -312,7 +238,7 @@ def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
 
 
 def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.maintenance import maintain_tables, summary_table
+    from lakeloader.jobs.maintenance import maintain_tables, summary_table
     from lakeloader.progress import stderr_progress
 
     tables = config.select(args.table)
@@ -325,9 +251,9 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.contract import new_run_id
-    from lakeloader.ingest import assign_inputs, summary_table
+    from lakeloader.jobs.load import assign_inputs, summary_table
+    from lakeloader.jobs.rebuild import RebuildRefusedError, rebuild_table, reset_input_log
     from lakeloader.progress import stderr_progress
-    from lakeloader.rebuild import RebuildRefusedError, rebuild_table, reset_input_log
 
     table = config.table(args.table)
     files = assign_inputs(config, [table], None)[table.id]
@@ -354,95 +280,6 @@ def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_rebuild_stage(args: argparse.Namespace) -> int:
-    from lakeloader import operate
-    from lakeloader.contract import new_run_id
-    from lakeloader.progress import stderr_progress
-    from lakeloader.stage import DeployedStage, stack_name
-
-    stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
-    args.command, args.table = "rebuild", [args.table]
-    (table,) = _stage_tables(stage, args)
-    cid = f"rebuild-{new_run_id()}"
-    found = operate.backfill(stage, stage.tables(), [table.id], correlation_id=cid, progress=stderr_progress)
-    print(found.describe())
-    started = operate.start_rebuild(stage, table.id, raw_zone_erased=args.raw_zone_erased)
-    run = started.get("started", {}).get(table.id)
-    if run is None:
-        why = started.get("deferred")
-        print(f"lakeloader: error: {table.id}: no rebuild started: {why}", file=sys.stderr)
-        return 1
-    print(f"{table.id}: rebuild started as run {run}; follow it with lakeloader status --stage {args.stage}")
-    return 0
-
-
-def _stage_tables(stage, args: argparse.Namespace) -> list:
-    """The deployed tables the command names (--table), all with --all-tables, else the enabled ones
-    (status and backfill) -- requeue and skip must be told which."""
-    tables = stage.tables()
-    known = {t.id: t for t in tables}
-    unknown = [t for t in args.table or [] if t not in known]
-    if unknown:
-        raise ConfigError(f"unknown table {unknown[0]!r}: the stage has {', '.join(sorted(known))}")
-    if args.table:
-        return [known[t] for t in args.table]
-    if getattr(args, "all_tables", False) or args.command in ("status",):
-        return tables
-    if args.command == "backfill":
-        return [t for t in tables if t.enabled]
-    raise ConfigError(f"{args.command}: name the tables (--table ID) or give --all-tables")
-
-
-def _cmd_stage(args: argparse.Namespace) -> int:
-    from lakeloader import operate
-    from lakeloader.actor import identity
-    from lakeloader.contract import new_run_id
-    from lakeloader.progress import stderr_progress
-    from lakeloader.stage import DeployedStage, stack_name
-
-    stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
-    tables = _stage_tables(stage, args)
-    ledger = stage.ledger()
-    if args.command == "status":
-        statuses = [operate.table_status(ledger, t) for t in tables]
-        print(operate.status_json(statuses) if args.json else operate.status_report(statuses))
-        return 0 if all(s.healthy for s in statuses) else 1
-    if args.command == "backfill":
-        since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None
-        result = operate.backfill(
-            stage,
-            stage.tables(),
-            [t.id for t in tables],
-            since=since,
-            correlation_id=f"backfill-{new_run_id()}",
-            progress=stderr_progress,
-        )
-        print(result.describe())
-        pending = sorted(result.recorded)
-    else:
-        note = f"{args.command} by {identity()} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}: {args.reason}"
-        pending = []
-        for table in tables:
-            outcome = operate.act(
-                ledger,
-                args.command,
-                table.id,
-                keys=args.key,
-                statuses=tuple(args.statuses or ["quarantined"]),
-                note=note,
-            )
-            done = {"requeue": "requeued", "skip": "skipped"}[args.command]
-            print(f"{table.id}: {len(outcome.changed)} {done}")
-            for obj in outcome.left:  # not in a status the verb takes, or a run changed it meanwhile
-                print(f"  left as it is ({obj.status}): {obj.key}")
-            if outcome.changed:
-                pending.append(table.id)
-    if pending and args.command != "skip" and not args.no_sweep:
-        started = operate.start_sweep(stage, pending).get("started", {})
-        print(f"sweep: runs started for {', '.join(sorted(started)) or 'no table (busy or in its window)'}")
-    return 0
-
-
 def configure(args: argparse.Namespace) -> LakeConfig:
     """The config file with the command line's overrides: warehouse, raw root, database prefix."""
     config = load_config(args.config)
@@ -455,7 +292,7 @@ def configure(args: argparse.Namespace) -> LakeConfig:
         if v
     }
     if getattr(args, "database_prefix", ""):
-        from lakeloader.jobs import with_database_prefix
+        from lakeloader.jobs.main import with_database_prefix
 
         overrides["tables"] = with_database_prefix(config.tables, args.database_prefix)
     return config.model_copy(update=overrides) if overrides else config
@@ -465,10 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     try:
-        if args.command in STAGE_COMMANDS:
-            return _cmd_stage(args)
+        if args.command in stage.COMMANDS:
+            return stage.run(args)
         if args.command == "rebuild" and args.stage:
-            return _cmd_rebuild_stage(args)
+            return stage.rebuild(args)
         config = configure(args)
         handler = {
             "tables": _cmd_tables,
@@ -483,6 +320,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lakeloader: error: {exc}", file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

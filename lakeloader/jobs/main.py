@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from lakeloader import contract
 from lakeloader.config import LakeConfig, TableConfig
-from lakeloader.drain import drain_tables, log_event
+from lakeloader.jobs.drain import drain_tables, log_event
+from lakeloader.jobs.load import TableResult
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
-from lakeloader.merge import TableResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -113,7 +113,7 @@ def _finish(results: list, summary: str) -> int:
 def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
     """Glue/EMR ingest: the tables in ARG_TABLE_ID (one id or a comma-separated list) or, when
     empty, every enabled table; ARG_PARALLEL_TABLES of them at a time."""
-    from lakeloader.ingest import summary_table
+    from lakeloader.jobs.load import summary_table
 
     problem = _missing_args(args)
     if problem:
@@ -161,7 +161,7 @@ def maintain_main(args: Mapping[str, str], *, runtime: str) -> int:
     Same job arguments as `ingest_main`. It takes no table lock: maintenance and ingest may run
     at once; their commit conflicts are retried (commit.retry.* and maintenance.retry).
     """
-    from lakeloader.maintenance import maintain_tables, summary_table
+    from lakeloader.jobs.maintenance import maintain_tables, summary_table
 
     problem = _missing_args(args)
     if problem:

@@ -1,20 +1,46 @@
-"""Ingest input files into their tables: each table's batch applied in isolation (one table's failure
+"""Load input files into their tables: each table's batch applied in isolation (one table's failure
 never stops the others), the run summarised in one table. The CLI and the demos load through
-`run_tables`, the Glue/EMR drain (lakeloader.drain) one batch at a time through `load_table`.
+`run_tables`, the Glue/EMR drain (lakeloader.jobs.drain) one batch at a time through `load_table`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 
 from pyspark.sql import SparkSession
 
 from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.engine import Applied, QualityReport, apply_batch
 from lakeloader.errors import LakeloaderError
 from lakeloader.inputs import InputFile, list_inputs, resolve_paths
-from lakeloader.merge import TableResult, apply_batch
 from lakeloader.progress import Progress, stderr_progress, text_table
+
+
+@dataclass
+class TableResult:
+    """What one table's run did; one row of the run summary."""
+
+    table_id: str
+    status: str = "skipped"  # ok | skipped | failed
+    files: int = 0
+    changes: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    snapshot_id: int | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    bad_file: str | None = None  # the input file the error names (errors.BadInputError.file)
+    notes: list[str] = field(default_factory=list)
+    quality: QualityReport | None = None  # rule outcomes when the table has quality rules
+
+    @classmethod
+    def applied(cls, table_id: str, applied: Applied) -> TableResult:
+        """The result of a batch the engine applied: skipped when it had no file left to read."""
+        done = {f.name: getattr(applied, f.name) for f in fields(applied)}
+        return cls(table_id, status="ok" if applied.files else "skipped", **done)
 
 
 def assign_inputs(
@@ -93,10 +119,10 @@ def load_table(
     before_publish: Callable[[], None] = lambda: None,
 ) -> TableResult:
     """One batch of one table, its failure a result: the one place a table is isolated from the
-    others (run_tables, the Glue/EMR drain). `before_publish`: see `lakeloader.commit.commit_batch`."""
+    others (run_tables, the Glue/EMR drain). `before_publish`: the last check before `main` moves."""
     started = time.monotonic()
     try:
-        result = apply_batch(
+        applied = apply_batch(
             spark,
             table,
             files,
@@ -106,6 +132,7 @@ def load_table(
             log_consumed=log_consumed,
             before_publish=before_publish,
         )
+        result = TableResult.applied(table.id, applied)
     except LakeloaderError as exc:
         # A failed quality gate carries its rule outcomes into the run record.
         report = getattr(exc, "report", None)
@@ -117,7 +144,7 @@ def load_table(
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         where = f"table {table.id!r}, file(s) {shown}" if names else f"table {table.id!r}"
         result = TableResult(table.id, status="failed", error=f"{where}: {_root_cause(exc)}")
-    result.seconds = result.seconds or time.monotonic() - started
+    result.seconds = time.monotonic() - started
     progress(f"{result.status}" + (f": {result.error}" if result.error else ""))
     return result
 

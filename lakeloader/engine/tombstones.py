@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 
 from lakeloader import iceberg
 from lakeloader.config import TableConfig
-from lakeloader.sequence import newer_sql
+from lakeloader.engine.sequence import newer_sql
 from lakeloader.spark import table_exists
 from lakeloader.sql import qualified, quote
 

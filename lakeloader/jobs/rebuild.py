@@ -12,16 +12,19 @@ docs/operate.md "Rebuild a table".
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from lakeloader import commit, iceberg, schema, tombstones
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
+from lakeloader.engine import apply_batch, table_layout_sql, tombstones
 from lakeloader.errors import LakeloaderError
+from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
-from lakeloader.merge import TableResult, apply_batch
+from lakeloader.jobs.load import TableResult
 from lakeloader.progress import Progress, no_progress
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified
@@ -78,13 +81,15 @@ def rebuild_table(
     staging = qualified(catalog, staged.target.database, staged.target.table)
     _drop(spark, staging, staged)  # what a rebuild that died left behind
     progress(f"building {staging} from {len(files)} raw file(s)")
-    result = apply_batch(spark, staged, files, catalog=catalog, run_id=run_id, progress=progress)
+    started = time.monotonic()
+    applied = apply_batch(spark, staged, files, catalog=catalog, run_id=run_id, progress=progress)
+    result = TableResult.applied(table.id, applied)
     columns = spark.table(staging).columns
     before_publish()
     progress(f"replacing {name} with {staging} in one commit")
     with iceberg.commit_properties(spark, commit.batch_summary(run_id, table.id, files)):
         spark.sql(
-            f"CREATE OR REPLACE TABLE {name} {schema.table_layout_sql(table, columns)} "
+            f"CREATE OR REPLACE TABLE {name} {table_layout_sql(table, columns)} "
             f"AS SELECT * FROM {staging}"
         )
     _replace_tombstones(spark, tombstones.side_table(name, table), tombstones.side_table(staging, staged))
@@ -93,6 +98,7 @@ def rebuild_table(
     result.notes.append(f"rebuilt from {len(files)} raw file(s)")
     if result.quality is not None and result.quality.quarantine_table:
         result.notes.append(f"rows the rebuild quarantined are in {result.quality.quarantine_table}")
+    result.seconds = time.monotonic() - started
     return result
 
 

@@ -7,18 +7,25 @@ chains within a batch, late changes, deletes) and point-in-time queries: docs/sc
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import cdc, partial, schema, tombstones
 from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
 from lakeloader.config import TableConfig
+from lakeloader.engine import cdc, partial, schema, tombstones
+from lakeloader.engine.sequence import newer_sql
 from lakeloader.errors import BadInputError, LakeloaderError
-from lakeloader.sequence import newer_sql
+from lakeloader.iceberg.commit import Destination
+from lakeloader.progress import Progress
 from lakeloader.sql import quote
+
+if TYPE_CHECKING:
+    from lakeloader.engine.batch import Applied
 
 KIND, CLOSE_AT = "_ll_kind", "_ll_close_at"
 HASH, STATE, PREV, LATE, EFFECTIVE, NEXT, FIRST = (
@@ -158,7 +165,7 @@ def prepare(
         ],
     )
     events = events.join(state, on=keys, how="left")
-    # The sequence columns as the table holds them, which a tombstone (lakeloader.tombstones) records.
+    # The sequence columns as the table holds them, which a tombstone (lakeloader.engine.tombstones) records.
     seq_names = [c for c in (find_column(data_names, n) for n in table.sequence_columns) if c]
     seq_types = [data_schema[c].dataType for c in seq_names]
     tomb = tombstones.lookup(spark, table, name, keys, seq_names, seq_types, events.select(*keys))
@@ -166,9 +173,7 @@ def prepare(
         events = events.join(tomb, on=keys, how="left")
     buried = tombstones.buried(events.columns, [quote(c) for c in seq_names])
     # Newer than the current version: the whole tuple; than a deleted key's end: its time only.
-    newer_than_current = newer_sql(
-        [quote(c) for c in (T_FROM, *held)], [quote(c) for c in (SEQ, *breakers)]
-    )
+    newer_than_current = newer_sql([quote(c) for c in (T_FROM, *held)], [quote(c) for c in (SEQ, *breakers)])
     # A key without a current version: late if not after its history's end, or (an insert or update)
     # not newer than its tombstone -- a delete the history does not record.
     events = events.withColumn(
@@ -233,7 +238,7 @@ def prepare(
         F.sum((F.col(EFFECTIVE) & (F.col(OP) == "D")).cast("int")).alias("deleted"),
         F.sum(F.col(TOMBSTONE).cast("int")).alias("tombstones"),
     ).first()
-    if counts["tombstones"]:  # before the MERGE: see lakeloader.tombstones
+    if counts["tombstones"]:  # before the MERGE: see lakeloader.engine.tombstones
         tombstones.record(spark, table, name, events.filter(F.col(TOMBSTONE)), keys, seq_names)
 
     key_types = {k: data_schema[k].dataType for k in keys}
@@ -312,3 +317,36 @@ def notes(batch: Scd2Batch) -> list[str]:
             f"scd2: {batch.unchanged:,} change(s) left the tracked columns unchanged; no new version"
         )
     return lines
+
+
+def write(
+    spark: SparkSession,
+    target: Destination,
+    table: TableConfig,
+    changes: DataFrame,
+    target_schema: T.StructType,
+    result: Applied,
+    progress: Progress,
+) -> None:
+    """Close and open versions in one MERGE."""
+    batch = prepare(spark, target.name, table, changes, target_schema)
+    try:
+        result.inserted, result.updated, result.deleted = batch.opened, batch.superseded, batch.deleted
+        result.notes.extend(notes(batch))
+        progress(
+            f"{result.changes:,} change(s): {batch.opened:,} version(s) to open, {batch.superseded:,} to "
+            f"close, {batch.deleted:,} key(s) to close by delete"
+        )
+        if batch.empty:
+            result.notes.append("nothing newer than the table; no commit")
+            return
+        view = f"lakeloader_scd2_{uuid.uuid4().hex[:12]}"
+        batch.source.createOrReplaceTempView(view)
+        try:
+            statement = merge_sql(target.name, view, table, target_schema)
+            with target.committing():
+                spark.sql(statement)
+        finally:
+            spark.catalog.dropTempView(view)
+    finally:
+        batch.checkpoint.unpersist()

@@ -14,13 +14,15 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg, retention, tombstones
+from lakeloader import iceberg
 from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
+from lakeloader.engine import tombstones
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
+from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
+from lakeloader.jobs import retention
 from lakeloader.progress import Progress, no_progress, text_table
-from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, timestamp_literal
 

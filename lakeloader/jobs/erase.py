@@ -17,17 +17,18 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import iceberg, tombstones
+from lakeloader import iceberg
 from lakeloader.actor import identity
 from lakeloader.columns import find_column
-from lakeloader.commit import consumed_file_ids
 from lakeloader.config import TableConfig
 from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
+from lakeloader.engine import tombstones
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
+from lakeloader.iceberg.commit import consumed_file_ids
+from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
 from lakeloader.object_versions import on_s3, purge_noncurrent_versions, remaining_versions
 from lakeloader.progress import Progress, no_progress
-from lakeloader.retry import RetryPolicy, retry_on_conflict
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, quote, timestamp_literal
 

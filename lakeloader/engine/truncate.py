@@ -13,10 +13,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader import cdc
 from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, find_column
 from lakeloader.config import TableConfig
-from lakeloader.sequence import newer_sql
+from lakeloader.engine import cdc
+from lakeloader.engine.sequence import newer_sql
 from lakeloader.sql import quote
 
 POINT = "_ll_truncate_"  # the last truncate's order columns, beside each row

@@ -12,8 +12,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import iceberg, table_settings
+from lakeloader import iceberg
 from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
+from lakeloader.engine import table_settings
 from lakeloader.errors import SchemaChangeError
 from lakeloader.sql import literal, quote
 

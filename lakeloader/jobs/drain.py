@@ -13,10 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from urllib.parse import urlparse
 
-from lakeloader import quality
 from lakeloader.config import TableConfig
 from lakeloader.contract import FILES_QUARANTINED_METRIC, METRIC_DIMENSIONS, METRICS_NAMESPACE, new_run_id
+from lakeloader.engine import combine_reports, report_counts
 from lakeloader.inputs import InputFile
+from lakeloader.jobs.load import TableResult
 from lakeloader.ledger import (
     DEFAULT_MAX_ATTEMPTS,
     FAILED,
@@ -25,7 +26,6 @@ from lakeloader.ledger import (
     Ledger,
     LedgerObject,
 )
-from lakeloader.merge import TableResult
 
 _CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients
 _CLOUDWATCH: list = []
@@ -57,13 +57,13 @@ def drain_table(
 ) -> TableResult:
     """Merge every pending object of one table, batch by batch, holding the table's run lock;
     with `rebuild`, first build the table again from every object it loaded or has to load
-    (lakeloader.rebuild), which the ledger then records as done by this run.
+    (lakeloader.jobs.rebuild), which the ledger then records as done by this run.
 
     A batch that fails naming one of its files (bad input) sets that file aside and goes on with
     the others: the file is `failed` (a later run retries it) or, once it has failed `max_attempts`
     times, `quarantined`. Skipping it keeps every order guarantee: each change is still compared
     with what the table holds, so the file's changes apply correctly whenever it is loaded."""
-    from lakeloader.ingest import load_table
+    from lakeloader.jobs.load import load_table
 
     run_id = new_run_id()
     if not ledger.acquire_lock(table.id, run_id):
@@ -139,7 +139,7 @@ def drain_table(
             run_id,
             {"ok": "succeeded", "skipped": "skipped"}.get(total.status, "failed"),
             counts={k: getattr(total, k) for k in ("files", "changes", "inserted", "updated", "deleted")}
-            | quality.run_counts(total.quality),
+            | report_counts(total.quality),
             snapshot_id=total.snapshot_id,
             error=total.error,
             objects=total.files,
@@ -164,7 +164,7 @@ def _rebuild(
 ) -> TableResult:
     """The table built again from every object it loaded or has to load; once that committed, the
     ledger records them done by this run."""
-    from lakeloader.rebuild import rebuild_table
+    from lakeloader.jobs.rebuild import rebuild_table
 
     objects = ledger.rebuild_objects(table.id)
     log_event("rebuild", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(objects))
@@ -290,7 +290,7 @@ def _accumulate(total: TableResult, result: TableResult) -> None:
     for field in ("files", "changes", "inserted", "updated", "deleted"):
         setattr(total, field, getattr(total, field) + getattr(result, field))
     total.seconds += result.seconds
-    total.quality = quality.combine(total.quality, result.quality)
+    total.quality = combine_reports(total.quality, result.quality)
     total.snapshot_id = result.snapshot_id or total.snapshot_id
     total.notes.extend(result.notes)
     if result.status == "failed":

@@ -15,7 +15,6 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import shaping
 from lakeloader.columns import (
     FILE,
     FILE_POS,
@@ -28,6 +27,7 @@ from lakeloader.columns import (
     seq_columns,
 )
 from lakeloader.config import TableConfig
+from lakeloader.engine import shaping
 from lakeloader.errors import BadInputError
 from lakeloader.formats import SourceFormat, source_format
 from lakeloader.formats.files import Check, replace_checked, require_sequence

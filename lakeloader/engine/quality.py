@@ -1,7 +1,7 @@
 """Data quality rules: evaluated on an audit branch, failing rows quarantined, outcomes reported.
 
-lakeloader.commit writes a gated batch to the branch, calls `evaluate` and publishes or rejects it;
-the rules' semantics and the write-audit-publish steps: docs/quality_erase_maintain.md.
+lakeloader.engine.gate writes a gated batch to an audit branch, calls `evaluate` and publishes or
+rejects it; the rules' semantics and the write-audit-publish steps: docs/quality_erase_maintain.md.
 """
 
 from __future__ import annotations
@@ -321,7 +321,7 @@ def delete_quarantined(spark: SparkSession, target: str, branch: str) -> None:
     spark.sql(f"DELETE FROM {target} WHERE audit_branch = {literal(branch)}")
 
 
-def combine(total: QualityReport | None, report: QualityReport | None) -> QualityReport | None:
+def combine_reports(total: QualityReport | None, report: QualityReport | None) -> QualityReport | None:
     """Several batches of one run as one report: failed rows and quarantined rows add up."""
     if report is None:
         return total
@@ -352,7 +352,7 @@ def combine(total: QualityReport | None, report: QualityReport | None) -> Qualit
     return total
 
 
-def run_counts(report: QualityReport | None) -> dict[str, int]:
+def report_counts(report: QualityReport | None) -> dict[str, int]:
     """Rule outcomes as run-history counts (the ledger's counts map)."""
     if report is None:
         return {}

@@ -1,0 +1,18 @@
+"""The engine: one batch of raw files prepared for its table (read, normalised, the schema evolved,
+classified for the table's mode), passed through the quality gate and committed through the Iceberg
+layer (lakeloader.iceberg). The jobs (lakeloader.jobs) use only what is named here."""
+
+from lakeloader.engine import tombstones
+from lakeloader.engine.batch import Applied, apply_batch
+from lakeloader.engine.quality import QualityReport, combine_reports, report_counts
+from lakeloader.engine.schema import table_layout_sql
+
+__all__ = [
+    "Applied",
+    "QualityReport",
+    "apply_batch",
+    "combine_reports",
+    "report_counts",
+    "table_layout_sql",
+    "tombstones",
+]

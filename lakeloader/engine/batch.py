@@ -1,0 +1,171 @@
+"""One batch of raw files applied to one Iceberg table in one atomic commit: skip what an earlier
+commit consumed, read and normalise (cdc), evolve the schema first (schema), then the table's mode
+writes it (merge, scd2, or append/overwrite here) through the quality gate (gate). Nothing in the
+engine calls back up: it returns what the batch did (`Applied`), and the job records the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakeloader import iceberg
+from lakeloader.columns import OP, find_column
+from lakeloader.config import TableConfig
+from lakeloader.engine import cdc, gate, merge, scd2, schema, table_settings, truncate
+from lakeloader.engine.quality import QualityReport
+from lakeloader.faults import crash_point
+from lakeloader.iceberg import commit
+from lakeloader.inputs import InputFile
+from lakeloader.progress import Progress, no_progress
+from lakeloader.spark import table_exists
+from lakeloader.sql import qualified, value_literal
+
+# A batch's key values filter the target when they are few, or when the table holds this many times
+# more rows than the list: for a table not much larger, planning a long IN list costs more than the
+# scan it saves (benchmarks/RESULTS.md: 10k keys into 100k rows, merge-on-read 2.4 s listed, 1.6 s not).
+SHORT_KEY_LIST = 1_000
+LISTED_KEYS_MIN_RATIO = 50
+
+
+@dataclass
+class Applied:
+    """What one batch did to its table (the job makes it a row of its run summary)."""
+
+    files: int = 0  # the files read; those an earlier commit consumed are not counted
+    changes: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    snapshot_id: int | None = None
+    notes: list[str] = field(default_factory=list)
+    quality: QualityReport | None = None  # rule outcomes when the table has quality rules
+
+
+def apply_batch(
+    spark: SparkSession,
+    table: TableConfig,
+    files: list[InputFile],
+    *,
+    catalog: str,
+    run_id: str,
+    progress: Progress = no_progress,
+    log_consumed: bool = False,
+    before_publish: Callable[[], None] = lambda: None,
+) -> Applied:
+    """Apply `files` to the table's target in one commit. Raises on bad input; commits nothing then.
+
+    `before_publish`: the caller's last check right before `main` moves (lakeloader.iceberg.commit);
+    `log_consumed` keeps the consumed files in the input log too (for runs without a ledger).
+    """
+    result = Applied()
+    name = qualified(catalog, table.target.database, table.target.table)
+    exists = table_exists(spark, name)
+    state = iceberg.read_state(spark, name) if exists else iceberg.TableState()
+    if exists:
+        logged = commit.logged_file_ids(spark, catalog, table.id) if log_consumed else set()
+        consumed = state.committed_file_ids | logged
+        skipped = [f for f in files if commit.file_id(f) in consumed]
+        if skipped:
+            progress(f"{len(skipped)} file(s) already committed, skipped")
+        unlogged = [f for f in skipped if commit.file_id(f) not in logged]
+        if log_consumed and unlogged:  # committed by a run that was killed before it logged them
+            commit.log_inputs(spark, catalog, table.id, unlogged, run_id)
+        files = [f for f in files if commit.file_id(f) not in consumed]
+    result.files = len(files)
+    if not files:
+        result.snapshot_id = state.snapshot_id
+        return result
+
+    if exists:  # keys/mode changes refused before anything is read; properties and partitioning applied
+        result.notes += table_settings.apply_table_settings(spark, name, table, progress)
+    progress(f"reading {len(files)} file(s), {sum(f.size for f in files):,} bytes")
+    # Validated and materialised in one Spark job: later steps see a fixed batch, and MERGE refuses
+    # sources whose plan holds non-deterministic expressions (row positions).
+    read = cdc.read_changes(spark, table, files)
+    changes, result.changes = read.rows, read.count
+    try:
+        data = changes.select(*cdc.data_columns(changes))
+        if not exists:
+            progress(f"creating table {table.qualified_target}")
+            typed = schema.typed_columns(data)  # an all-NULL column has no type yet: added once it has one
+            schema.create_table(
+                spark, name, table, scd2.with_scd2_columns(table, typed) if table.mode == "scd2" else typed
+            )
+
+        # The whole plan is checked (raising on anything not allowed) before one schema commit.
+        plan = schema.plan_schema(
+            table.id,
+            spark.table(name).schema,
+            data.schema,
+            policy=table.schema_evolution,
+            keys=table.keys,
+            managed=scd2.managed_columns(table),
+        )
+        if plan.changes_table:
+            progress("schema: " + "; ".join(plan.describe_drift()))
+            schema.apply_plan(spark, plan, name)
+        result.notes.extend(plan.notes)
+        target_schema = spark.table(name).schema
+        # Only the sequence columns the table holds order against it (one the schema policy kept out
+        # reads NULL on both sides); the batch's own order uses every one it carries.
+        held = [find_column(target_schema.fieldNames(), c) for c in table.sequence_columns]
+        seq = [c for c in held if c is not None]
+        # A small batch's key values (cdc.Changes), spelled as the table spells its key columns: a
+        # short list always, a long one only when the table is large enough to repay its planning.
+        spelled = {k: find_column(target_schema.fieldNames(), k) for k in read.key_values}
+        listed = max((len(v) for v in read.key_values.values()), default=0)
+        worth = listed <= SHORT_KEY_LIST or state.records >= LISTED_KEYS_MIN_RATIO * listed
+        keyed = {
+            spelled[k]: [value_literal(x) for x in values]
+            for k, values in read.key_values.items()
+            if spelled[k] and worth
+        }
+        if read.truncates and table.on_truncate == "empty_table":
+            progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
+            truncated = truncate.as_deletes(spark, name, table, changes)
+            changes.unpersist()
+            changes, keyed = truncated, {}  # the deletes reach keys the batch does not list
+        crash_point("after_read")
+
+        def write(target: commit.Destination, batch: DataFrame) -> None:
+            if table.mode == "merge":
+                merge.write(spark, target, table, batch, target_schema, seq, result, progress, keyed)
+            elif table.mode == "scd2":
+                scd2.write(spark, target, table, batch, target_schema, result, progress)
+            else:
+                _write(target, table, batch, target_schema, result)
+
+        summary = commit.batch_summary(run_id, table.id, files)
+        main = commit.table_destination(spark, name, summary, before_publish)
+        result.quality = gate.commit_batch(main, table, changes, write, run_id=run_id, progress=progress)
+        if result.quality is not None:
+            result.notes.append(result.quality.describe())
+    finally:
+        changes.unpersist()
+    crash_point("after_commit")  # committed; neither the input log nor the ledger knows yet
+    if log_consumed:
+        commit.log_inputs(spark, catalog, table.id, files, run_id)
+    result.snapshot_id = iceberg.current_snapshot_id(spark, name)
+    return result
+
+
+def _write(target, table, changes, target_schema, result) -> None:
+    """`append` adds every change row; `overwrite` replaces the table with the batch's latest rows."""
+    rows = changes
+    if table.mode == "overwrite":
+        if table.keys:
+            rows = cdc.latest_per_key(rows, table.keys)
+        rows = rows.filter(F.col(OP) != "D")
+    aligned = schema.align(rows, target_schema, extra=[])
+    if table.mode == "append":
+        with target.committing():
+            aligned.writeTo(target.name).append()
+        result.inserted = result.changes
+    else:
+        with target.committing():
+            aligned.writeTo(target.name).overwrite(F.lit(True))
+        result.inserted = aligned.count()

@@ -1,0 +1,112 @@
+"""The quality gate: commit a batch straight to its table, or (with quality rules) write it to an
+audit branch, check the rules there, quarantine or reject, and decide to publish.
+
+The commit path (lakeloader.iceberg.commit) only offers the destinations, the branch and publishing;
+what a batch must pass before `main` moves is decided here. docs/quality_erase_maintain.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame
+
+from lakeloader import iceberg
+from lakeloader.config import TableConfig
+from lakeloader.engine import quality
+from lakeloader.faults import crash_point
+from lakeloader.iceberg import commit
+from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
+from lakeloader.progress import Progress
+
+Write = Callable[[commit.Destination, DataFrame], None]
+"""Writes a batch (the normalised change rows) to a Destination, inside `Destination.committing()`."""
+
+
+def commit_batch(
+    main: commit.Destination,
+    table: TableConfig,
+    batch: DataFrame,
+    write: Write,
+    *,
+    run_id: str,
+    progress: Progress,
+) -> quality.QualityReport | None:
+    """Commit `batch` through `write`; with quality rules, via an audit branch checked before it is
+    published. Commit conflicts are retried per `table.maintenance.retry`, each attempt re-planned.
+
+    Returns the quality report (None when the table has no rules); raises QualityError when the
+    batch is rejected.
+    """
+    iceberg.ensure_properties(main.spark, main.name, table.maintenance.commit_retry.table_properties())
+    policy = RetryPolicy.from_settings(table.maintenance.retry)
+    what = f"table {table.id!r}: commit"
+    if not table.quality.rules:
+        retry_on_conflict(lambda: write(main, batch), what=what, policy=policy, progress=progress)
+        return None
+    return retry_on_conflict(
+        lambda: _audit_once(main, table, batch, write, run_id, progress),
+        what=what,
+        policy=policy,
+        progress=progress,
+    )
+
+
+def _audit_once(
+    main: commit.Destination,
+    table: TableConfig,
+    batch: DataFrame,
+    write: Write,
+    run_id: str,
+    progress: Progress,
+) -> quality.QualityReport:
+    """Write to a fresh audit branch, check the rules there, quarantine or fail, publish to `main`."""
+    spark, name = main.spark, main.name
+    base = iceberg.ref_snapshot(spark, name, "main")
+    branch = commit.open_branch(main, run_id)
+    report = quality.QualityReport(branch=branch.name)
+    quarantine_target = quality.quarantine_name(name, table)
+    published = False
+    try:
+        progress(f"writing the batch to audit branch {branch.name}")
+        write(branch.destination, batch)
+        check = quality.evaluate(spark, name, branch.name, base, table, batch, run_id=run_id)
+        report.outcomes = check.outcomes
+        if not check.passed:
+            if table.quality.on_failure == "fail":
+                report.action = "failed"
+                raise quality.QualityError(table.id, report, "quality rules failed (on_failure: fail)")
+            if check.table_level_failed:
+                report.action = "failed"
+                raise quality.QualityError(table.id, report, "a table-level quality rule failed")
+            assert check.failing_rows is not None and check.quarantine is not None
+            progress("quality rules failed; quarantining the failing rows and re-writing the rest")
+            failing = check.failing_rows.localCheckpoint(eager=True)
+            branch.reset(progress)
+            write(branch.destination, quality.exclude(batch, failing, table))
+            again = quality.evaluate(spark, name, branch.name, base, table, batch, run_id=run_id)
+            if not again.passed:
+                report.action = "failed"
+                report.outcomes = again.outcomes
+                raise quality.QualityError(
+                    table.id, report, "quality rules still fail without the quarantined rows"
+                )
+            report.quarantined_rows = quality.write_quarantine(spark, quarantine_target, check.quarantine)
+            report.quarantine_table = quarantine_target
+            report.action = "quarantined"
+        crash_point("before_publish")
+        branch.publish(progress)
+        published = True
+        progress(report.describe())
+        return report
+    finally:
+        try:
+            if published:
+                branch.drop()
+            else:
+                branch.discard(progress)
+                # this attempt's quarantine rows describe a batch that was not published
+                if report.action == "quarantined":
+                    quality.delete_quarantined(spark, quarantine_target, branch.name)
+        except Exception as exc:  # noqa: BLE001 - never hide the original error behind a cleanup error
+            progress(f"could not clean up audit branch {branch.name}: {exc}")

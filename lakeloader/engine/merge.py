@@ -1,0 +1,192 @@
+"""`mode: merge`: the latest change per key, classified against the rows the table holds, in one
+MERGE INTO. The rules:
+
+* the latest change per key wins (the sequence tuple, then file, then row order);
+* a change is applied only when its sequence tuple is newer than the row the table
+  holds (lakeloader.engine.sequence: NULL is the oldest, an equal tuple is the same change):
+  late and replayed files change nothing;
+* a delete leaves a tombstone (lakeloader.engine.tombstones), also for a key the table does not
+  hold; an insert or update not newer than the key's tombstone is late and ignored;
+* an update that leaves columns out keeps their values (lakeloader.engine.partial);
+* a re-delivered full-load row updates;
+* the batch's input files are recorded in the snapshot summary, so a retried
+  run skips files an earlier commit already consumed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from lakeloader.columns import OP, find_column
+from lakeloader.config import TableConfig
+from lakeloader.engine import cdc, partial, schema, tombstones
+from lakeloader.engine.sequence import newer_sql
+from lakeloader.iceberg.commit import Destination
+from lakeloader.progress import Progress
+from lakeloader.sql import quote
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from lakeloader.engine.batch import Applied
+
+ACTION = "_ll_action"
+ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
+
+# Test seam: called with (spark, target table) after classification, right before the MERGE
+# statement runs, so a test can commit a concurrent change there. None (always, outside tests)
+# does nothing.
+before_merge: Callable[[SparkSession, str], None] | None = None
+
+
+def classify(
+    spark: SparkSession,
+    name: str,
+    batch: DataFrame,
+    table: TableConfig,
+    seq: list[str],
+    *,
+    small: bool = False,
+    key_values: dict[str, list[str]] | None = None,
+) -> DataFrame:
+    """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
+
+    `seq`: the sequence columns the table holds, in tuple order (empty: every change is newer).
+    `small`: the batch is one partition (cdc.is_small); its matches are broadcast back onto it.
+    `key_values`: SQL literals of every value a key column (target spelling) takes in the batch
+    (cdc.Changes), so the target is filtered by them instead of probed with a join (one job less).
+    """
+    keys = [find_column(batch.columns, k) for k in table.keys]
+    target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
+    target_cols.append(F.lit(True).alias("_ll_exists"))
+    held = [f"_ll_tseq_{i}" for i in range(len(seq))]
+    target_cols.extend(F.col(c).alias(h) for c, h in zip(seq, held, strict=True))
+    target = tombstones.probe_side(spark, table, name, spark.table(name).select(*target_cols), keys, seq)
+    # Find the batch's keys in the target without shuffling the table (benchmarks/RESULTS.md): a small
+    # batch's key values filter the target scan; otherwise an inner join lets Spark broadcast the key
+    # set and stream the scan. Only the few matches are then joined back onto the batch.
+    listed = [(i, key_values[k]) for i, k in enumerate(keys) if k in (key_values or {})]
+    if listed:
+        # One SQL expression, not Column.isin: that makes one py4j call per value.
+        matched = target.filter(" AND ".join(f"{quote(f'_ll_t_{i}')} IN ({', '.join(v)})" for i, v in listed))
+    else:
+        probe = batch.select(*[F.col(k).alias(f"_ll_k_{i}") for i, k in enumerate(keys)])
+        probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
+        matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
+    matched = tombstones.one_per_key(matched, len(keys))  # a key's row and its tombstone: one row
+    condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
+    joined = batch.join(F.broadcast(matched) if small else matched, on=condition, how="left")
+    newer = F.expr(newer_sql([quote(h) for h in held], [quote(c) for c in seq])) if seq else F.lit(True)
+    exists = F.col("_ll_exists").isNotNull()
+    is_delete = F.col(OP) == "D"
+    # A delete of a key the table does not hold still leaves a tombstone: its insert may come later.
+    absent = "tombstone" if tombstones.enabled(table, seq) else "skip"
+    action = (
+        F.when(is_delete & exists & newer, "delete")
+        .when(is_delete & ~exists, absent)
+        .when(is_delete | (exists & ~newer), "skip")
+        .when(tombstones.buried(joined.columns, [quote(c) for c in seq]), "late")
+        .when(~exists, "insert")
+        .otherwise("update")
+    )
+    return joined.withColumn(ACTION, action).drop(
+        *[c for c in joined.columns if c.startswith("_ll_t")], "_ll_exists"
+    )
+
+
+def merge_sql(
+    name: str,
+    view: str,
+    columns: list[str],
+    keys: list[str],
+    seq: list[str],
+    filled: dict[str, int] | None = None,
+    key_values: dict[str, list[str]] | None = None,
+) -> str:
+    """The one MERGE statement. It repeats the newer-than guard over the whole sequence tuple, so a
+    commit landing between classification and MERGE is never undone. `filled`: lakeloader.engine.partial.
+
+    `key_values`: SQL literals of every value a key column takes in the source. The redundant
+    `t.key IN (...)` it adds changes no outcome, but lets Spark drop the target rows the batch does
+    not touch before the join's shuffle instead of shuffling the whole table (benchmarks/RESULTS.md).
+    """
+    on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
+    for column, values in (key_values or {}).items():
+        on += f" AND t.{quote(column)} IN ({', '.join(values)})"
+    newer = newer_sql([f"t.{quote(c)}" for c in seq], [f"s.{quote(c)}" for c in seq]) if seq else ""
+    guard = f" AND {newer}" if seq else ""
+    set_terms, value_terms = partial.merge_values(columns, filled or {}, seq)
+    sets, values = ", ".join(set_terms), ", ".join(value_terms)
+    cols = ", ".join(quote(c) for c in columns)
+    return (
+        f"MERGE INTO {name} t USING {quote(view)} s ON {on} "
+        f"WHEN MATCHED AND s.{quote(ACTION)} = 'delete'{guard} THEN DELETE "
+        f"WHEN MATCHED AND s.{quote(ACTION)} = 'update'{guard} THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s.{quote(ACTION)} = 'insert' THEN INSERT ({cols}) VALUES ({values})"
+    )
+
+
+def write(
+    spark: SparkSession,
+    target: Destination,
+    table: TableConfig,
+    changes: DataFrame,
+    target_schema: StructType,
+    seq: list[str],
+    result: Applied,
+    progress: Progress,
+    key_values: dict[str, list[str]],
+) -> None:
+    """Classify the latest change per key, record the tombstones, then the one MERGE (`merge_sql`)."""
+    name = target.name
+    small = cdc.is_small(changes)
+    changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
+    latest = cdc.latest_per_key(changes, table.keys)
+    extra = [OP, *partial.extra_columns(filled, with_source=bool(seq))]
+    aligned = schema.align(latest, target_schema, extra=extra)
+    # Checkpointed, not cached: a cache would be recomputed after a commit to the table, and the
+    # counts reported must be what this MERGE was given (its own guard handles the rest).
+    classified = classify(spark, name, aligned, table, seq, small=small, key_values=key_values)
+    classified = classified.filter(F.col(ACTION) != "skip")
+    # The counts per action are observed while the checkpoint is written: no extra Spark job.
+    observation = Observation(f"lakeloader_classified_{uuid.uuid4().hex[:12]}")
+    tally = [F.sum((F.col(ACTION) == a).cast("long")).alias(a) for a in ACTIONS]
+    classified = classified.observe(observation, *tally).localCheckpoint(eager=True)
+    try:
+        observed = observation.get
+        counts = {action: observed[action] for action in ACTIONS if observed[action]}
+        result.inserted, result.updated, result.deleted = (
+            counts.get(a, 0) for a in ("insert", "update", "delete")
+        )
+        progress(
+            f"{result.changes:,} change(s): {result.inserted:,} to insert, {result.updated:,} to update, "
+            f"{result.deleted:,} to delete"
+        )
+        keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
+        if counts.get("delete") or counts.get(
+            "tombstone"
+        ):  # before the MERGE: see lakeloader.engine.tombstones
+            deletes = classified.filter(F.col(ACTION).isin("delete", "tombstone"))
+            tombstones.record(spark, table, name, deletes, keys, seq)
+        if counts.get("late"):
+            result.notes.append(f"{counts['late']:,} late change(s) older than their key's delete ignored")
+        if not counts.keys() & {"insert", "update", "delete"}:
+            result.notes.append("nothing newer than the table; no commit")
+            return
+        view = f"lakeloader_batch_{uuid.uuid4().hex[:12]}"
+        classified.filter(F.col(ACTION).isin("insert", "update", "delete")).createOrReplaceTempView(view)
+        try:
+            statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq, filled, key_values)
+            if before_merge is not None:
+                before_merge(spark, name)
+            with target.committing():
+                spark.sql(statement)
+        finally:
+            spark.catalog.dropTempView(view)
+    finally:
+        classified.unpersist()

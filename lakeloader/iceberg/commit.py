@@ -1,0 +1,150 @@
+"""The commit path: where an attempt writes a batch (`Destination`: the table, or an audit `Branch` of
+it), the caller's last check right before `main` moves, publishing a branch, and which raw files a
+commit consumed.
+
+It decides nothing about a batch: the engine (lakeloader.engine) writes to a destination, runs the
+quality gate on a branch and says when to publish. docs/merge_and_commit.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from lakeloader import iceberg
+from lakeloader.iceberg import table_state
+from lakeloader.inputs import InputFile
+from lakeloader.progress import Progress
+from lakeloader.spark import table_exists
+from lakeloader.sql import literal, qualified
+
+INPUT_LOG = ("lakeloader_meta", "input_files")
+NAMES_IN_SUMMARY = 50
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where one attempt writes a batch: the table itself, or its audit branch (`name` says which)."""
+
+    spark: SparkSession
+    name: str
+    summary: dict[str, str]  # recorded in the snapshot summary of the commit (table_state.SUMMARY_*)
+    publishes: bool  # a commit here moves `main`
+    before_publish: Callable[[], None]  # the caller's last check before `main` moves; raises to stop it
+
+    @contextmanager
+    def committing(self) -> Iterator[None]:
+        """Around the one statement that commits the batch: the snapshot summary, and (when it moves
+        `main`) `before_publish` right before it."""
+        if self.publishes:
+            self.before_publish()
+        with iceberg.commit_properties(self.spark, self.summary):
+            yield
+
+
+def table_destination(
+    spark: SparkSession, name: str, summary: dict[str, str], before_publish: Callable[[], None]
+) -> Destination:
+    return Destination(spark, name, summary, True, before_publish)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """An audit branch of a table: written like the table, then published to `main` or discarded."""
+
+    main: Destination
+    name: str
+
+    @property
+    def destination(self) -> Destination:
+        return replace(self.main, name=iceberg.branch_target(self.main.name, self.name), publishes=False)
+
+    def reset(self, progress: Progress) -> None:
+        """Empty the branch again: back to `main` as it was when the branch was opened."""
+        spark, table = self.main.spark, self.main.name
+        iceberg.discard_branch(spark, table, self.name, progress)
+        iceberg.create_branch(spark, table, self.name)
+
+    def publish(self, progress: Progress) -> None:
+        """Fast-forward `main` to the branch, the caller's last check right before it."""
+        spark, table = self.main.spark, self.main.name
+        progress(f"publishing {self.name} to main (fast_forward)")
+        heads = iceberg.ref_snapshots(spark, table, (self.name, "main"))
+        if heads.get(self.name) != heads.get("main"):
+            self.main.before_publish()
+            iceberg.fast_forward(spark, table, self.name)
+
+    def drop(self) -> None:
+        """Drop a published branch (its snapshots are `main`'s now)."""
+        iceberg.drop_branch(self.main.spark, self.main.name, self.name)
+
+    def discard(self, progress: Progress) -> None:
+        """Drop an unpublished branch and the snapshots only it held."""
+        iceberg.discard_branch(self.main.spark, self.main.name, self.name, progress)
+
+
+def open_branch(main: Destination, run_id: str) -> Branch:
+    """A fresh audit branch of `main`'s table, named after the run."""
+    run = re.sub(r"[^A-Za-z0-9_]", "_", run_id)[:60]
+    branch = Branch(main, f"{iceberg.AUDIT_BRANCH_PREFIX}{run}_{uuid.uuid4().hex[:8]}")
+    iceberg.create_branch(main.spark, main.name, branch.name)
+    return branch
+
+
+# ------------------------------------------------------------------------------------ consumed files
+
+
+def file_id(file: InputFile) -> str:
+    return hashlib.sha1(file.identity.encode()).hexdigest()[:16]
+
+
+def batch_summary(run_id: str, table_id: str, files: list[InputFile]) -> dict[str, str]:
+    """What the batch's commit records in its snapshot summary: the run, the table, its input files."""
+    return {
+        table_state.SUMMARY_RUN_ID: run_id,
+        table_state.SUMMARY_TABLE_ID: table_id,
+        table_state.SUMMARY_FILE_IDS: ",".join(file_id(f) for f in files),
+        table_state.SUMMARY_FILE_NAMES: json.dumps([f.name for f in files[:NAMES_IN_SUMMARY]]),
+    }
+
+
+def logged_file_ids(spark: SparkSession, catalog: str, table_id: str) -> set[str]:
+    """The table's files in the input log (see `log_inputs`)."""
+    log = qualified(catalog, *INPUT_LOG)
+    if not table_exists(spark, log):
+        return set()
+    rows = spark.sql(f"SELECT file_id FROM {log} WHERE table_id = {literal(table_id)}").collect()
+    return {row.file_id for row in rows}
+
+
+def consumed_file_ids(
+    spark: SparkSession, name: str, *, catalog: str | None = None, table_id: str = ""
+) -> set[str]:
+    """Input files committed to the table, plus (given `catalog`) the input log's."""
+    ids = set(iceberg.read_state(spark, name).committed_file_ids)
+    return ids | logged_file_ids(spark, catalog, table_id) if catalog else ids
+
+
+def log_inputs(spark: SparkSession, catalog: str, table_id: str, files: list[InputFile], run_id: str) -> None:
+    """Append consumed files to the input log, which outlives snapshot expiry and erasure.
+
+    Runs without a ledger (the local CLI) need it: snapshot summaries vanish with
+    expired snapshots, and a raw file loaded again would undo an erasure.
+    """
+    log = qualified(catalog, *INPUT_LOG)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, INPUT_LOG[0])}")
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {log} (table_id string, file_id string, name string, run_id string, "
+        "logged_at timestamp) USING iceberg TBLPROPERTIES ('format-version'='2')"
+    )
+    rows = [(table_id, file_id(f), f.name, run_id) for f in files]
+    frame = spark.createDataFrame(rows, "table_id string, file_id string, name string, run_id string")
+    frame.withColumn("logged_at", F.current_timestamp()).writeTo(log).append()
