@@ -58,12 +58,14 @@ class DeployedStage:
 
     @classmethod
     def from_stack(cls, name: str) -> DeployedStage:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             stacks = boto3.client("cloudformation").describe_stacks(StackName=name)["Stacks"]
         except ClientError as exc:
             raise StageNotFoundError(f"stack {name!r}: {exc.response['Error'].get('Message', exc)}") from None
+        except BotoCoreError as exc:  # no region, no credentials, no endpoint: say so in one line
+            raise StageNotFoundError(f"stack {name!r}: AWS: {exc}") from None
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
         try:
             return cls.from_outputs(outputs)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from lakeloader import iceberg
 from lakeloader.columns import OP, find_column
@@ -137,10 +138,10 @@ def apply_batch(
             elif table.mode == "scd2":
                 scd2.write(spark, target, table, batch, target_schema, result, progress)
             else:
-                _write(target, table, batch, target_schema, result)
+                _append_or_overwrite(target, table, batch, target_schema, result)
 
         summary = commit.batch_summary(run_id, table.id, files)
-        main = commit.table_destination(spark, name, summary, before_publish)
+        main = commit.Destination(spark, name, summary, publishes=True, before_publish=before_publish)
         result.quality = gate.commit_batch(main, table, changes, write, run_id=run_id, progress=progress)
         if result.quality is not None:
             result.notes.append(result.quality.describe())
@@ -153,7 +154,13 @@ def apply_batch(
     return result
 
 
-def _write(target, table, changes, target_schema, result) -> None:
+def _append_or_overwrite(
+    target: commit.Destination,
+    table: TableConfig,
+    changes: DataFrame,
+    target_schema: StructType,
+    result: Applied,
+) -> None:
     """`append` adds every change row; `overwrite` replaces the table with the batch's latest rows."""
     rows = changes
     if table.mode == "overwrite":

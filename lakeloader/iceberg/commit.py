@@ -50,12 +50,6 @@ class Destination:
             yield
 
 
-def table_destination(
-    spark: SparkSession, name: str, summary: dict[str, str], before_publish: Callable[[], None]
-) -> Destination:
-    return Destination(spark, name, summary, True, before_publish)
-
-
 @dataclass(frozen=True)
 class Branch:
     """An audit branch of a table: written like the table, then published to `main` or discarded."""

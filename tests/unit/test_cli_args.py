@@ -38,3 +38,17 @@ def test_the_emr_scripts_take_every_job_argument_the_trigger_may_pass():
         given = [part for name in optional for part in (contract.emr_arg(name), f"v-{name}")]
         args = emr_args(["ingest.py", *required, *given], optional)
         assert {name: args[name] for name in optional} == {name: f"v-{name}" for name in optional}
+
+
+def test_a_stage_verb_without_an_aws_region_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
+    """botocore's NoRegionError (or no credentials) is a usage error naming the stack, not a traceback."""
+    from lakeloader.cli import main
+
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert main(["status", "--stage", "nope"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "lakeloader: error: stack 'lakeloader-nope': AWS: You must specify a region.\n"
+    )
