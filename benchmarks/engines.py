@@ -139,6 +139,27 @@ def input_files(batch: Batch, version: str) -> list:
     ]
 
 
+# The progress messages of lakeloader.engine that open each phase of a batch, in the order they come.
+# "classify+probe" includes the tombstone probe (a join inside classification, not timed apart);
+# "merge+commit" is the one MERGE statement, which commits as it ends.
+PHASE_MARKS = (
+    ("reading ", "read+validate"),
+    ("read ", "schema"),
+    ("classifying", "classify+probe"),
+    ("recording ", "tombstones"),
+    ("merging", "merge+commit"),
+    ("applied", "metadata"),
+)
+
+
+def phase_seconds(marks: list[tuple[str, float]], ended: float) -> dict[str, float]:
+    """Each phase's seconds: from its mark to the next (a phase marked twice, e.g. a re-write, adds up)."""
+    phases: dict[str, float] = {}
+    for (phase, at), (_, until) in zip(marks, [*marks[1:], ("", ended)], strict=True):
+        phases[phase] = phases.get(phase, 0.0) + until - at
+    return phases
+
+
 class LakeloaderEngine(SparkEngine):
     name = "lakeloader"
 
@@ -148,24 +169,22 @@ class LakeloaderEngine(SparkEngine):
 
         # a new version per attempt: the same bytes are not "already committed" after a rollback
         files = input_files(batch, attempt)
-        marks: dict[str, float] = {}
+        marks: list[tuple[str, float]] = [("state", time.perf_counter())]
 
         def progress(message: str) -> None:
-            if "change(s):" in message:
-                marks["classified"] = time.perf_counter()
+            phase = next((name for prefix, name in PHASE_MARKS if message.startswith(prefix)), None)
+            if phase:
+                marks.append((phase, time.perf_counter()))
 
-        started = time.perf_counter()
         result = apply_batch(
             self.tables.spark, self.configs[label], files, catalog=CATALOG, run_id=attempt, progress=progress
         )
-        seconds = time.perf_counter() - started
-        phases = {}
-        if "classified" in marks:
-            phases = {
-                "prepare": marks["classified"] - started,
-                "merge": started + seconds - marks["classified"],
-            }
-        return Applied(seconds, phases, (result.inserted, result.updated, result.deleted))
+        ended = time.perf_counter()
+        return Applied(
+            ended - marks[0][1],
+            phase_seconds(marks, ended),
+            (result.inserted, result.updated, result.deleted),
+        )
 
 
 class AwsSampleEngine(SparkEngine):

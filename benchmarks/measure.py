@@ -61,7 +61,8 @@ class Case:
     cpu: list[float] = field(default_factory=list)
     jobs: list[int] = field(default_factory=list)
     peak_mib: dict[str, int] = field(default_factory=dict)
-    phases: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # each phase's median over the runs
+    phase_runs: dict[str, list[float]] = field(default_factory=dict, repr=False)
     checksum: Any = None
     mode: str = ""
     note: str = ""
@@ -74,6 +75,9 @@ class Case:
         self.jobs.append(applied.jobs)
         for key, value in peak.items():
             self.peak_mib[key] = max(self.peak_mib.get(key, 0), value)
+        for phase, seconds in applied.phases.items():
+            self.phase_runs.setdefault(phase, []).append(seconds)
+        self.phases = {phase: statistics.median(runs) for phase, runs in self.phase_runs.items()}
 
     @property
     def median(self) -> float:
@@ -88,13 +92,13 @@ class Case:
         if self.jobs and max(self.jobs):
             cpu += f" jobs {statistics.median(self.jobs):3.0f}"
         mem = " ".join(f"{k} {v:>5}" for k, v in self.peak_mib.items())
-        phases = " ".join(f"{k} {v:.2f}s" for k, v in self.phases.items())
+        phases = " | ".join(f"{k} {v:.2f}s" for k, v in self.phases.items())
         spread = f"[{lo:6.2f} .. {hi:6.2f}] n={len(self.seconds)}"
-        extra = "  ".join(x for x in (phases, self.note) if x)
-        return (
+        line = (
             f"  {self.case:<34} {self.engine:<11} {self.median:8.2f}s  {spread}  {cpu}"
-            f"  {rate:>9,.0f} chg/s  peak MiB: {mem}  {extra}"
-        )
+            f"  {rate:>9,.0f} chg/s  peak MiB: {mem}  {self.note}"
+        ).rstrip()
+        return f"{line}\n      phases (medians): {phases}" if phases else line
 
 
 def machine() -> dict[str, str]:

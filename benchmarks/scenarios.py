@@ -100,7 +100,6 @@ class Bench:
         return applied, self.rss.read()
 
     def run_case(self, case: Case, engine: Any, label: str, batch: data.Batch, reps: int) -> Case:
-        phases: dict[str, list[float]] = {}
         for warm in range(self.sizes.case_warmups):
             engine.reset(label)
             engine.apply(label, batch, f"{case.scenario}-{label}-warm{warm}")
@@ -108,11 +107,8 @@ class Bench:
             engine.reset(label)
             applied, peak = self.timed(engine, label, batch, f"{case.scenario}-{label}-{rep}")
             case.add_run(applied, peak)
-            for key, value in applied.phases.items():
-                phases.setdefault(key, []).append(value)
             if rep == 0 and self.args.verify:
                 case.checksum = engine.checksum(label)
-        case.phases = {k: statistics.median(v) for k, v in phases.items()}
         engine.reset(label)
         self.cases.append(case)
         print(case.row(), flush=True)

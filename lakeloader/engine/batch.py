@@ -88,6 +88,7 @@ def apply_batch(
     # sources whose plan holds non-deterministic expressions (row positions).
     read = cdc.read_changes(spark, table, files)
     changes, result.changes = read.rows, read.count
+    progress(f"read {read.count:,} change(s)")
     try:
         data = changes.select(*cdc.data_columns(changes))
         if not exists:
@@ -148,6 +149,7 @@ def apply_batch(
     finally:
         changes.unpersist()
     crash_point("after_commit")  # committed; neither the input log nor the ledger knows yet
+    progress("applied")
     if log_consumed:
         commit.log_inputs(spark, catalog, table.id, files, run_id)
     result.snapshot_id = iceberg.current_snapshot_id(spark, name)

@@ -151,6 +151,7 @@ def write(
     aligned = schema.align(latest, target_schema, extra=extra)
     # Checkpointed, not cached: a cache would be recomputed after a commit to the table, and the
     # counts reported must be what this MERGE was given (its own guard handles the rest).
+    progress("classifying against the table and its tombstones")
     classified = classify(spark, name, aligned, table, seq, small=small, key_values=key_values)
     classified = classified.filter(F.col(ACTION) != "skip")
     # The counts per action are observed while the checkpoint is written: no extra Spark job.
@@ -168,9 +169,9 @@ def write(
             f"{result.deleted:,} to delete"
         )
         keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
-        if counts.get("delete") or counts.get(
-            "tombstone"
-        ):  # before the MERGE: see lakeloader.engine.tombstones
+        buried = counts.get("delete", 0) + counts.get("tombstone", 0)
+        if buried:  # before the MERGE: see lakeloader.engine.tombstones
+            progress(f"recording {buried:,} tombstone(s)")
             deletes = classified.filter(F.col(ACTION).isin("delete", "tombstone"))
             tombstones.record(spark, table, name, deletes, keys, seq)
         if counts.get("late"):
@@ -184,6 +185,7 @@ def write(
             statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq, filled, key_values)
             if before_merge is not None:
                 before_merge(spark, name)
+            progress(f"merging into {name}")
             with target.committing():
                 spark.sql(statement)
         finally:

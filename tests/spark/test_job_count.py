@@ -52,3 +52,30 @@ def test_a_small_batch_runs_at_most_eight_spark_jobs(spark, raw, make_table):
         result, jobs = jobs_of(spark, table, raw, f"batch{batch}-{table.id}")
         assert (result.files, result.inserted, result.updated, result.deleted) == (1, 5, 30, 1)
         assert jobs <= MAX_JOBS, f"batch {batch}: {jobs} Spark jobs (python -m benchmarks.jobs lists them)"
+
+
+def test_a_batch_reports_every_phase_the_benchmark_profiles(spark, raw, make_table):
+    """`python -m benchmarks.merge` times a batch's phases from the engine's progress messages: a batch
+    with a delete passes through every one, in order, and none goes unrecognised."""
+    from benchmarks.engines import PHASE_MARKS
+
+    table = make_table()
+    raw.write_parquet(
+        "src/20261101-0800.parquet", [{"Op": "I", "id": 1, "name": "a", "last_update_time": T0}], DMS
+    )
+    apply_batch(spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id="create")
+    later = T0.replace(minute=5)
+    changes = [
+        {"Op": "U", "id": 1, "name": "b", "last_update_time": later},
+        {"Op": "D", "id": 2, "name": None, "last_update_time": later},
+    ]
+    raw.write_parquet("src/20261101-0900.parquet", changes, DMS)
+    phases: list[str] = []
+
+    def progress(message: str) -> None:  # as the benchmark reads them: the first prefix that matches
+        phases.extend(next(([name] for prefix, name in PHASE_MARKS if message.startswith(prefix)), []))
+
+    apply_batch(
+        spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id="run", progress=progress
+    )
+    assert phases == [name for _, name in PHASE_MARKS]
