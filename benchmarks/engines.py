@@ -96,7 +96,7 @@ class SparkTables:
         return {kinds[r.content]: r.n for r in rows}
 
 
-def table_config(label: str, properties: dict[str, str]) -> Any:
+def table_config(label: str, properties: dict[str, str], *, tombstones: bool = True) -> Any:
     from lakeloader.config import TableConfig
 
     return TableConfig.model_validate(
@@ -105,19 +105,21 @@ def table_config(label: str, properties: dict[str, str]) -> Any:
             "source": {"prefix": "cdc/", "format": "parquet", "cdc": "dms"},
             "target": {"database": DB, "table": label, "properties": properties},
             "keys": ["id"],
+            "tombstones": {"enabled": tombstones},
         }
     )
 
 
 class SparkEngine:
     spark_based = True
+    tombstones = True  # lakeloader's config: deletes leave tombstones (the default)
 
     def __init__(self, tables: SparkTables):
         self.tables = tables
         self.configs: dict[str, Any] = {}
 
     def create(self, label: str, base_files: list[Path], properties: dict[str, str]) -> None:
-        self.configs[label] = table_config(label, properties)
+        self.configs[label] = table_config(label, properties, tombstones=self.tombstones)
         self.tables.create(label, base_files, properties, self.configs[label])
 
     def reset(self, label: str) -> None:
@@ -185,6 +187,13 @@ class LakeloaderEngine(SparkEngine):
             phase_seconds(marks, ended),
             (result.inserted, result.updated, result.deleted),
         )
+
+
+class LakeloaderWithoutTombstones(LakeloaderEngine):
+    """lakeloader with `tombstones: {enabled: false}`: lakeloader ÷ this is what tombstones cost."""
+
+    name = "lakeloader-no-tombstones"
+    tombstones = False
 
 
 class AwsSampleEngine(SparkEngine):

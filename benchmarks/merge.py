@@ -96,9 +96,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--engines",
-        default="lakeloader,aws-sample,pyiceberg",
+        default="lakeloader,lakeloader-no-tombstones,aws-sample,pyiceberg",
         type=lambda s: [e.strip() for e in s.split(",") if e.strip()],
-        help="comma-separated subset of lakeloader,aws-sample,pyiceberg",
+        help="comma-separated subset of lakeloader, lakeloader-no-tombstones (lakeloader ÷ it: what "
+        "tombstones cost), aws-sample, pyiceberg",
     )
     parser.add_argument("--reps", type=int, help="timed runs per case (default 5, --quick 3)")
     parser.add_argument(

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import data
-from benchmarks.engines import COW, DB, MOR, AwsSampleEngine, LakeloaderEngine, PyIcebergEngine, SparkTables
+from benchmarks.engines import (
+    COW,
+    DB,
+    MOR,
+    AwsSampleEngine,
+    LakeloaderEngine,
+    LakeloaderWithoutTombstones,
+    PyIcebergEngine,
+    SparkTables,
+)
 from benchmarks.measure import Case, PeakRss
 
 SCENARIOS = ("batch", "growth", "small")
@@ -66,6 +75,8 @@ class Bench:
         self.engines: dict[str, Any] = {}
         if "lakeloader" in args.engines:
             self.engines["lakeloader"] = LakeloaderEngine(self.tables)
+        if "lakeloader-no-tombstones" in args.engines:
+            self.engines["lakeloader-no-tombstones"] = LakeloaderWithoutTombstones(self.tables)
         if "aws-sample" in args.engines:
             self.engines["aws-sample"] = AwsSampleEngine(self.tables)
         if "pyiceberg" in args.engines:

@@ -169,7 +169,7 @@ def write(
             f"{result.deleted:,} to delete"
         )
         keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
-        buried = counts.get("delete", 0) + counts.get("tombstone", 0)
+        buried = counts.get("delete", 0) + counts.get("tombstone", 0) if tombstones.enabled(table, seq) else 0
         if buried:  # before the MERGE: see lakeloader.engine.tombstones
             progress(f"recording {buried:,} tombstone(s)")
             deletes = classified.filter(F.col(ACTION).isin("delete", "tombstone"))

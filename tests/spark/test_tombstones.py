@@ -188,3 +188,15 @@ def test_erase_by_a_where_on_other_columns_finds_the_keys_through_the_rows(spark
     result = erase(spark, table, catalog=CATALOG, where="name = 'ann'", who="tester")
     assert result.verified and result.tombstones_erased == 1
     assert [k for k, _ in held_tombstones(spark, table)] == [7]
+
+
+def test_with_tombstones_off_a_delete_leaves_none(spark, raw, make_table, mode):
+    """`tombstones: {enabled: false}`: no side table, so nothing to purge, erase or pay for."""
+    table = make_table(mode=mode, tombstones={"enabled": False})
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 5, "a", 0), change("I", 6, "b", 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-1000.parquet", [change("D", 5, "a", 120), change("D", 7, None, 120)], DMS)
+    result = load(spark, table, raw)
+    live = rows if mode == "merge" else current
+    assert live(spark, table) == [(6, "b")] and result.deleted == 1
+    assert not spark.catalog.tableExists(f"{target(table)}{tombstones.SUFFIX}")
