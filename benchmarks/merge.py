@@ -1,4 +1,5 @@
-"""Merge benchmark: lakeloader vs the AWS-sample pattern vs PyIceberg, on the same deterministic data.
+"""Merge benchmark: lakeloader vs the AWS-sample pattern vs PyIceberg, on the same deterministic data
+(and lakeloader vs itself without tombstones: what they cost). Each lakeloader case prints its phases.
 
     python -m benchmarks.merge --quick                 # small sizes, < 5 minutes on 2 cores
     python -m benchmarks.merge                         # full sizes (1M / 4M / 16M rows)
