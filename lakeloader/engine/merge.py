@@ -5,12 +5,14 @@ MERGE INTO. The rules:
 * a change is applied only when its sequence tuple is newer than the row the table
   holds (lakeloader.engine.sequence: NULL is the oldest, an equal tuple is the same change):
   late and replayed files change nothing;
-* a delete leaves a tombstone (lakeloader.engine.tombstones), also for a key the table does not
-  hold; an insert or update not newer than the key's tombstone is late and ignored;
+* a delete leaves a tombstone (lakeloader.engine.tombstones; unless the table turns them off), also
+  for a key the table does not hold; an insert or update not newer than the key's tombstone is late
+  and ignored;
 * an update that leaves columns out keeps their values (lakeloader.engine.partial);
-* a re-delivered full-load row updates;
-* the batch's input files are recorded in the snapshot summary, so a retried
-  run skips files an earlier commit already consumed.
+* a re-delivered full-load row updates.
+
+Skipping the files an earlier commit consumed, the schema and the commit are every mode's:
+lakeloader.engine.batch.
 """
 
 from __future__ import annotations
