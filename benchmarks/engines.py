@@ -48,12 +48,19 @@ class Applied:
     jobs: int = 0  # filled in by the harness: Spark jobs the run started
 
 
+def tombstones_of(label: str) -> str:
+    from lakeloader.engine.tombstones import SUFFIX
+
+    return f"{label}{SUFFIX}"
+
+
 class SparkTables:
     """Shared by the two Spark engines: create, reset, checksum and file counts of `lakeloader.bench.*`."""
 
     def __init__(self, spark: Any):
         self.spark = spark
         self.base_snapshot: dict[str, int] = {}
+        self.tombstones_base: dict[str, int] = {}
 
     def qualified(self, label: str) -> str:
         from lakeloader.spark import CATALOG
@@ -66,6 +73,8 @@ class SparkTables:
 
         name = self.qualified(label)
         self.spark.sql(f"DROP TABLE IF EXISTS {name}")
+        self.spark.sql(f"DROP TABLE IF EXISTS {self.qualified(tombstones_of(label))}")
+        self.tombstones_base.pop(label, None)
         data = self.spark.read.parquet(*[str(p) for p in base_files])
         create_table(self.spark, name, config, data)
         data.writeTo(name).append()
@@ -81,6 +90,21 @@ class SparkTables:
         ).first()[0]
         if current != snap:
             self.spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{DB}.{label}', {snap})")
+        self.reset_tombstones(label)
+
+    def reset_tombstones(self, label: str) -> None:
+        """Every run of a case starts from the side table the first run left (one batch's tombstones),
+        as a stage would, rather than with one more batch of them per run."""
+        from lakeloader.iceberg import current_snapshot_id
+        from lakeloader.spark import CATALOG, table_exists
+
+        side = tombstones_of(label)
+        if not table_exists(self.spark, self.qualified(side)):
+            return
+        current = current_snapshot_id(self.spark, self.qualified(side))
+        base = self.tombstones_base.setdefault(label, current)
+        if current != base:
+            self.spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{DB}.{side}', {base})")
 
     def checksum(self, label: str) -> tuple[int, int, float]:
         row = self.spark.sql(
