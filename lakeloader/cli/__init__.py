@@ -319,4 +319,3 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, LakeloaderError, FileNotFoundError, LookupError) as exc:
         print(f"lakeloader: error: {exc}", file=sys.stderr)
         return 2
-

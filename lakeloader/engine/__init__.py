@@ -4,12 +4,11 @@ layer (lakeloader.iceberg). The jobs (lakeloader.jobs) use only what is named he
 
 from lakeloader.engine import tombstones
 from lakeloader.engine.batch import Applied, apply_batch
-from lakeloader.engine.quality import QualityReport, combine_reports, report_counts
+from lakeloader.engine.quality import combine_reports, report_counts
 from lakeloader.engine.schema import table_layout_sql
 
 __all__ = [
     "Applied",
-    "QualityReport",
     "apply_batch",
     "combine_reports",
     "report_counts",

@@ -32,9 +32,9 @@ SHORT_KEY_LIST = 1_000
 LISTED_KEYS_MIN_RATIO = 50
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Applied:
-    """What one batch did to its table (the job makes it a row of its run summary)."""
+    """What one batch did to its table (the job's TableResult extends it into a row of its run summary)."""
 
     files: int = 0  # the files read; those an earlier commit consumed are not counted
     changes: int = 0

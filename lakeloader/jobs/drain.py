@@ -17,7 +17,9 @@ from lakeloader.config import TableConfig
 from lakeloader.contract import FILES_QUARANTINED_METRIC, METRIC_DIMENSIONS, METRICS_NAMESPACE, new_run_id
 from lakeloader.engine import combine_reports, report_counts
 from lakeloader.inputs import InputFile
+from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
 from lakeloader.jobs.load import TableResult
+from lakeloader.jobs.rebuild import rebuild_table
 from lakeloader.ledger import (
     DEFAULT_MAX_ATTEMPTS,
     FAILED,
@@ -63,8 +65,6 @@ def drain_table(
     the others: the file is `failed` (a later run retries it) or, once it has failed `max_attempts`
     times, `quarantined`. Skipping it keeps every order guarantee: each change is still compared
     with what the table holds, so the file's changes apply correctly whenever it is loaded."""
-    from lakeloader.jobs.load import load_table
-
     run_id = new_run_id()
     if not ledger.acquire_lock(table.id, run_id):
         log_event("table_busy", table_id=table.id, correlation_id=cid)
@@ -105,7 +105,7 @@ def drain_table(
                 break
             files = [_input_file(obj, raw_root) for obj in batch]
             log_event("batch", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(files))
-            result = load_table(
+            result = load.load_table(
                 spark,
                 table,
                 files,
@@ -164,8 +164,6 @@ def _rebuild(
 ) -> TableResult:
     """The table built again from every object it loaded or has to load; once that committed, the
     ledger records them done by this run."""
-    from lakeloader.jobs.rebuild import rebuild_table
-
     objects = ledger.rebuild_objects(table.id)
     log_event("rebuild", table_id=table.id, run_id=run_id, correlation_id=cid, objects=len(objects))
     result = rebuild_table(

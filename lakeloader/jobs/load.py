@@ -7,39 +7,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from pyspark.sql import SparkSession
 
 from lakeloader.config import LakeConfig, TableConfig
-from lakeloader.engine import Applied, QualityReport, apply_batch
+from lakeloader.engine import Applied, apply_batch
 from lakeloader.errors import LakeloaderError
 from lakeloader.inputs import InputFile, list_inputs, resolve_paths
 from lakeloader.progress import Progress, stderr_progress, text_table
 
 
 @dataclass
-class TableResult:
-    """What one table's run did; one row of the run summary."""
+class TableResult(Applied):
+    """What one table's run did, one row of the run summary: what its batches did (files, counts,
+    snapshot, notes, quality report), and how the run went."""
 
     table_id: str
     status: str = "skipped"  # ok | skipped | failed
-    files: int = 0
-    changes: int = 0
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-    snapshot_id: int | None = None
     seconds: float = 0.0
     error: str | None = None
     bad_file: str | None = None  # the input file the error names (errors.BadInputError.file)
-    notes: list[str] = field(default_factory=list)
-    quality: QualityReport | None = None  # rule outcomes when the table has quality rules
 
     @classmethod
     def applied(cls, table_id: str, applied: Applied) -> TableResult:
         """The result of a batch the engine applied: skipped when it had no file left to read."""
-        done = {f.name: getattr(applied, f.name) for f in fields(applied)}
+        done = {f.name: getattr(applied, f.name) for f in fields(Applied)}
         return cls(table_id, status="ok" if applied.files else "skipped", **done)
 
 

@@ -89,8 +89,7 @@ def rebuild_table(
     progress(f"replacing {name} with {staging} in one commit")
     with iceberg.commit_properties(spark, commit.batch_summary(run_id, table.id, files)):
         spark.sql(
-            f"CREATE OR REPLACE TABLE {name} {table_layout_sql(table, columns)} "
-            f"AS SELECT * FROM {staging}"
+            f"CREATE OR REPLACE TABLE {name} {table_layout_sql(table, columns)} AS SELECT * FROM {staging}"
         )
     _replace_tombstones(spark, tombstones.side_table(name, table), tombstones.side_table(staging, staged))
     _drop(spark, staging, staged)
