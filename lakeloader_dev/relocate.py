@@ -14,6 +14,7 @@ import os
 import pathlib
 import re
 import struct
+import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 
@@ -24,7 +25,9 @@ __all__ = ["Relocation", "atomic_path", "relocate_class", "relocate_jar"]
 
 
 def _tmp_name(target: pathlib.Path) -> pathlib.Path:
-    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    """Unique per thread: the emulator runs Glue jobs in threads of one process, and two of them may
+    write the same file at once."""
+    return target.with_name(f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
 
 
 @contextlib.contextmanager
