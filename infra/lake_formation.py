@@ -69,7 +69,8 @@ class LakeFormationAccess(Construct):
             principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
                 data_lake_principal_identifier=role.role_arn
             )
-            self._grant(
+            grant(
+                self,
                 f"Location{index}",
                 principal,
                 {"dataLocation": {"catalogId": Aws.ACCOUNT_ID, "resourceArn": warehouse_arn}},
@@ -78,18 +79,20 @@ class LakeFormationAccess(Construct):
             )
             for name, database in catalog.databases.items():
                 physical = stage.glue_database(name)
-                self._grant(
+                grant(
+                    self,
                     f"Database{index}-{name}",
                     principal,
                     {"database": {"catalogId": Aws.ACCOUNT_ID, "name": physical}},
                     ["DESCRIBE", "CREATE_TABLE", "ALTER"],
                     depends=[database],
                 )
-                self._grant(
+                grant(
+                    self,
                     f"Tables{index}-{name}",
                     principal,
                     {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": physical, "tableWildcard": {}}},
-                    ["SELECT", "INSERT", "DELETE", "DESCRIBE", "ALTER", "DROP"],
+                    ["ALL"],  # full table access: Glue/EMR jobs that write need ALL
                     depends=[database],
                 )
         if catalog.crawler_role is not None:
@@ -98,14 +101,16 @@ class LakeFormationAccess(Construct):
             )
             for source, name in catalog.crawler_databases.items():
                 database = catalog.node.find_child(f"RawDatabase-{source}")
-                self._grant(
+                grant(
+                    self,
                     f"CrawlerDatabase-{source}",
                     principal,
                     {"database": {"catalogId": Aws.ACCOUNT_ID, "name": name}},
                     ["DESCRIBE", "CREATE_TABLE", "ALTER"],
                     depends=[database],
                 )
-                self._grant(
+                grant(
+                    self,
                     f"CrawlerTables-{source}",
                     principal,
                     {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": name, "tableWildcard": {}}},
@@ -113,22 +118,24 @@ class LakeFormationAccess(Construct):
                     depends=[database],
                 )
 
-    def _grant(
-        self,
-        construct_id: str,
-        principal: lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty,
-        resource: dict,
-        permissions: list[str],
-        depends: list[IConstruct],
-    ) -> None:
-        grant = lakeformation.CfnPrincipalPermissions(
-            self,
-            construct_id,
-            catalog=Aws.ACCOUNT_ID,
-            principal=principal,
-            resource=resource,
-            permissions=permissions,
-            permissions_with_grant_option=[],
-        )
-        for dependency in depends:
-            grant.node.add_dependency(dependency)
+
+def grant(
+    scope: Construct,
+    construct_id: str,
+    principal: lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty,
+    resource: dict,
+    permissions: list[str],
+    depends: list[IConstruct],
+) -> None:
+    """One Lake Formation grant (no grant option), created after `depends`."""
+    permission = lakeformation.CfnPrincipalPermissions(
+        scope,
+        construct_id,
+        catalog=Aws.ACCOUNT_ID,
+        principal=principal,
+        resource=resource,
+        permissions=permissions,
+        permissions_with_grant_option=[],
+    )
+    for dependency in depends:
+        permission.node.add_dependency(dependency)

@@ -102,6 +102,10 @@ class Processing(Construct):
 
         # Both engines' Spark settings for Iceberg tables in the Glue Data Catalog.
         iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
+        if settings.lake_formation:
+            iceberg_conf |= contract.lake_formation_catalog_conf(
+                contract.GLUE_CATALOG, Aws.ACCOUNT_ID, Aws.REGION
+            )
         # What every job needs to start (contract.JOB_REQUIRED_ARGS), for both engines.
         required = {
             contract.ARG_CONFIG_TABLE: store.config_table.table_name,

@@ -143,6 +143,19 @@ def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
     }
 
 
+def lake_formation_catalog_conf(catalog: str, account: str, region: str) -> dict[str, str]:
+    """Lake Formation mode (Glue 5 / EMR 7 full table access): the catalog asks Lake Formation for the
+    table's S3 credentials instead of using the role's own, and drops a table's folder before the
+    table (Lake Formation vends no credentials for a table that is gone)."""
+    prefix = f"spark.sql.catalog.{catalog}"
+    return {
+        f"{prefix}.glue.lakeformation-enabled": "true",
+        f"{prefix}.glue.account-id": account,
+        f"{prefix}.client.region": region,
+        "spark.sql.catalog.dropDirectoryBeforeTable.enabled": "true",
+    }
+
+
 # --- run ids ------------------------------------------------------------------------------------
 
 

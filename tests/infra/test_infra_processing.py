@@ -158,3 +158,24 @@ def test_job_run_queuing_is_a_stage_setting_of_the_ingest_job(batched):
     assert ingest["JobRunQueuingEnabled"] is True and ingest["MaxRetries"] == 0
     assert ingest["DefaultArguments"]["--lakeloader_parallel_tables"] == "8"
     assert glue_job(batched, "maintain")["JobRunQueuingEnabled"] is False
+
+
+LAKE_FORMATION_CONF = {
+    "spark.sql.catalog.glue_catalog.glue.lakeformation-enabled": "true",
+    "spark.sql.catalog.glue_catalog.glue.account-id": "${AWS::AccountId}",
+    "spark.sql.catalog.glue_catalog.client.region": "${AWS::Region}",
+    "spark.sql.catalog.dropDirectoryBeforeTable.enabled": "true",
+}
+
+
+@pytest.mark.parametrize("lake_formation", [False, True])
+def test_lake_formation_mode_makes_both_engines_use_lake_formation_credentials(synth, lake_formation):
+    """Glue 5 / EMR 7 full table access: without the catalog option the jobs would still read and write
+    with their role's own S3 grants, and Lake Formation would govern nothing the jobs do."""
+    built = synth("dev", lake_formation=str(lake_formation).lower())
+    glue_conf = join(glue_job(built, "ingest")["DefaultArguments"]["--conf"]).split(" --conf ")
+    _, app = built.resource("AWS::EMRServerless::Application")
+    emr_conf = {k: join(v) for k, v in app["Properties"]["RuntimeConfiguration"][0]["Properties"].items()}
+    for key, value in LAKE_FORMATION_CONF.items():
+        assert (f"{key}={value}" in glue_conf) is lake_formation, key
+        assert (emr_conf.get(key) == value) is lake_formation, key
