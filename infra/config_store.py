@@ -14,6 +14,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.functions import PythonFunction, lambda_source
+from infra.network import StageNetwork
 from infra.settings import Stage
 from infra.storage import removal_policy
 from lakeloader import contract
@@ -28,7 +29,14 @@ class ConfigStore(Construct):
     """Config, ledger and run-history tables (on demand, PITR, KMS) and the config sync."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, stage: Stage, lake: LakeConfig, key: kms.IKey
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        lake: LakeConfig,
+        key: kms.IKey,
+        network: StageNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         retain = stage.settings.retain
@@ -70,6 +78,7 @@ class ConfigStore(Construct):
             key=key,
             environment={contract.ENV_LOG_LEVEL: "INFO"},
             timeout=Duration.minutes(5),
+            network=network,
         )
         self.config_table.grant(
             self.sync_function.role,

@@ -13,6 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from infra.network import StageNetwork
 from infra.packaging import REPO_ROOT, emr_deps_archive
 from infra.settings import SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, LakeStorage
@@ -86,6 +87,7 @@ class EmrServerless:
         library: s3_assets.Asset,
         iceberg_conf: dict[str, str],
         job_arguments: dict[str, str],
+        network: StageNetwork | None = None,
     ) -> None:
         emr = stage.settings.emr
         stack = Stack.of(scope)
@@ -138,6 +140,13 @@ class EmrServerless:
                     classification="spark-defaults", properties={**self.lakeloader_conf, **emr.spark_defaults}
                 )
             ],
+            network_configuration=(
+                emrserverless.CfnApplication.NetworkConfigurationProperty(
+                    subnet_ids=network.subnet_ids, security_group_ids=network.security_group_ids
+                )
+                if network is not None
+                else None
+            ),
             monitoring_configuration=emrserverless.CfnApplication.MonitoringConfigurationProperty(
                 s3_monitoring_configuration=emrserverless.CfnApplication.S3MonitoringConfigurationProperty(
                     log_uri=storage.assets.s3_url_for_object(EMR_LOGS_PREFIX),

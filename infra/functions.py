@@ -18,7 +18,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.lambda_code import LAMBDA_PYTHON, lambda_bundle
-from infra.nag import acknowledge
+from infra.nag import acknowledge, acknowledge_wildcards
+from infra.network import StageNetwork
 from infra.packaging import REPO_ROOT
 from infra.settings import Stage
 from infra.storage import stage_log_group
@@ -52,6 +53,7 @@ class PythonFunction(Construct):
         dead_letter_queue: sqs.IQueue | None = None,
         retry_attempts: int | None = None,
         max_event_age: Duration | None = None,
+        network: StageNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         function_name = stage.resource_name(name)
@@ -94,6 +96,16 @@ class PythonFunction(Construct):
             max_event_age=max_event_age,
         )
         acknowledge(self.function, "L1", RUNTIME_REASON)
+        if network is not None:
+            # VpcConfig set directly: CDK's `vpc=` would attach the AWS managed VPC-access policy.
+            self.function.node.default_child.add_property_override("VpcConfig", network.vpc_config())
+            network.grant_network_interfaces(self.role)
+            acknowledge_wildcards(
+                self.role,
+                ["Resource::*"],
+                "Lambda creates and deletes the function's network interfaces in the stage's subnets; "
+                "these EC2 calls have no resource-level permissions to scope them by.",
+            )
 
 
 def lambda_source(name: str) -> Path:

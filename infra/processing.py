@@ -22,6 +22,7 @@ from infra.config_store import ConfigStore
 from infra.emr import EmrServerless
 from infra.job_access import grant_lake_access, lake_access_findings
 from infra.nag import acknowledge_wildcards, arn_ref
+from infra.network import StageNetwork
 from infra.packaging import REPO_ROOT, glue_wheels_zip, lakeloader_zip
 from infra.settings import GlueJobSettings, SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
@@ -94,8 +95,10 @@ class Processing(Construct):
         store: ConfigStore,
         catalog: Catalog,
         raw_prefixes: list[str],
+        network: StageNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.network = network
         settings = stage.settings
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
         self.glue_wheels = GlueWheelsAsset(self, "GlueWheels", path=str(glue_wheels_zip()))
@@ -217,6 +220,13 @@ class Processing(Construct):
             catalog=catalog,
         )
         self.glue_jobs = [self.ingest_job, self.maintain_job]
+        if network is not None:
+            for job in self.glue_jobs:
+                job.node.default_child.add_property_override(
+                    "Connections.Connections", network.glue_connection_names
+                )
+                job.node.add_dependency(*network.glue_connections)
+            network.grant_network_interfaces(self.glue_role, glue_job=True)
 
         # --- EMR Serverless (its job role is above) -----------------------------------------
         emr_arguments = {
@@ -234,6 +244,7 @@ class Processing(Construct):
             library=self.library,
             iceberg_conf=iceberg_conf,
             job_arguments=emr_arguments,
+            network=network,
         )
 
         lake_findings = lake_access_findings(storage, catalog, raw_prefixes)

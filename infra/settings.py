@@ -136,6 +136,74 @@ class RawTransition(_Strict):
     ]
 
 
+ROLE_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$"
+
+
+class ReaderSettings(_Strict):
+    """A role that may query the stage's tables (SELECT only), through Athena or any Iceberg reader."""
+
+    role_arn: str = Field(
+        pattern=ROLE_ARN,
+        description="The reader's IAM role, in the stage's account (the stack attaches a policy to it)",
+    )
+    tables: list[str] = Field(
+        default_factory=lambda: ["*"],
+        min_length=1,
+        description='Target tables it may read, as "<database>.<table>" of the config; "<database>.*" or '
+        '"*" for many (default "*": every table of the config; never the tombstones\' side tables)',
+    )
+    exclude_columns: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description='Columns hidden from it, per "<database>.<table>": Lake Formation mode only (an IAM '
+        "grant on a data file cannot hide a column of it)",
+    )
+
+    @property
+    def role_name(self) -> str:
+        return self.role_arn.rsplit("/", 1)[1]
+
+
+class SubnetSettings(_Strict):
+    id: str = Field(pattern=r"^subnet-[0-9a-f]{8,17}$")
+    availability_zone: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="e.g. eu-west-1a")
+
+
+class NetworkSettings(_Strict):
+    """Where the Glue jobs, EMR Serverless runs and Lambdas run: a VPC the stack creates (private
+    subnets, VPC endpoints, no NAT, no internet gateway), or subnets of a VPC you have."""
+
+    create_vpc: bool = Field(
+        default=False,
+        description="true: the stack creates the VPC, its isolated subnets and the endpoints of every "
+        "service the stage calls",
+    )
+    cidr: str = Field(
+        default="10.64.0.0/16",
+        pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$",
+        description="create_vpc: the VPC's range (/16 to /24)",
+    )
+    availability_zones: int = Field(default=2, ge=2, le=3, description="create_vpc: AZs, one subnet each")
+    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="your VPC")
+    subnets: list[SubnetSettings] = Field(
+        default_factory=list, description="your private subnets (id and availability zone)"
+    )
+    security_group_ids: list[str] = Field(
+        default_factory=list,
+        description="your security groups; default: the stack creates one (self-referencing, as Glue needs)",
+    )
+
+    @model_validator(mode="after")
+    def _one_way(self) -> NetworkSettings:
+        if self.create_vpc and (self.vpc_id or self.subnets or self.security_group_ids):
+            raise ValueError("network: create_vpc: true takes no vpc_id, subnets or security_group_ids")
+        if not self.create_vpc and not (self.vpc_id and self.subnets):
+            raise ValueError("network: give vpc_id and subnets (your VPC), or create_vpc: true")
+        for group in self.security_group_ids:
+            if not group.startswith("sg-"):
+                raise ValueError(f"network.security_group_ids: {group!r} is not a security group id (sg-...)")
+        return self
+
+
 class StageSettings(_Strict):
     """Settings of one stage (a value of `lakeloader:stages` in cdk.json)."""
 
@@ -180,6 +248,18 @@ class StageSettings(_Strict):
         description='Crawler per source folder: {source: "cron(...)" or "on-demand"}; "*" = every source',
     )
     lake_formation: bool = False
+    network: NetworkSettings | None = Field(
+        default=None,
+        description="Run the jobs and functions in a VPC (docs/deploy.md#private-networks); default none",
+    )
+    readers: list[ReaderSettings] = Field(
+        default_factory=list,
+        description="Roles that may query the tables, each with its own Athena workgroup (docs/query.md); "
+        "[] (default): none",
+    )
+    query_results_expiration_days: int = Field(
+        default=7, ge=1, description="Days the readers' Athena query results are kept"
+    )
     alarm_email: str | None = None
     database_prefix: str | None = Field(
         default=None,
@@ -208,6 +288,22 @@ class StageSettings(_Strict):
                 "batching.job_run_queuing needs ingest.max_retries 0 (Glue refuses job-run queuing on a "
                 f"job with retries; it is {self.ingest.max_retries})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _readers(self) -> StageSettings:
+        names = [reader.role_name for reader in self.readers]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(
+                f"readers: role name {twice[0]!r} appears twice (it names the reader's workgroup)"
+            )
+        for index, reader in enumerate(self.readers):
+            if reader.exclude_columns and not self.lake_formation:
+                raise ValueError(
+                    f"readers[{index}].exclude_columns needs lake_formation: true (an IAM grant on a data "
+                    "file cannot hide a column of it)"
+                )
         return self
 
     @field_validator("crawlers")

@@ -14,8 +14,10 @@ from infra.erasure import ErasurePolicy
 from infra.functions import own_cdk_function_logs
 from infra.lake_formation import LakeFormationAccess
 from infra.monitoring import AlarmTopic, Monitoring
+from infra.network import StageNetwork
 from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing
+from infra.readers import Readers
 from infra.settings import Stage
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
@@ -44,12 +46,21 @@ class LakeloaderStack(Stack):
             **kwargs,
         )
         self.stage = stage
-        # (Dashboards: CloudFormation's tag support for them is too new for cfn-lint's schema.)
+        # (Dashboards: CloudFormation's tag support for them is too new for cfn-lint's schema; Glue
+        # connections take no tags in CloudFormation.)
+        untagged = ["AWS::CloudWatch::Dashboard", "AWS::Glue::Connection"]
         for key, value in (("project", stage.project), ("stage", stage.name)):
-            Tags.of(self).add(key, value, exclude_resource_types=["AWS::CloudWatch::Dashboard"])
+            Tags.of(self).add(key, value, exclude_resource_types=untagged)
 
         self.storage = LakeStorage(self, "Storage", stage=stage)
-        self.config_store = ConfigStore(self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key)
+        self.network = None
+        if stage.settings.network is not None:
+            self.network = StageNetwork(
+                self, "Network", stage=stage, network=stage.settings.network, key=self.storage.key
+            )
+        self.config_store = ConfigStore(
+            self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key, network=self.network
+        )
         self.catalog = Catalog(self, "Catalog", stage=stage, lake=lake, storage=self.storage)
         self.erasure = ErasurePolicy(self, "Erasure", stage=stage, storage=self.storage, catalog=self.catalog)
         self.processing = Processing(
@@ -60,6 +71,7 @@ class LakeloaderStack(Stack):
             store=self.config_store,
             catalog=self.catalog,
             raw_prefixes=sorted(t.source.prefix for t in lake.tables),
+            network=self.network,
         )
         check_emr_tables(stage, lake, self.processing.emr.lakeloader_conf)
         self.lake_formation = None
@@ -71,6 +83,11 @@ class LakeloaderStack(Stack):
                 storage=self.storage,
                 catalog=self.catalog,
                 job_roles=[self.processing.glue_role, self.processing.emr_role],
+            )
+        self.readers = None
+        if stage.settings.readers:
+            self.readers = Readers(
+                self, "Readers", stage=stage, lake=lake, storage=self.storage, catalog=self.catalog
             )
         self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, key=self.storage.key)
         self.maintenance = MaintenanceWorkflow(
@@ -160,6 +177,12 @@ class LakeloaderStack(Stack):
             outputs["EmrImageRepositoryPolicyStatement"] = (
                 self.to_json_string(processing.emr.image_pull_statement),
                 "Add to the ECR repository policy of emr.image_uri (docs/deploy.md)",
+            )
+        if self.readers is not None:
+            outputs["QueryResultsBucketName"] = (self.readers.results.bucket_name, "Readers' Athena results")
+            outputs["ReaderWorkgroups"] = (
+                ",".join(f"{role}={wg.name}" for role, wg in self.readers.workgroups.items()),
+                "Reader role name = its Athena workgroup",
             )
         for output_id, (value, description) in outputs.items():
             CfnOutput(self, output_id, value=value, description=description)

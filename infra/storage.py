@@ -171,7 +171,7 @@ class LakeStorage(Construct):
 
         noncurrent = Duration.days(settings.noncurrent_version_expiration_days)
         transition = settings.raw_transition
-        self.raw = self._lake_bucket(
+        self.raw = self.lake_bucket(
             stage,
             "Raw",
             "raw",
@@ -192,7 +192,7 @@ class LakeStorage(Construct):
                 ),
             ],
         )
-        self.curated = self._lake_bucket(
+        self.curated = self.lake_bucket(
             stage,
             "Curated",
             "curated",
@@ -204,7 +204,7 @@ class LakeStorage(Construct):
                 )
             ],
         )
-        self.quarantine = self._lake_bucket(
+        self.quarantine = self.lake_bucket(
             stage,
             "Quarantine",
             "quarantine",
@@ -217,7 +217,7 @@ class LakeStorage(Construct):
                 )
             ],
         )
-        self.assets = self._lake_bucket(
+        self.assets = self.lake_bucket(
             stage,
             "Assets",
             "assets",
@@ -273,11 +273,19 @@ class LakeStorage(Construct):
             )
         return f"{stage.resource_name(what)}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
 
-    def _lake_bucket(
-        self, stage: Stage, construct_id: str, what: str, lifecycle_rules: list[s3.LifecycleRule]
+    def lake_bucket(
+        self,
+        stage: Stage,
+        construct_id: str,
+        what: str,
+        lifecycle_rules: list[s3.LifecycleRule],
+        *,
+        scope: Construct | None = None,
     ) -> s3.Bucket:
+        """A bucket like the lake's: the stage key, versioned, private, TLS-only, access-logged (in `scope`,
+        by default the storage construct)."""
         return s3.Bucket(
-            self,
+            scope or self,
             construct_id,
             bucket_name=self._bucket_name(stage, what),
             encryption=s3.BucketEncryption.KMS,

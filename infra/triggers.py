@@ -128,6 +128,7 @@ class Triggers(Construct):
             description="Records raw objects in the ledger and starts their tables' Glue/EMR runs",
             source_dir=lambda_source("s3_arrival"),
             key=storage.key,
+            network=processing.network,
             environment={
                 contract.ENV_CONFIG_TABLE: store.config_table.table_name,
                 contract.ENV_LEDGER_TABLE: store.ledger_table.table_name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -70,6 +71,20 @@ def stage_settings(stage: str) -> dict[str, Any]:
     return cdk_json_context()["lakeloader:stages"][stage]
 
 
+def with_settings(stage: str, **settings: Any) -> dict[str, Any]:
+    """Context overrides that give `stage` these settings on top of cdk.json's."""
+    stages = copy.deepcopy(cdk_json_context()["lakeloader:stages"])
+    stages[stage].update(settings)
+    return {"lakeloader:stages": stages}
+
+
+# Two readers of the dev stage: one of a database, one (with a path in its ARN) of every table.
+READERS = [
+    {"role_arn": "arn:aws:iam::123456789012:role/analyst", "tables": ["crm.*"]},
+    {"role_arn": "arn:aws:iam::123456789012:role/team/bi"},
+]
+
+
 def join(value: Any) -> str:
     """A template value (string or Fn::Join of strings and refs) as one readable string."""
     if isinstance(value, str):
@@ -124,3 +139,6 @@ def import_in_bundle(bundle: Path, module: str) -> set[str]:
     assert result.returncode == 0, result.stderr
     root = f"{bundle}/"
     return {f.removeprefix(root) for f in json.loads(result.stdout) if f.startswith(root)}
+
+
+CREATED_VPC = {"create_vpc": True}

@@ -186,21 +186,37 @@ def role_statements(template: dict[str, Any], role_logical_id: str) -> list[Stat
         for r in resources.values()
         if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_logical_id} in r["Properties"].get("Roles", [])
     ]
+    return [s for document in documents for s in _statements(role_logical_id, document, resolve)]
+
+
+def _statements(owner: str, document: dict[str, Any], resolve: Resolver) -> list[Statement]:
     found = []
-    for document in documents:
-        for raw in document["Statement"]:
-            unsupported = {"NotAction", "NotResource", "NotPrincipal"} & set(raw)
-            if unsupported:
-                raise ValueError(f"{role_logical_id}: {sorted(unsupported)} is not evaluated here")
-            found.append(
-                Statement(
-                    effect=raw["Effect"],
-                    actions=tuple(_as_list(raw["Action"])),
-                    resources=tuple(resolve(r) for r in _as_list(raw["Resource"])),
-                    condition=raw.get("Condition", {}),
-                )
+    for raw in document["Statement"]:
+        unsupported = {"NotAction", "NotResource", "NotPrincipal"} & set(raw)
+        if unsupported:
+            raise ValueError(f"{owner}: {sorted(unsupported)} is not evaluated here")
+        found.append(
+            Statement(
+                effect=raw["Effect"],
+                actions=tuple(_as_list(raw["Action"])),
+                resources=tuple(resolve(r) for r in _as_list(raw["Resource"])),
+                condition=raw.get("Condition", {}),
             )
+        )
     return found
+
+
+def managed_policies(template: dict[str, Any]) -> dict[str, tuple[dict[str, Any], list[Statement]]]:
+    """Every AWS::IAM::ManagedPolicy of the template: its name -> (properties, statements)."""
+    resolve = Resolver(template)
+    return {
+        resolve(r["Properties"]["ManagedPolicyName"]): (
+            r["Properties"],
+            _statements(logical, r["Properties"]["PolicyDocument"], resolve),
+        )
+        for logical, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::ManagedPolicy"
+    }
 
 
 def allowed(

@@ -5,15 +5,31 @@ from __future__ import annotations
 import pytest
 from cfnlint.api import ManualArgs, lint
 
+from tests.infra.cdk_helpers import CREATED_VPC, READERS, with_settings
+
 # W3005 (DependsOn already implied by a GetAtt): CDK adds these on purpose (Function -> Role,
 # custom resource -> handler role) so policies exist before first use; they are harmless.
 IGNORED = ["W3005"]
 REGIONS = ["us-east-1", "eu-west-1"]
 
 
-@pytest.mark.parametrize("variant", ["dev", "prod", "dev-lake-formation"])
+VARIANTS = {
+    "dev": ("dev", {}),
+    "prod": ("prod", {}),
+    "dev-lake-formation": ("dev", {"lake_formation": "true"}),
+    "dev-readers": ("dev", with_settings("dev", readers=READERS)),
+    "dev-lake-formation-readers": (
+        "dev",
+        {"lake_formation": "true", **with_settings("dev", readers=READERS)},
+    ),
+    "dev-created-vpc": ("dev", with_settings("dev", network=CREATED_VPC)),
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_cfn_lint_is_clean(synth, variant):
-    synthesized = synth("dev", lake_formation="true") if variant == "dev-lake-formation" else synth(variant)
+    stage, context = VARIANTS[variant]
+    synthesized = synth(stage, **context)
     matches = lint(
         synthesized.template_path.read_text(),
         config=ManualArgs(regions=REGIONS, ignore_checks=IGNORED),

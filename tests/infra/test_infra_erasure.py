@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lakeloader.contract import AUDIT_DATABASE
-from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, Statement, allowed
+from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, Statement, allowed, managed_policies
 
 GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"
 # What erase calls, written out here rather than imported from infra.erasure (the code under test).
@@ -31,29 +31,11 @@ WAREHOUSE_OBJECT_ACTIONS = [
 WAREHOUSE_LIST_ACTIONS = ["s3:ListBucket", "s3:ListBucketVersions"]
 
 
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
 def erase_policy(synth) -> tuple[str, list[Statement]]:
-    resolve = Resolver(synth.template_json)
-    found = [
-        props
-        for props in synth.resources("AWS::IAM::ManagedPolicy").values()
-        if resolve(props["Properties"].get("ManagedPolicyName", "")).endswith("-erase")
-    ]
+    found = [(name, statements) for name, (_, statements) in managed_policies(synth.template_json).items()
+             if name.endswith("-erase")]  # fmt: skip
     assert len(found) == 1, "expected one <project>-<stage>-erase managed policy"
-    props = found[0]["Properties"]
-    statements = [
-        Statement(
-            effect=raw["Effect"],
-            actions=tuple(as_list(raw["Action"])),
-            resources=tuple(resolve(r) for r in as_list(raw["Resource"])),
-            condition=raw.get("Condition", {}),
-        )
-        for raw in props["PolicyDocument"]["Statement"]
-    ]
-    return resolve(props["ManagedPolicyName"]), statements
+    return found[0]
 
 
 def lake(synth) -> dict[str, Any]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from cdk_nag import AwsSolutionsChecks
 
 import infra.nag
-from tests.infra.cdk_helpers import synthesize
+from tests.infra.cdk_helpers import CREATED_VPC, READERS, synthesize, with_settings
 
 
 def findings(app) -> list[tuple[str, str, str, str]]:
@@ -26,6 +27,18 @@ def test_no_findings_in_lake_formation_mode(synth):
     assert findings(synth("dev", lake_formation="true").app) == []
 
 
+def test_no_findings_in_a_created_vpc(synth):
+    assert findings(synth("dev", **with_settings("dev", network=CREATED_VPC)).app) == []
+
+
+@pytest.mark.parametrize("lake_formation", ["false", "true"])
+def test_no_findings_with_readers(synth, lake_formation):
+    assert (
+        findings(synth("dev", lake_formation=lake_formation, **with_settings("dev", readers=READERS)).app)
+        == []
+    )
+
+
 def test_every_acknowledgement_matches_a_finding(tmp_path, monkeypatch):
     """Synthesize with acknowledgements recorded instead of applied: each must silence something."""
     recorded: list[tuple[str, str]] = []
@@ -42,7 +55,8 @@ def test_every_acknowledgement_matches_a_finding(tmp_path, monkeypatch):
             recorded.extend((self.path, ack.id) for ack in acks)
 
     monkeypatch.setattr(infra.nag, "Validations", Recorder)
-    synthesized = synthesize(tmp_path, "dev", lake_formation="true")
+    everything = with_settings("dev", readers=READERS, network=CREATED_VPC)
+    synthesized = synthesize(tmp_path, "dev", lake_formation="true", **everything)
     found = {(rule, path) for _, rule, path, _ in findings(synthesized.app)}
     unused = [
         (path, rule)

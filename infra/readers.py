@@ -1,0 +1,289 @@
+"""Readers (stage setting `readers`): roles that may query the stage's tables and nothing else.
+
+Each reader gets:
+
+* a managed policy `<project>-<stage>-reader-<role name>`, attached to its role: the Glue catalog
+  reads of its tables (the catalog, their databases, the tables by name), its own Athena workgroup,
+  its own prefix of the query-results bucket, and the stage's key (the data and the results are
+  encrypted with it);
+* the data of its tables: in IAM mode, `s3:GetObject` under each table's folder of the warehouse
+  (`warehouse/<glue database>.db/<table>/`); in Lake Formation mode, `SELECT` and `DESCRIBE` grants
+  (with the columns of `exclude_columns` left out) and `lakeformation:GetDataAccess`, with no S3
+  grant of its own;
+* an Athena workgroup `<project>-<stage>-reader-<role name>` (engine version 3, which reads Iceberg)
+  whose results go, encrypted with the stage's key, to `s3://<results bucket>/<role name>/`, where
+  they expire after `query_results_expiration_days`. The workgroup's settings override the client's,
+  so a reader cannot send its results elsewhere or read another reader's.
+
+A table is named by its config target, `<database>.<table>`; `<database>.*` and `*` select many. The
+selection is resolved at synth against the config, so the tombstones' side tables
+(`<table>__tombstones`, which hold the keys of deleted rows) are never granted.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_athena as athena
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lakeformation as lakeformation
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.catalog import Catalog
+from infra.lake_formation import grant
+from infra.nag import acknowledge_wildcards, arn_ref
+from infra.settings import ReaderSettings, SettingsError, Stage
+from infra.storage import WAREHOUSE_PREFIX, LakeStorage
+from lakeloader.config import LakeConfig
+
+CATALOG_READ_ACTIONS = [
+    "glue:GetDatabase",
+    "glue:GetDatabases",
+    "glue:GetTable",
+    "glue:GetTables",
+    "glue:GetPartition",
+    "glue:GetPartitions",
+    "glue:BatchGetPartition",
+]
+ATHENA_ACTIONS = [
+    "athena:GetWorkGroup",
+    "athena:StartQueryExecution",
+    "athena:StopQueryExecution",
+    "athena:GetQueryExecution",
+    "athena:BatchGetQueryExecution",
+    "athena:ListQueryExecutions",
+    "athena:GetQueryResults",
+    "athena:GetQueryResultsStream",
+]
+RESULTS_OBJECT_ACTIONS = [
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:AbortMultipartUpload",
+    "s3:ListMultipartUploadParts",
+]
+ATHENA_ENGINE = "Athena engine version 3"
+
+
+def selected_tables(stage: Stage, lake: LakeConfig, index: int, reader: ReaderSettings) -> list[str]:
+    """The config targets (`database.table`, sorted) the reader's `tables` patterns select; every pattern
+    and every `exclude_columns` table must select one."""
+    targets = sorted(f"{t.target.database}.{t.target.table}" for t in lake.tables)
+    where = f"cdk.json context lakeloader:stages.{stage.name}.readers[{index}]"
+    chosen: set[str] = set()
+    for pattern in reader.tables:
+        matched = [t for t in targets if fnmatchcase(t, pattern)]
+        if not matched:
+            raise SettingsError(
+                f"{where}.tables: {pattern!r} selects no table of the config; "
+                f"its tables are {', '.join(targets)}"
+            )
+        chosen.update(matched)
+    unselected = sorted(set(reader.exclude_columns) - chosen)
+    if unselected:
+        raise SettingsError(
+            f"{where}.exclude_columns: {unselected[0]!r} is not one of the reader's tables "
+            f"({', '.join(sorted(chosen))})"
+        )
+    return sorted(chosen)
+
+
+class Readers(Construct):
+    """The stage's readers: a policy, an Athena workgroup and (Lake Formation mode) grants each."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        lake: LakeConfig,
+        storage: LakeStorage,
+        catalog: Catalog,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        settings = stage.settings
+        self.results = storage.lake_bucket(
+            stage,
+            "QueryResults",
+            "results",
+            [
+                s3.LifecycleRule(
+                    id="expire-query-results",
+                    expiration=Duration.days(settings.query_results_expiration_days),
+                    noncurrent_version_expiration=Duration.days(1),
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                )
+            ],
+            scope=self,
+        )
+        self.workgroups: dict[str, athena.CfnWorkGroup] = {}
+        self.policies: dict[str, iam.ManagedPolicy] = {}
+        for index, reader in enumerate(settings.readers):
+            tables = selected_tables(stage, lake, index, reader)
+            self._reader(stage, storage, catalog, reader, tables)
+
+    def _reader(
+        self,
+        stage: Stage,
+        storage: LakeStorage,
+        catalog: Catalog,
+        reader: ReaderSettings,
+        tables: list[str],
+    ) -> None:
+        name = reader.role_name
+        stack = Stack.of(self)
+        physical = [(stage.glue_database(t.split(".", 1)[0]), t.split(".", 1)[1]) for t in tables]
+        databases = sorted({database for database, _ in physical})
+        workgroup = athena.CfnWorkGroup(
+            self,
+            f"Workgroup-{name}",
+            name=stage.resource_name(f"reader-{name}"),
+            description=f"{stage.prefix}: queries of {reader.role_arn}",
+            state="ENABLED",
+            recursive_delete_option=not stage.settings.retain,
+            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
+                enforce_work_group_configuration=True,
+                publish_cloud_watch_metrics_enabled=True,
+                engine_version=athena.CfnWorkGroup.EngineVersionProperty(
+                    selected_engine_version=ATHENA_ENGINE
+                ),
+                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
+                    output_location=f"s3://{self.results.bucket_name}/{name}/",
+                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
+                        encryption_option="SSE_KMS", kms_key=storage.key.key_arn
+                    ),
+                ),
+            ),
+        )
+        workgroup.apply_removal_policy(
+            RemovalPolicy.RETAIN if stage.settings.retain else RemovalPolicy.DESTROY
+        )
+        workgroup_arn = stack.format_arn(service="athena", resource="workgroup", resource_name=workgroup.name)
+        statements = [
+            iam.PolicyStatement(
+                sid="ReadCatalog",
+                actions=CATALOG_READ_ACTIONS,
+                resources=[
+                    stack.format_arn(service="glue", resource="catalog"),
+                    *[
+                        stack.format_arn(service="glue", resource="database", resource_name=d)
+                        for d in databases
+                    ],
+                    *[
+                        stack.format_arn(service="glue", resource="table", resource_name=f"{d}/{t}")
+                        for d, t in physical
+                    ],
+                ],
+            ),
+            iam.PolicyStatement(sid="QueryInOwnWorkgroup", actions=ATHENA_ACTIONS, resources=[workgroup_arn]),
+            iam.PolicyStatement(
+                sid="OwnQueryResults",
+                actions=RESULTS_OBJECT_ACTIONS,
+                resources=[self.results.arn_for_objects(f"{name}/*")],
+            ),
+            iam.PolicyStatement(
+                sid="ListOwnQueryResults",
+                actions=["s3:ListBucket"],
+                resources=[self.results.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{name}/", f"{name}/*"]}},
+            ),
+            iam.PolicyStatement(
+                sid="BucketLocations",
+                actions=["s3:GetBucketLocation"],
+                resources=[self.results.bucket_arn, storage.curated.bucket_arn],
+            ),
+            iam.PolicyStatement(
+                sid="StageKey",
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[storage.key.key_arn],
+            ),
+        ]
+        folders = [f"{WAREHOUSE_PREFIX}{d}.db/{t}/" for d, t in physical]
+        if stage.settings.lake_formation:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="LakeFormationDataAccess", actions=["lakeformation:GetDataAccess"], resources=["*"]
+                )
+            )
+            self._lake_formation_grants(stage, catalog, reader, tables)
+        else:
+            statements += [
+                iam.PolicyStatement(
+                    sid="ReadTableData",
+                    actions=["s3:GetObject"],
+                    resources=[storage.curated.arn_for_objects(f"{f}*") for f in folders],
+                ),
+                iam.PolicyStatement(
+                    sid="ListTableData",
+                    actions=["s3:ListBucket"],
+                    resources=[storage.curated.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [f"{f}*" for f in folders]}},
+                ),
+            ]
+        policy = iam.ManagedPolicy(
+            self,
+            f"Policy-{name}",
+            managed_policy_name=stage.resource_name(f"reader-{name}"),
+            description=f"{stage.prefix}: SELECT on {', '.join(tables)}",
+            statements=statements,
+            roles=[iam.Role.from_role_arn(self, f"Role-{name}", reader.role_arn)],
+        )
+        self.workgroups[name] = workgroup
+        self.policies[name] = policy
+        findings = [f"Resource::{arn_ref(self.results)}/{name}/*"]
+        if stage.settings.lake_formation:
+            findings.append("Resource::*")
+        else:
+            findings += [f"Resource::{arn_ref(storage.curated)}/{f}*" for f in folders]
+        acknowledge_wildcards(
+            policy,
+            findings,
+            "A reader reads the objects of its own tables' folders (data and metadata files it cannot name "
+            "in advance) and its own query results; Lake Formation's GetDataAccess has no resource-level "
+            "permissions (the grants decide).",
+        )
+
+    def _lake_formation_grants(
+        self, stage: Stage, catalog: Catalog, reader: ReaderSettings, tables: list[str]
+    ) -> None:
+        """DESCRIBE on the databases; SELECT and DESCRIBE on the tables, without the excluded columns.
+
+        Lake Formation grants a table by name only once it exists: the jobs create a table at its first
+        run, so a per-table grant deploys after that run (docs/query.md)."""
+        principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+            data_lake_principal_identifier=reader.role_arn
+        )
+        name = reader.role_name
+        for database in sorted({t.split(".", 1)[0] for t in tables}):
+            grant(
+                self,
+                f"Database-{name}-{database}",
+                principal,
+                {"database": {"catalogId": Aws.ACCOUNT_ID, "name": stage.glue_database(database)}},
+                ["DESCRIBE"],
+                depends=[catalog.databases[database]],
+            )
+        for target in tables:
+            database, table = target.split(".", 1)
+            excluded = reader.exclude_columns.get(target)
+            resource = {
+                "catalogId": Aws.ACCOUNT_ID,
+                "databaseName": stage.glue_database(database),
+                "name": table,
+            }
+            if excluded:
+                resource = {
+                    "tableWithColumns": {**resource, "columnWildcard": {"excludedColumnNames": excluded}}
+                }
+            else:
+                resource = {"table": resource}
+            grant(
+                self,
+                f"Table-{name}-{target}",
+                principal,
+                resource,
+                ["SELECT"] if excluded else ["SELECT", "DESCRIBE"],
+                depends=[catalog.databases[database]],
+            )

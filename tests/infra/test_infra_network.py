@@ -1,0 +1,161 @@
+"""Network (`network:`): in a VPC the stack creates, nothing has a path to the internet, and every AWS
+service the VPC-bound code calls has an endpoint; with your VPC, your subnets and groups are used."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from infra.settings import SettingsError
+from tests.infra.cdk_helpers import CREATED_VPC, join, synthesize, with_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+# Clients of the shipped code that only the operator's CLI makes, outside the VPC.
+CLI_ONLY = {
+    "lambda": "operate.py: the CLI invokes the sweep",
+    "cloudformation": "stage.py: the stack's outputs",
+}
+# Beyond lakeloader's boto3 clients: Iceberg's GlueCatalog/S3FileIO (glue, s3), the Glue and EMR
+# runtimes' continuous logs and metrics (logs, monitoring), the jobs' KMS-encrypted bookmarks and logs.
+RUNTIME_SERVICES = {"glue", "s3", "logs", "monitoring", "kms"}
+BOTO3_TO_ENDPOINT = {"cloudwatch": "monitoring"}
+NO_PATH_OUT = {
+    "AWS::EC2::InternetGateway",
+    "AWS::EC2::EgressOnlyInternetGateway",
+    "AWS::EC2::NatGateway",
+    "AWS::EC2::VPNGateway",
+    "AWS::EC2::TransitGatewayAttachment",
+    "AWS::EC2::VPCPeeringConnection",
+    "AWS::EC2::EIP",
+}
+EXISTING = {
+    "vpc_id": "vpc-0123456789abcdef0",
+    "subnets": [
+        {"id": "subnet-0aaaaaaaaaaaaaaa1", "availability_zone": "eu-west-1a"},
+        {"id": "subnet-0bbbbbbbbbbbbbbb2", "availability_zone": "eu-west-1b"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def created(synth):
+    return synth("dev", **with_settings("dev", network=CREATED_VPC))
+
+
+@pytest.fixture(scope="module")
+def existing(synth):
+    return synth(
+        "prod", **with_settings("prod", network={**EXISTING, "security_group_ids": ["sg-0123456789abcdef0"]})
+    )
+
+
+def services_the_code_calls() -> set[str]:
+    found = set()
+    for folder in ("lakeloader", "lambda", "glue_jobs", "emr_steps"):
+        for path in (ROOT / folder).rglob("*.py"):
+            found |= set(re.findall(r"client\(\s*\"([a-z0-9-]+)\"", path.read_text()))
+    return {BOTO3_TO_ENDPOINT.get(s, s) for s in found - set(CLI_ONLY)} | RUNTIME_SERVICES
+
+
+def endpoint_services(built) -> set[str]:
+    return {
+        join(props["Properties"]["ServiceName"]).rsplit(".", 1)[1]
+        for props in built.resources("AWS::EC2::VPCEndpoint").values()
+    }
+
+
+def test_a_created_vpc_has_no_path_to_the_internet(created):
+    kinds = {r["Type"] for r in created.template_json["Resources"].values()}
+    assert kinds & NO_PATH_OUT == set()
+    assert created.resources("AWS::EC2::Route") == {}, "no route beyond the VPC and its gateway endpoints"
+    for subnet in created.resources("AWS::EC2::Subnet").values():
+        assert subnet["Properties"]["MapPublicIpOnLaunch"] is False
+
+
+def test_every_service_the_vpc_bound_code_calls_has_an_endpoint(created):
+    needed = services_the_code_calls()
+    assert {"dynamodb", "s3", "glue", "emr-serverless", "monitoring"} <= needed, (
+        needed
+    )  # the scan finds clients
+    assert needed - endpoint_services(created) == set()
+
+
+def test_jobs_runs_and_functions_run_in_the_subnets(created):
+    subnets = sorted(created.resources("AWS::EC2::Subnet"))
+    connections = {
+        props["Properties"]["ConnectionInput"]["Name"]: props["Properties"]["ConnectionInput"]
+        for props in created.resources("AWS::Glue::Connection").values()
+    }
+    assert (
+        sorted(c["PhysicalConnectionRequirements"]["SubnetId"]["Ref"] for c in connections.values())
+        == subnets
+    )
+    assert {c["ConnectionType"] for c in connections.values()} == {"NETWORK"}
+    for job in created.resources("AWS::Glue::Job").values():
+        assert sorted(job["Properties"]["Connections"]["Connections"]) == sorted(connections)
+    (app,) = created.resources("AWS::EMRServerless::Application").values()
+    assert sorted(s["Ref"] for s in app["Properties"]["NetworkConfiguration"]["SubnetIds"]) == subnets
+    ours = [
+        f for f in created.resources("AWS::Lambda::Function").values() if "LoggingConfig" in f["Properties"]
+    ]
+    for function in created.resources("AWS::Lambda::Function").values():
+        if "lakeloader-dev" in str(function["Properties"].get("FunctionName", "")):
+            assert sorted(s["Ref"] for s in function["Properties"]["VpcConfig"]["SubnetIds"]) == subnets
+    assert len([f for f in ours if "VpcConfig" in f["Properties"]]) == 2  # arrival and config-sync
+
+
+def test_the_workload_group_admits_only_itself(created):
+    groups = {k: v["Properties"] for k, v in created.resources("AWS::EC2::SecurityGroup").items()}
+    ingress = [r["Properties"] for r in created.resources("AWS::EC2::SecurityGroupIngress").values()]
+    for group in groups.values():
+        assert not group.get("SecurityGroupIngress"), "no inline ingress (0.0.0.0/0 or otherwise)"
+    assert all("CidrIp" not in rule and "CidrIpv6" not in rule for rule in ingress)
+    (workload,) = [k for k, g in groups.items() if g["GroupName"] == "lakeloader-dev-workload"]
+    (endpoints,) = [k for k, g in groups.items() if g["GroupName"] == "lakeloader-dev-endpoints"]
+    by_target = {rule["GroupId"]["Fn::GetAtt"][0]: rule for rule in ingress}
+    assert by_target[workload]["SourceSecurityGroupId"]["Fn::GetAtt"][0] == workload
+    assert by_target[endpoints]["SourceSecurityGroupId"]["Fn::GetAtt"][0] == workload
+    assert (by_target[endpoints]["FromPort"], by_target[endpoints]["ToPort"]) == (443, 443)
+
+
+def test_your_vpc_your_subnets_and_your_groups(existing):
+    assert existing.resources("AWS::EC2::VPC") == {}
+    assert existing.resources("AWS::EC2::SecurityGroup") == {}
+    requirements = sorted(
+        (c["Properties"]["ConnectionInput"]["PhysicalConnectionRequirements"]["SubnetId"],
+         c["Properties"]["ConnectionInput"]["PhysicalConnectionRequirements"]["AvailabilityZone"],
+         tuple(c["Properties"]["ConnectionInput"]["PhysicalConnectionRequirements"]["SecurityGroupIdList"]))
+        for c in existing.resources("AWS::Glue::Connection").values()
+    )  # fmt: skip
+    assert requirements == [
+        ("subnet-0aaaaaaaaaaaaaaa1", "eu-west-1a", ("sg-0123456789abcdef0",)),
+        ("subnet-0bbbbbbbbbbbbbbb2", "eu-west-1b", ("sg-0123456789abcdef0",)),
+    ]
+    (app,) = existing.resources("AWS::EMRServerless::Application").values()
+    assert app["Properties"]["NetworkConfiguration"] == {
+        "SubnetIds": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"],
+        "SecurityGroupIds": ["sg-0123456789abcdef0"],
+    }
+
+
+def test_no_network_setting_no_vpc(dev):
+    assert dev.resources("AWS::EC2::VPC") == {}
+    assert dev.resources("AWS::Glue::Connection") == {}
+    assert all("VpcConfig" not in f["Properties"] for f in dev.resources("AWS::Lambda::Function").values())
+
+
+@pytest.mark.parametrize(
+    "network, message",
+    [
+        ({"create_vpc": True, "vpc_id": "vpc-0123456789abcdef0"}, "create_vpc: true takes no vpc_id"),
+        ({"vpc_id": "vpc-0123456789abcdef0"}, "give vpc_id and subnets"),
+        ({**EXISTING, "security_group_ids": ["0123"]}, "'0123' is not a security group id"),
+        ({"subnets": [{"id": "subnet-1", "availability_zone": "eu-west-1a"}]}, r"network\.subnets\.0\.id"),
+    ],
+)
+def test_inconsistent_network_settings_fail_synth_with_one_line(tmp_path, network, message):
+    with pytest.raises(SettingsError, match=message) as raised:
+        synthesize(tmp_path, "dev", **with_settings("dev", network=network))
+    assert "\n" not in str(raised.value)

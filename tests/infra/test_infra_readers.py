@@ -1,0 +1,204 @@
+"""Readers (`readers:`): a reader's policy allows exactly SELECT on its tables and nothing else.
+
+What a query of a table needs, written out here rather than imported from infra.readers (the code
+under test): the catalog reads of the table (Athena, PyIceberg, Spark: GetDatabase, GetTable, ...),
+the objects of the table's folder (IAM mode) or Lake Formation's vended credentials (LF mode), the
+stage's key, and the reader's own Athena workgroup and results prefix. Evaluated with IAM's wildcard
+and condition rules (tests/infra/iam_eval.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.settings import SettingsError
+from tests.infra.cdk_helpers import READERS, synthesize, with_settings
+from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies
+
+GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"
+ATHENA = f"arn:aws:athena:{REGION}:{ACCOUNT}:workgroup"
+ANALYST = f"arn:aws:iam::{ACCOUNT}:role/analyst"
+BI = f"arn:aws:iam::{ACCOUNT}:role/team/bi"
+READ_CATALOG = ["glue:GetDatabase", "glue:GetTable", "glue:GetTables", "glue:GetPartitions"]
+QUERY = ["athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults"]
+WRITES = [
+    "glue:UpdateTable",
+    "glue:CreateTable",
+    "glue:DeleteTable",
+    "glue:DeleteDatabase",
+    "glue:CreateDatabase",
+]
+
+
+@pytest.fixture(scope="module")
+def iam_mode(synth):
+    return synth("dev", **with_settings("dev", readers=READERS))
+
+
+@pytest.fixture(scope="module")
+def lf_mode(synth):
+    readers = [
+        {"role_arn": ANALYST, "tables": ["crm.customers"], "exclude_columns": {"crm.customers": ["email"]}}
+    ]
+    return synth("dev", lake_formation="true", **with_settings("dev", readers=readers))
+
+
+def names(built) -> dict[str, str]:
+    resolve = Resolver(built.template_json)
+    storage = built.stack.storage
+    return {
+        "curated": resolve(built.stack.resolve(storage.curated.bucket_name)),
+        "raw": resolve(built.stack.resolve(storage.raw.bucket_name)),
+        "results": resolve(built.stack.resolve(built.stack.readers.results.bucket_name)),
+        "key": resolve(built.stack.resolve(storage.key.key_arn)),
+    }
+
+
+def policy(built, role: str):
+    return managed_policies(built.template_json)[f"lakeloader-dev-reader-{role}"]
+
+
+def folder(database: str, table: str) -> str:
+    return f"warehouse/lakeloader_dev_{database}.db/{table}/"
+
+
+def test_a_reader_may_run_a_query_of_each_of_its_tables(iam_mode):
+    n = names(iam_mode)
+    _, statements = policy(iam_mode, "analyst")
+    crm = f"{GLUE}:database/lakeloader_dev_crm"
+    needs = [(a, f"{GLUE}:catalog") for a in READ_CATALOG] + [(a, crm) for a in READ_CATALOG]
+    needs += [(a, f"{GLUE}:table/lakeloader_dev_crm/customers") for a in READ_CATALOG]
+    for part in ("data/00000-1.parquet", "metadata/00003-abc.metadata.json", "metadata/snap-1.avro"):
+        needs.append(("s3:GetObject", f"arn:aws:s3:::{n['curated']}/{folder('crm', 'customers')}{part}"))
+    needs += [(a, f"{ATHENA}/lakeloader-dev-reader-analyst") for a in QUERY]
+    results = f"arn:aws:s3:::{n['results']}/analyst/7f1c.csv"
+    needs += [("s3:PutObject", results), ("s3:GetObject", results)]
+    needs += [("kms:Decrypt", n["key"]), ("kms:GenerateDataKey", n["key"])]
+    assert [need for need in needs if not allowed(statements, *need)] == []
+    listing = {"s3:prefix": f"{folder('crm', 'customers')}metadata/"}
+    assert allowed(statements, "s3:ListBucket", f"arn:aws:s3:::{n['curated']}", listing)
+
+
+def test_a_reader_may_do_nothing_else(iam_mode):
+    n = names(iam_mode)
+    _, statements = policy(iam_mode, "analyst")
+    curated = f"arn:aws:s3:::{n['curated']}"
+    denied = [
+        # another database's table, and the tombstones (keys of deleted rows) of its own
+        ("glue:GetTable", f"{GLUE}:table/lakeloader_dev_sales/order_lines"),
+        ("s3:GetObject", f"{curated}/{folder('sales', 'order_lines')}data/1.parquet"),
+        ("glue:GetTable", f"{GLUE}:table/lakeloader_dev_crm/customers__tombstones"),
+        ("s3:GetObject", f"{curated}/{folder('crm', 'customers__tombstones')}data/1.parquet"),
+        ("s3:GetObject", f"arn:aws:s3:::{n['raw']}/crm/public/customers/LOAD00000001.parquet"),
+        ("s3:PutObject", f"{curated}/{folder('crm', 'customers')}data/1.parquet"),
+        ("s3:DeleteObject", f"{curated}/{folder('crm', 'customers')}data/1.parquet"),
+        # another reader's workgroup and results
+        ("athena:StartQueryExecution", f"{ATHENA}/lakeloader-dev-reader-bi"),
+        ("s3:GetObject", f"arn:aws:s3:::{n['results']}/bi/7f1c.csv"),
+        ("kms:Decrypt", f"arn:aws:kms:{REGION}:{ACCOUNT}:key/another-key"),
+    ]
+    denied += [(a, f"{GLUE}:table/lakeloader_dev_crm/customers") for a in WRITES]
+    assert [d for d in denied if allowed(statements, *d)] == []
+    assert not allowed(statements, "s3:ListBucket", curated, {"s3:prefix": "warehouse/"})
+    actions = {a for s in statements for a in s.actions}
+    writes = {a for a in actions if not a.split(":")[1].startswith(("Get", "List", "BatchGet", "Decrypt"))}
+    assert writes == {
+        "athena:StartQueryExecution",
+        "athena:StopQueryExecution",
+        "s3:PutObject",
+        "s3:AbortMultipartUpload",
+        "kms:GenerateDataKey",
+    }, "a reader writes only its own query results"
+
+
+def test_every_reader_has_its_own_policy_on_its_own_role_and_every_table_by_default(iam_mode):
+    n = names(iam_mode)
+    props, statements = policy(iam_mode, "bi")
+    assert props["Roles"] == ["bi"]
+    assert policy(iam_mode, "analyst")[0]["Roles"] == ["analyst"]
+    for database, table in (("crm", "customers"), ("sales", "order_lines"), ("inventory", "products")):
+        assert allowed(statements, "glue:GetTable", f"{GLUE}:table/lakeloader_dev_{database}/{table}")
+        data = f"arn:aws:s3:::{n['curated']}/{folder(database, table)}data/1.parquet"
+        assert allowed(statements, "s3:GetObject", data)
+
+
+def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_expire(iam_mode):
+    n = names(iam_mode)
+    resolve = Resolver(iam_mode.template_json)
+    workgroups = {
+        props["Properties"]["Name"]: props["Properties"]["WorkGroupConfiguration"]
+        for props in iam_mode.resources("AWS::Athena::WorkGroup").values()
+    }
+    assert set(workgroups) == {"lakeloader-dev-reader-analyst", "lakeloader-dev-reader-bi"}
+    for role in ("analyst", "bi"):
+        config = workgroups[f"lakeloader-dev-reader-{role}"]
+        assert config["EnforceWorkGroupConfiguration"] is True
+        assert config["EngineVersion"]["SelectedEngineVersion"] == "Athena engine version 3"
+        result = config["ResultConfiguration"]
+        assert resolve(result["OutputLocation"]) == f"s3://{n['results']}/{role}/"
+        assert result["EncryptionConfiguration"]["EncryptionOption"] == "SSE_KMS"
+        assert resolve(result["EncryptionConfiguration"]["KmsKey"]) == n["key"]
+    _, bucket = iam_mode.resource(
+        "AWS::S3::Bucket", lambda p: resolve(p.get("BucketName", "")) == n["results"]
+    )
+    (rule,) = bucket["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert rule["ExpirationInDays"] == 7
+    encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+
+
+def test_lake_formation_mode_grants_select_without_the_excluded_columns_and_no_s3(lf_mode):
+    n = names(lf_mode)
+    _, statements = policy(lf_mode, "analyst")
+    data = f"arn:aws:s3:::{n['curated']}/{folder('crm', 'customers')}data/1.parquet"
+    assert not allowed(statements, "s3:GetObject", data), "Lake Formation vends the data access"
+    assert allowed(statements, "lakeformation:GetDataAccess", "*")
+    grants = [
+        p["Properties"]
+        for p in lf_mode.resources("AWS::LakeFormation::PrincipalPermissions").values()
+        if p["Properties"]["Principal"]["DataLakePrincipalIdentifier"] == ANALYST
+    ]
+    by_kind = {next(iter(g["Resource"])): g for g in grants}
+    assert set(by_kind) == {"Database", "TableWithColumns"}
+    assert by_kind["Database"]["Permissions"] == ["DESCRIBE"]
+    table = by_kind["TableWithColumns"]
+    assert table["Permissions"] == ["SELECT"]
+    assert table["Resource"]["TableWithColumns"]["Name"] == "customers"
+    assert table["Resource"]["TableWithColumns"]["ColumnWildcard"] == {"ExcludedColumnNames": ["email"]}
+
+
+def test_no_readers_no_workgroup_and_no_results_bucket(dev):
+    assert dev.resources("AWS::Athena::WorkGroup") == {}
+    assert not [n for n in managed_policies(dev.template_json) if "-reader-" in n]
+
+
+@pytest.mark.parametrize(
+    "readers, settings, message",
+    [
+        (
+            [{"role_arn": ANALYST, "exclude_columns": {"crm.customers": ["email"]}}],
+            {},
+            r"readers\[0\]\.exclude_columns needs lake_formation: true",
+        ),
+        (
+            [{"role_arn": ANALYST, "tables": ["crm.custmers"]}],
+            {},
+            r"readers\[0\]\.tables: 'crm.custmers' selects",
+        ),
+        (
+            [{"role_arn": ANALYST, "tables": ["crm.*"], "exclude_columns": {"sales.order_lines": ["sku"]}}],
+            {"lake_formation": True},
+            r"readers\[0\]\.exclude_columns: 'sales.order_lines' is not one of the reader's tables",
+        ),
+        (
+            [{"role_arn": ANALYST}, {"role_arn": f"arn:aws:iam::{ACCOUNT}:role/x/analyst"}],
+            {},
+            "appears twice",
+        ),
+        ([{"role_arn": "analyst"}], {}, r"readers\.0\.role_arn: String should match pattern"),
+    ],
+)
+def test_inconsistent_readers_fail_synth_with_one_line(tmp_path, readers, settings, message):
+    with pytest.raises(SettingsError, match=message) as raised:
+        synthesize(tmp_path, "dev", **with_settings("dev", readers=readers, **settings))
+    assert "\n" not in str(raised.value)
