@@ -89,6 +89,7 @@ class PythonFunction(Construct):
             timeout=timeout,
             memory_size=memory_mb,
             environment=dict(environment),
+            environment_encryption=key,
             log_group=self.log_group,
             reserved_concurrent_executions=reserved_concurrency,
             dead_letter_queue=dead_letter_queue,

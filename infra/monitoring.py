@@ -24,7 +24,6 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
@@ -33,6 +32,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.settings import Stage
+from infra.storage import LakeStorage
 from lakeloader.config import TableConfig
 from lakeloader.contract import (
     FILES_QUARANTINED_METRIC,
@@ -47,8 +47,9 @@ EMR_FAILED_STATES = ["FAILED"]
 
 
 class AlarmTopic(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage, key: kms.IKey) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage, storage: LakeStorage) -> None:
         super().__init__(scope, construct_id)
+        key = storage.key
         self.topic = sns.Topic(
             self,
             "Topic",
@@ -58,7 +59,7 @@ class AlarmTopic(Construct):
             enforce_ssl=True,
         )
         # CloudWatch alarms and EventBridge rules of this account publish to the encrypted topic.
-        key.add_to_resource_policy(
+        storage.allow_on_key(
             iam.PolicyStatement(
                 sid="AllowAlarmPublishersOfThisAccount",
                 principals=[

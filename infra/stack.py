@@ -89,7 +89,7 @@ class LakeloaderStack(Stack):
             self.readers = Readers(
                 self, "Readers", stage=stage, lake=lake, storage=self.storage, catalog=self.catalog
             )
-        self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, key=self.storage.key)
+        self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, storage=self.storage)
         self.maintenance = MaintenanceWorkflow(
             self,
             "Maintenance",
@@ -177,6 +177,11 @@ class LakeloaderStack(Stack):
             outputs["EmrImageRepositoryPolicyStatement"] = (
                 self.to_json_string(processing.emr.image_pull_statement),
                 "Add to the ECR repository policy of emr.image_uri (docs/deploy.md)",
+            )
+        if storage.key_policy_statements:
+            outputs["KeyPolicyStatements"] = (
+                self.to_json_string([s.to_statement_json() for s in storage.key_policy_statements]),
+                "Add to the key policy of encryption.customer_managed_key (docs/deploy.md#your-own-key)",
             )
         if self.readers is not None:
             outputs["QueryResultsBucketName"] = (self.readers.results.bucket_name, "Readers' Athena results")

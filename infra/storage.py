@@ -114,18 +114,22 @@ class LakeStorage(Construct):
         removal = removal_policy(stage)
         auto_delete = not settings.retain
 
-        self.key = kms.Key(
-            self,
-            "Key",
-            alias=f"alias/{stage.prefix}",
-            description=f"{stage.prefix}: encrypts the lake's buckets, tables, queues, topics and logs",
-            enable_key_rotation=True,
-            pending_window=Duration.days(30 if settings.retain else 7),
-            removal_policy=removal,
-        )
+        self.key_policy_statements: list[iam.PolicyStatement] = []
+        if settings.encryption.key_arn:
+            self.key: kms.IKey = kms.Key.from_key_arn(self, "Key", settings.encryption.key_arn)
+        else:
+            self.key = kms.Key(
+                self,
+                "Key",
+                alias=f"alias/{stage.prefix}",
+                description=f"{stage.prefix}: encrypts the lake's buckets, tables, queues, topics and logs",
+                enable_key_rotation=True,
+                pending_window=Duration.days(30 if settings.retain else 7),
+                removal_policy=removal,
+            )
         # CloudWatch Logs encrypts the stage's log groups (Lambda, Step Functions, Glue
         # security configuration) with the key; scoped by the log-group encryption context.
-        self.key.add_to_resource_policy(
+        self.allow_on_key(
             iam.PolicyStatement(
                 sid="AllowCloudWatchLogsOfThisAccount",
                 principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
@@ -245,6 +249,12 @@ class LakeStorage(Construct):
                 ),
             ],
         )
+
+    def allow_on_key(self, statement: iam.PolicyStatement) -> None:
+        """Add a service's statement to the key's policy; a key of yours cannot be edited from here, so the
+        statement is kept for the stack's KeyPolicyStatements output instead."""
+        if not self.key.add_to_resource_policy(statement).statement_added:
+            self.key_policy_statements.append(statement)
 
     @property
     def raw_root(self) -> str:

@@ -10,6 +10,7 @@ from tests.infra.cdk_helpers import CREATED_VPC, READERS, with_settings
 # W3005 (DependsOn already implied by a GetAtt): CDK adds these on purpose (Function -> Role,
 # custom resource -> handler role) so policies exist before first use; they are harmless.
 IGNORED = ["W3005"]
+YOUR_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 REGIONS = ["us-east-1", "eu-west-1"]
 
 
@@ -23,6 +24,7 @@ VARIANTS = {
         {"lake_formation": "true", **with_settings("dev", readers=READERS)},
     ),
     "dev-created-vpc": ("dev", with_settings("dev", network=CREATED_VPC)),
+    "prod-your-key": ("prod", with_settings("prod", encryption={"customer_managed_key": YOUR_KEY})),
 }
 
 

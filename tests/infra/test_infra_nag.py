@@ -27,6 +27,13 @@ def test_no_findings_in_lake_formation_mode(synth):
     assert findings(synth("dev", lake_formation="true").app) == []
 
 
+def test_no_findings_with_your_own_key(synth):
+    key = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    assert (
+        findings(synth("prod", **with_settings("prod", encryption={"customer_managed_key": key})).app) == []
+    )
+
+
 def test_no_findings_in_a_created_vpc(synth):
     assert findings(synth("dev", **with_settings("dev", network=CREATED_VPC)).app) == []
 
