@@ -3,6 +3,7 @@
 
 PYTHON ?= python3
 VENV   := .venv
+SCAN_VENV := .venv-scan
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lakeloader-installed
 STAGE  ?= dev
@@ -14,12 +15,14 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt pyproject.toml package.json package-lock.json
+$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt requirements-scan.txt pyproject.toml package.json package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
+	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt  # checkov, beside cdk-nag
 	$(PY) -m lakeloader_dev.jars > /dev/null
 	$(PY) -m infra.prefetch > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
 	touch $(STAMP)
@@ -88,4 +91,4 @@ mutate: $(STAMP)
 	cd build/mutate && $(abspath $(VENV))/bin/mutmut results; $(abspath $(PY)) -c "$$MUTATION_SCORE_PY"
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out build/cdk-assets .lakeloader
+	rm -rf $(VENV) $(SCAN_VENV) node_modules cdk.out build/cdk-assets .lakeloader

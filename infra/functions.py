@@ -18,7 +18,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.lambda_code import LAMBDA_PYTHON, lambda_bundle
-from infra.nag import acknowledge, acknowledge_wildcards
+from infra.nag import acknowledge, acknowledge_check, acknowledge_wildcards
 from infra.network import StageNetwork
 from infra.packaging import REPO_ROOT
 from infra.settings import Stage
@@ -30,6 +30,24 @@ RUNTIME = lambda_.Runtime(f"python{LAMBDA_PYTHON}", lambda_.RuntimeFamily.PYTHON
 RUNTIME_REASON = (
     "Python 3.12 is the runtime lakeloader's Lambda code is written and tested for (the shared "
     "contract of lambda/); it is a supported Lambda runtime. Moving to a newer one is a deliberate change."
+)
+
+UNRESERVED_REASON = (
+    "A reservation comes out of the account's concurrency quota, of which Lambda keeps 10 unreserved: on a "
+    "new account (quota 10) any reservation fails the deploy. arrival_lambda.reserved_concurrency sets one "
+    "for the S3-arrival Lambda; config-sync runs once per deploy."
+)
+NO_DLQ_REASON = (
+    "CloudFormation invokes it as a custom resource and waits for its answer: a failure fails the deploy, "
+    "where it is seen; a dead-letter queue would hold nothing anyone reads."
+)
+NO_VPC_REASON = (
+    "A first deploy needs no VPC; the stage setting network puts the function in the stage's subnets "
+    "(docs/deploy.md#private-networks)."
+)
+CDK_HANDLER_REASON = (
+    "One of CDK's own deploy-time handlers (bucket notifications, auto-delete of dev buckets, the VPC's "
+    "default security group): CloudFormation invokes it during deploys only and waits for its answer."
 )
 
 
@@ -97,6 +115,12 @@ class PythonFunction(Construct):
             max_event_age=max_event_age,
         )
         acknowledge(self.function, "L1", RUNTIME_REASON)
+        if reserved_concurrency is None:
+            acknowledge_check(self.function, "CKV_AWS_115", UNRESERVED_REASON)
+        if dead_letter_queue is None:
+            acknowledge_check(self.function, "CKV_AWS_116", NO_DLQ_REASON)
+        if network is None:
+            acknowledge_check(self.function, "CKV_AWS_117", NO_VPC_REASON)
         if network is not None:
             # VpcConfig set directly: CDK's `vpc=` would attach the AWS managed VPC-access policy.
             self.function.node.default_child.add_property_override("VpcConfig", network.vpc_config())
@@ -114,7 +138,8 @@ def lambda_source(name: str) -> Path:
 
 
 def own_cdk_function_logs(stack: Stack, *, stage: Stage, key: kms.IKey) -> list[str]:
-    """Give each Lambda that CDK adds by itself a stage log group; returns their logical ids.
+    """Give each Lambda that CDK adds by itself a stage log group (and acknowledge the checkov findings of a
+    deploy-time handler); returns their logical ids.
 
     CDK's singleton handlers (S3 bucket notifications, auto-deleting objects, custom-resource
     providers) log to `/aws/lambda/<name>`, which Lambda creates on first invocation and keeps
@@ -136,5 +161,7 @@ def own_cdk_function_logs(stack: Stack, *, stage: Stage, key: kms.IKey) -> list[
             key=key,
         )
         construct.add_property_override("LoggingConfig.LogGroup", log_group.log_group_name)
+        for check_id in ("CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"):
+            acknowledge_check(construct, check_id, CDK_HANDLER_REASON)
         found.append(logical_id)
     return found

@@ -1,4 +1,4 @@
-"""cdk-nag acknowledgements, written next to the resources they concern.
+"""Scanner acknowledgements (cdk-nag's and checkov's), written next to the resources they concern.
 
 cdk-nag 3 reads CDK's native `Validations.of(construct).acknowledge(...)` metadata; a
 finding of a rule that reports several (IAM5) is acknowledged one by one as
@@ -8,7 +8,7 @@ does, from the constructs themselves, so acknowledgements follow renames.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
+from aws_cdk import Acknowledgment, CfnElement, CfnResource, Stack, Validations
 from constructs import IConstruct
 
 
@@ -16,6 +16,15 @@ def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
     """Acknowledge one cdk-nag rule (or `Rule[finding]`) on `scope` and everything under it."""
     rule_id = rule if rule.startswith("AwsSolutions-") else f"AwsSolutions-{rule}"
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+
+
+def acknowledge_check(scope: IConstruct, check_id: str, reason: str) -> None:
+    """Acknowledge one checkov finding on `scope`'s CloudFormation resource (checkov reads the resource's
+    `Metadata.checkov.skip` and reports the finding as skipped, with the reason)."""
+    cfn = scope if isinstance(scope, CfnResource) else scope.node.default_child
+    metadata = cfn.get_metadata("checkov") or {"skip": []}
+    metadata["skip"].append({"id": check_id, "comment": reason})
+    cfn.add_metadata("checkov", metadata)
 
 
 def acknowledge_wildcards(scope: IConstruct, findings: list[str], reason: str) -> None:

@@ -23,6 +23,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.nag import acknowledge_check
 from infra.settings import NetworkSettings, Stage
 from infra.storage import stage_log_group
 
@@ -181,6 +182,13 @@ class StageNetwork(Construct):
                 actions=GLUE_NETWORK_ACTIONS if glue_job else ENI_ACTIONS,
                 resources=["*"],
             )
+        )
+        acknowledge_check(
+            role.node.find_child("DefaultPolicy"),
+            "CKV_AWS_111",
+            "The service (Glue, Lambda) creates and deletes the network interfaces of the job or function "
+            "in the stage's subnets with the role; the interfaces do not exist before, so there is no ARN "
+            "to name (AWS's own VPC-access policies grant these on *).",
         )
 
 

@@ -12,6 +12,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.nag import acknowledge_check
 from infra.settings import LONGEST_REGION, SettingsError, Stage
 
 WAREHOUSE_PREFIX = "warehouse/"
@@ -171,6 +172,13 @@ class LakeStorage(Construct):
             ],
             removal_policy=removal,
             auto_delete_objects=auto_delete,
+        )
+
+        acknowledge_check(
+            self.access_logs,
+            "CKV_AWS_18",
+            "The access-log bucket receives the other buckets' server access logs: logging it to itself "
+            "would loop, and to another bucket would only move the question.",
         )
 
         noncurrent = Duration.days(settings.noncurrent_version_expiration_days)

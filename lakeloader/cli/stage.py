@@ -1,4 +1,4 @@
-"""The CLI verbs on a deployed stage: status, requeue, skip, backfill, and rebuild --stage. They read
+"""The CLI verbs on a deployed stage: status, requeue, skip, backfill, doctor, and rebuild --stage. They read
 and change the stage's ledger through boto3 and its stack's outputs (lakeloader.operate,
 lakeloader.stage), with no Spark and no config file. docs/operate.md shows them at work.
 """
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from lakeloader.config import ConfigError
 
-COMMANDS = ("status", "requeue", "skip", "backfill")
+COMMANDS = ("status", "requeue", "skip", "backfill", "doctor")
 
 
 def _add_stage(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +71,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         parser.add_argument("--reason", required=True, help="why: kept in the ledger with who did it")
         if verb == "requeue":
             parser.add_argument("--no-sweep", action="store_true", help="do not start the sweep")
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the account preconditions the deployed stage relies on (Lake Formation mode)",
+        description="In Lake Formation mode (the stage's warehouse is registered): full table access for "
+        "external engines is allowed, and IAMAllowedPrincipals holds nothing on the stage's databases. "
+        "Prints each check and the fix of a failed one; exits 1 when one fails (docs/query.md).",
+    )
+    _add_stage(doctor)
     backfill = commands.add_parser(
         "backfill",
         help="record files already in the raw bucket (e.g. before the stage existed) and start their runs",
@@ -119,7 +127,7 @@ def _tables(stage, args: argparse.Namespace) -> list:
         raise ConfigError(f"unknown table {unknown[0]!r}: the stage has {', '.join(sorted(known))}")
     if args.table:
         return [known[t] for t in args.table]
-    if getattr(args, "all_tables", False) or args.command in ("status",):
+    if getattr(args, "all_tables", False) or args.command in ("status", "doctor"):
         return tables
     if args.command == "backfill":
         return [t for t in tables if t.enabled]
@@ -127,7 +135,7 @@ def _tables(stage, args: argparse.Namespace) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    """status, requeue, skip, backfill."""
+    """status, requeue, skip, backfill, doctor."""
     from lakeloader import operate
     from lakeloader.actor import identity
     from lakeloader.contract import new_run_id
@@ -136,6 +144,13 @@ def run(args: argparse.Namespace) -> int:
 
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     tables = _tables(stage, args)
+    if args.command == "doctor":
+        from lakeloader.doctor import lake_formation_checks
+
+        databases = sorted({stage.glue_database(t.target.database) for t in tables})
+        checks = lake_formation_checks(stage.warehouse, databases)
+        print("\n".join(check.line() for check in checks))
+        return 1 if any(check.passed is False for check in checks) else 0
     ledger = stage.ledger()
     if args.command == "status":
         statuses = [operate.table_status(ledger, t) for t in tables]

@@ -404,6 +404,33 @@ def status_of(table_id: str) -> dict[str, Any]:
     return status
 
 
+def test_doctor_names_each_missing_lake_formation_precondition_with_its_fix(e2e, wave1):
+    """Against the emulator's Lake Formation: off while the warehouse is unregistered; once registered,
+    a missing full-table-access setting and an IAMAllowedPrincipals grant each fail with their fix."""
+    code, out = lakeloader("doctor", "--stage", "dev")
+    assert code == 0 and "Lake Formation mode: off" in out, out
+    lf = boto3.client("lakeformation")
+    warehouse = "arn:aws:s3:::" + e2e.stack.warehouse.removeprefix("s3://").rstrip("/")
+    crm = e2e.stack.glue_database("crm")
+    iam_allowed = {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}
+    lf.register_resource(ResourceArn=warehouse, RoleArn="arn:aws:iam::123456789012:role/lf-data-access")
+    try:
+        lf.put_data_lake_settings(DataLakeSettings={"AllowFullTableExternalDataAccess": False})
+        lf.grant_permissions(Principal=iam_allowed, Resource={"Database": {"Name": crm}}, Permissions=["ALL"])
+        code, out = lakeloader("doctor", "--stage", "dev")
+        assert code == 1, out
+        assert "FAIL full table access for external engines" in out, out
+        assert f"FAIL database {crm}: IAMAllowedPrincipals holds ALL" in out, out
+        assert "revoke-permissions --principal DataLakePrincipalIdentifier=IAM_ALLOWED_PRINCIPALS" in out
+        lf.put_data_lake_settings(DataLakeSettings={"AllowFullTableExternalDataAccess": True})
+        database = {"Database": {"Name": crm}}
+        lf.revoke_permissions(Principal=iam_allowed, Resource=database, Permissions=["ALL"])
+        code, out = lakeloader("doctor", "--stage", "dev")
+        assert code == 0 and "FAIL" not in out and f"ok   database {crm}" in out, out
+    finally:
+        lf.deregister_resource(ResourceArn=warehouse)
+
+
 def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_trigger(e2e, wave2):
     # status shows the malformed file of wave 1 and why it is stuck
     stuck = status_of("audit.events")
