@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     tables = _tables(stage, args)
     if args.command == "doctor":
-        from lakeloader.doctor import lake_formation_checks
+        from lakeloader.cli.doctor import lake_formation_checks
 
         databases = sorted({stage.glue_database(t.target.database) for t in tables})
         checks = lake_formation_checks(stage.warehouse, databases)

@@ -55,6 +55,8 @@ def services_the_code_calls() -> set[str]:
     found = set()
     for folder in ("lakeloader", "lambda", "glue_jobs", "emr_steps"):
         for path in (ROOT / folder).rglob("*.py"):
+            if path.is_relative_to(ROOT / "lakeloader" / "cli"):
+                continue  # the operator's command line, outside the VPC
             found |= set(re.findall(r"client\(\s*\"([a-z0-9-]+)\"", path.read_text()))
     return {BOTO3_TO_ENDPOINT.get(s, s) for s in found - set(CLI_ONLY)} | RUNTIME_SERVICES
 
