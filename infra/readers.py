@@ -16,8 +16,9 @@ Each reader gets:
   so a reader cannot send its results elsewhere or read another reader's.
 
 A table is named by its config target, `<database>.<table>`; `<database>.*` and `*` select many. The
-selection is resolved at synth against the config, so the tombstones' side tables
-(`<table>__tombstones`, which hold the keys of deleted rows) are never granted.
+selection is resolved at synth against the config; a reader with every table of a database (and no
+column hidden there) is granted the whole database, one grant however many tables. The tombstones'
+side tables (`<table>__tombstones`, which hold the keys of deleted rows) are denied explicitly.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from infra.nag import acknowledge_wildcards, arn_ref
 from infra.settings import ReaderSettings, SettingsError, Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
+from lakeloader.contract import TOMBSTONES_SUFFIX
 
 CATALOG_READ_ACTIONS = [
     "glue:GetDatabase",
@@ -64,6 +66,15 @@ RESULTS_OBJECT_ACTIONS = [
     "s3:ListMultipartUploadParts",
 ]
 ATHENA_ENGINE = "Athena engine version 3"
+# Denied on the tombstones' side tables even where a whole database is granted: they hold the keys of
+# deleted rows. (Not GetTables: listing a database's tables must keep working.)
+TOMBSTONE_DENIED_ACTIONS = [
+    "glue:GetTable",
+    "glue:GetPartition",
+    "glue:GetPartitions",
+    "glue:BatchGetPartition",
+    "s3:GetObject",
+]
 
 
 def selected_tables(stage: Stage, lake: LakeConfig, index: int, reader: ReaderSettings) -> list[str]:
@@ -87,6 +98,26 @@ def selected_tables(stage: Stage, lake: LakeConfig, index: int, reader: ReaderSe
             f"({', '.join(sorted(chosen))})"
         )
     return sorted(chosen)
+
+
+def grant_units(
+    lake: LakeConfig, tables: list[str], exclude_columns: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """Config database -> the tables to grant by name, or ["*"] for the whole database: when the reader has
+    every table of it and hides no column there. A whole database is one grant however many tables it
+    holds (an IAM policy has 6,144 characters), and covers its tables to come."""
+    every: dict[str, set[str]] = {}
+    for table in lake.tables:
+        every.setdefault(table.target.database, set()).add(table.target.table)
+    chosen: dict[str, list[str]] = {}
+    for target in tables:
+        database, table = target.split(".", 1)
+        chosen.setdefault(database, []).append(table)
+    hides = {target.split(".", 1)[0] for target in exclude_columns}
+    return {
+        database: ["*"] if set(names) == every[database] and database not in hides else sorted(names)
+        for database, names in sorted(chosen.items())
+    }
 
 
 class Readers(Construct):
@@ -119,22 +150,23 @@ class Readers(Construct):
             scope=self,
         )
         self.workgroups: dict[str, athena.CfnWorkGroup] = {}
-        self.policies: dict[str, iam.ManagedPolicy] = {}
         for index, reader in enumerate(settings.readers):
             tables = selected_tables(stage, lake, index, reader)
-            self._reader(stage, storage, catalog, reader, tables)
+            self._reader(stage, storage, catalog, lake, reader, tables)
 
     def _reader(
         self,
         stage: Stage,
         storage: LakeStorage,
         catalog: Catalog,
+        lake: LakeConfig,
         reader: ReaderSettings,
         tables: list[str],
     ) -> None:
         name = reader.role_name
         stack = Stack.of(self)
-        physical = [(stage.glue_database(t.split(".", 1)[0]), t.split(".", 1)[1]) for t in tables]
+        units = grant_units(lake, tables, reader.exclude_columns)
+        physical = [(stage.glue_database(d), t) for d, names in units.items() for t in names]
         databases = sorted({database for database, _ in physical})
         workgroup = athena.CfnWorkGroup(
             self,
@@ -199,15 +231,32 @@ class Readers(Construct):
                 actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=[storage.key.key_arn],
             ),
+            iam.PolicyStatement(
+                sid="NoTombstones",
+                effect=iam.Effect.DENY,
+                actions=TOMBSTONE_DENIED_ACTIONS,
+                resources=[
+                    *[
+                        stack.format_arn(
+                            service="glue", resource="table", resource_name=f"{d}/*{TOMBSTONES_SUFFIX}"
+                        )
+                        for d in databases
+                    ],
+                    *[
+                        storage.curated.arn_for_objects(f"{WAREHOUSE_PREFIX}{d}.db/*{TOMBSTONES_SUFFIX}/*")
+                        for d in databases
+                    ],
+                ],
+            ),
         ]
-        folders = [f"{WAREHOUSE_PREFIX}{d}.db/{t}/" for d, t in physical]
+        folders = [f"{WAREHOUSE_PREFIX}{d}.db/" + ("" if t == "*" else f"{t}/") for d, t in physical]
         if stage.settings.lake_formation:
             statements.append(
                 iam.PolicyStatement(
                     sid="LakeFormationDataAccess", actions=["lakeformation:GetDataAccess"], resources=["*"]
                 )
             )
-            self._lake_formation_grants(stage, catalog, reader, tables)
+            self._lake_formation_grants(stage, catalog, reader, units)
         else:
             statements += [
                 iam.PolicyStatement(
@@ -231,8 +280,12 @@ class Readers(Construct):
             roles=[iam.Role.from_role_arn(self, f"Role-{name}", reader.role_arn)],
         )
         self.workgroups[name] = workgroup
-        self.policies[name] = policy
         findings = [f"Resource::{arn_ref(self.results)}/{name}/*"]
+        findings += [
+            f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
+            for d, t in physical
+            if t == "*"
+        ]
         if stage.settings.lake_formation:
             findings.append("Resource::*")
         else:
@@ -241,49 +294,54 @@ class Readers(Construct):
             policy,
             findings,
             "A reader reads the objects of its own tables' folders (data and metadata files it cannot name "
-            "in advance) and its own query results; Lake Formation's GetDataAccess has no resource-level "
+            "in advance), the tables of a database it reads whole (the tombstones' tables denied), and its "
+            "own query results; Lake Formation's GetDataAccess has no resource-level "
             "permissions (the grants decide).",
         )
 
     def _lake_formation_grants(
-        self, stage: Stage, catalog: Catalog, reader: ReaderSettings, tables: list[str]
+        self, stage: Stage, catalog: Catalog, reader: ReaderSettings, units: dict[str, list[str]]
     ) -> None:
-        """DESCRIBE on the databases; SELECT and DESCRIBE on the tables, without the excluded columns.
+        """DESCRIBE on the databases; SELECT and DESCRIBE on the tables (every table of a whole database),
+        without the excluded columns.
 
         Lake Formation grants a table by name only once it exists: the jobs create a table at its first
-        run, so a per-table grant deploys after that run (docs/query.md)."""
+        run, so a per-table grant deploys after that run (docs/query.md). A whole database does not wait."""
         principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
             data_lake_principal_identifier=reader.role_arn
         )
         name = reader.role_name
-        for database in sorted({t.split(".", 1)[0] for t in tables}):
+        for database, tables in units.items():
+            physical = stage.glue_database(database)
+            depends = [catalog.databases[database]]
             grant(
                 self,
                 f"Database-{name}-{database}",
                 principal,
-                {"database": {"catalogId": Aws.ACCOUNT_ID, "name": stage.glue_database(database)}},
+                {"database": {"catalogId": Aws.ACCOUNT_ID, "name": physical}},
                 ["DESCRIBE"],
-                depends=[catalog.databases[database]],
+                depends=depends,
             )
-        for target in tables:
-            database, table = target.split(".", 1)
-            excluded = reader.exclude_columns.get(target)
-            resource = {
-                "catalogId": Aws.ACCOUNT_ID,
-                "databaseName": stage.glue_database(database),
-                "name": table,
-            }
-            if excluded:
-                resource = {
-                    "tableWithColumns": {**resource, "columnWildcard": {"excludedColumnNames": excluded}}
-                }
-            else:
-                resource = {"table": resource}
-            grant(
-                self,
-                f"Table-{name}-{target}",
-                principal,
-                resource,
-                ["SELECT"] if excluded else ["SELECT", "DESCRIBE"],
-                depends=[catalog.databases[database]],
-            )
+            for table in tables:
+                excluded = reader.exclude_columns.get(f"{database}.{table}")
+                named = {"catalogId": Aws.ACCOUNT_ID, "databaseName": physical}
+                if table == "*":
+                    resource = {"table": {**named, "tableWildcard": {}}}
+                elif excluded:
+                    resource = {
+                        "tableWithColumns": {
+                            **named,
+                            "name": table,
+                            "columnWildcard": {"excludedColumnNames": excluded},
+                        }
+                    }
+                else:
+                    resource = {"table": {**named, "name": table}}
+                grant(
+                    self,
+                    f"Table-{name}-{database}.{table}",
+                    principal,
+                    resource,
+                    ["SELECT"] if excluded else ["SELECT", "DESCRIBE"],
+                    depends=depends,
+                )

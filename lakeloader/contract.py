@@ -129,6 +129,9 @@ ICEBERG_SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 # The erasure audit table `lakeloader erase` writes; the stack's erase policy grants it.
 AUDIT_DATABASE = "lakeloader_audit"
 AUDIT_TABLE = "erasures"
+# `<table>__tombstones`: the side table of a table's deletes (lakeloader.engine.tombstones); readers are
+# denied it (infra.readers).
+TOMBSTONES_SUFFIX = "__tombstones"
 
 
 def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:

@@ -122,6 +122,34 @@ def test_every_reader_has_its_own_policy_on_its_own_role_and_every_table_by_defa
         assert allowed(statements, "s3:GetObject", data)
 
 
+def test_a_reader_of_some_tables_of_a_database_gets_them_by_name(synth):
+    """tests/e2e/tables.yaml has two tables in inventory: a reader of one may not read the other, and a
+    reader of a whole database (granted as one) still may not read its tombstones."""
+    built = synth(
+        "dev",
+        config="tests/e2e/tables.yaml",
+        **with_settings("dev", readers=[{"role_arn": ANALYST, "tables": ["inventory.products", "crm.*"]}]),
+    )
+    n = names(built)
+    _, statements = policy(built, "analyst")
+    curated = f"arn:aws:s3:::{n['curated']}"
+    may = [
+        ("glue:GetTable", f"{GLUE}:table/lakeloader_dev_inventory/products"),
+        ("s3:GetObject", f"{curated}/{folder('inventory', 'products')}data/1.parquet"),
+        ("glue:GetTable", f"{GLUE}:table/lakeloader_dev_crm/customers"),
+        ("s3:GetObject", f"{curated}/{folder('crm', 'customers')}data/1.parquet"),
+    ]
+    may_not = [
+        ("glue:GetTable", f"{GLUE}:table/lakeloader_dev_inventory/stock"),
+        ("s3:GetObject", f"{curated}/{folder('inventory', 'stock')}data/1.parquet"),
+        ("glue:GetTable", f"{GLUE}:table/lakeloader_dev_crm/customers__tombstones"),
+        ("s3:GetObject", f"{curated}/{folder('crm', 'customers__tombstones')}data/1.parquet"),
+        ("glue:GetTable", f"{GLUE}:table/lakeloader_dev_inventory/products__tombstones"),
+    ]
+    assert [m for m in may if not allowed(statements, *m)] == []
+    assert [m for m in may_not if allowed(statements, *m)] == []
+
+
 def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_expire(iam_mode):
     n = names(iam_mode)
     resolve = Resolver(iam_mode.template_json)
