@@ -200,3 +200,29 @@ def test_with_tombstones_off_a_delete_leaves_none(spark, raw, make_table, mode):
     live = rows if mode == "merge" else current
     assert live(spark, table) == [(6, "b")] and result.deleted == 1
     assert not spark.catalog.tableExists(f"{target(table)}{tombstones.SUFFIX}")
+
+
+def test_only_a_file_whose_bounds_meet_every_key_range_may_hold_a_key(spark):
+    """lakeloader.iceberg.may_hold, which decides the skip: per data file, from its lower and upper bounds."""
+    from lakeloader import iceberg
+
+    name = f"{CATALOG}.bounds_probe.t"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.bounds_probe")
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} (region string, id bigint) USING iceberg")
+    assert not iceberg.may_hold(spark, name, {})  # no file at all
+    for rows_of_file in ([("eu", 1), ("eu", 10)], [("us", 100), ("us", 110)]):  # one file each
+        spark.createDataFrame(rows_of_file, "region string, id bigint").coalesce(1).writeTo(name).append()
+    assert iceberg.may_hold(spark, name, {})
+    assert iceberg.may_hold(spark, name, {"id": (5, 5)})
+    assert not iceberg.may_hold(spark, name, {"id": (50, 60)})  # between the files, within their union
+    assert not iceberg.may_hold(
+        spark, name, {"region": ("eu", "eu"), "id": (100, 110)}
+    )  # two files, one each
+    assert iceberg.may_hold(spark, name, {"region": ("a", "f"), "id": (0, 1)})
+    assert not iceberg.may_hold(
+        spark, name, {"REGION": ("zz", "zzz")}
+    )  # names as the table spells them or not
+    assert iceberg.may_hold(spark, name, {"missing": (1, 1)})  # a column the table lacks rules nothing out
+    spark.sql(f"DELETE FROM {name} WHERE region = 'us'")
+    assert not iceberg.may_hold(spark, name, {"id": (100, 110)})
