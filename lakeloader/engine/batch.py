@@ -126,16 +126,24 @@ def apply_batch(
             for k, values in read.key_values.items()
             if spelled[k] and worth
         }
+        # Each key column's range in the batch, where the table types the column as the batch does:
+        # the tombstones' probe is skipped when no tombstone can fall within (lakeloader.engine.tombstones).
+        ranges = {
+            spelled: bounds
+            for k, bounds in read.key_ranges.items()
+            if (spelled := find_column(target_schema.fieldNames(), k))
+            and target_schema[spelled].dataType == data.schema[k].dataType
+        }
         if read.truncates and table.on_truncate == "empty_table":
             progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
             truncated = truncate.as_deletes(spark, name, table, changes)
             changes.unpersist()
-            changes, keyed = truncated, {}  # the deletes reach keys the batch does not list
+            changes, keyed, ranges = truncated, {}, {}  # the deletes reach keys the batch does not hold
         crash_point("after_read")
 
         def write(target: commit.Destination, batch: DataFrame) -> None:
             if table.mode == "merge":
-                merge.write(spark, target, table, batch, target_schema, seq, result, progress, keyed)
+                merge.write(spark, target, table, batch, target_schema, seq, result, progress, keyed, ranges)
             elif table.mode == "scd2":
                 scd2.write(spark, target, table, batch, target_schema, result, progress)
             else:

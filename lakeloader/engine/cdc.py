@@ -81,6 +81,9 @@ class Changes:
     # A small batch with few keys: every value each key column (source spelling) takes; else empty.
     key_values: dict[str, list] = field(default_factory=dict)
     truncates: int = 0  # truncate events kept (on_truncate: empty_table)
+    # Each key column's (lowest, highest) value (source spelling): integer columns, and string columns
+    # whose two ends are ASCII (every string order agrees with them). Others are left out.
+    key_ranges: dict[str, tuple] = field(default_factory=dict)
 
 
 def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]) -> Changes:
@@ -131,10 +134,14 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
         first_bad = F.min(F.when(check.bad, bad_row))
         metrics.append(F.to_json(first_bad).alias(f"bad{i}"))
     listed: list[str] = []
+    keys = [find_column(df.columns, k) for k in table.keys]
+    ranged = [k for k in keys if isinstance(df.schema[k].dataType, LISTABLE)]
+    for k in ranged:  # a truncate carries no key
+        metrics += [F.min(F.when(not_truncate, F.col(k))).alias(f"low{k}")]
+        metrics += [F.max(F.when(not_truncate, F.col(k))).alias(f"high{k}")]
     if sum(f.size for f in files) <= SMALL_BATCH_BYTES:
         df = df.coalesce(1)  # one partition: deduplication and joins on the key need no shuffle
-        keys = [find_column(df.columns, k) for k in table.keys]
-        listed = [k for k in keys if isinstance(df.schema[k].dataType, LISTABLE)]
+        listed = ranged
         at_most = F.lit(MAX_LISTED_KEYS + 1)
         metrics += [F.to_json(F.slice(F.collect_set(k), 1, at_most)).alias(f"keys{k}") for k in listed]
     df = df.observe(observation, *metrics).localCheckpoint(eager=True)
@@ -152,7 +159,14 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
             )
     values = {k: json.loads(observed[f"keys{k}"]) for k in listed}
     listed_values = {k: v for k, v in values.items() if len(v) <= MAX_LISTED_KEYS}
-    return Changes(df, observed["rows"], listed_values, observed["truncates"] or 0)
+    ranges = {k: (observed[f"low{k}"], observed[f"high{k}"]) for k in ranged}
+    key_ranges = {k: r for k, r in ranges.items() if None not in r and all(map(_comparable, r))}
+    return Changes(df, observed["rows"], listed_values, observed["truncates"] or 0, key_ranges)
+
+
+def _comparable(value: object) -> bool:
+    """An int, or an ASCII str: ordered the same by Spark, Python and Iceberg's file bounds."""
+    return isinstance(value, int) or (isinstance(value, str) and value.isascii())
 
 
 def is_small(df: DataFrame) -> bool:

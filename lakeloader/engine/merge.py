@@ -55,6 +55,7 @@ def classify(
     *,
     small: bool = False,
     key_values: dict[str, list[str]] | None = None,
+    key_ranges: dict[str, tuple] | None = None,
 ) -> DataFrame:
     """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
 
@@ -62,27 +63,49 @@ def classify(
     `small`: the batch is one partition (cdc.is_small); its matches are broadcast back onto it.
     `key_values`: SQL literals of every value a key column (target spelling) takes in the batch
     (cdc.Changes), so the target is filtered by them instead of probed with a join (one job less).
+    `key_ranges`: each key column's lowest and highest value in the batch (cdc.Changes), so the
+    tombstones are not probed when none can fall within (tombstones.lookup).
     """
     keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
     target_cols.append(F.lit(True).alias("_ll_exists"))
     held = [f"_ll_tseq_{i}" for i in range(len(seq))]
     target_cols.extend(F.col(c).alias(h) for c, h in zip(seq, held, strict=True))
-    target = tombstones.probe_side(spark, table, name, spark.table(name).select(*target_cols), keys, seq)
+    target = spark.table(name).select(*target_cols)
     # Find the batch's keys in the target without shuffling the table (benchmarks/RESULTS.md): a small
     # batch's key values filter the target scan; otherwise an inner join lets Spark broadcast the key
     # set and stream the scan. Only the few matches are then joined back onto the batch.
     listed = [(i, key_values[k]) for i, k in enumerate(keys) if k in (key_values or {})]
+    probe = batch.select(*[F.col(k).alias(f"_ll_k_{i}") for i, k in enumerate(keys)])
     if listed:
         # One SQL expression, not Column.isin: that makes one py4j call per value.
         matched = target.filter(" AND ".join(f"{quote(f'_ll_t_{i}')} IN ({', '.join(v)})" for i, v in listed))
     else:
-        probe = batch.select(*[F.col(k).alias(f"_ll_k_{i}") for i, k in enumerate(keys)])
         probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
         matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
-    matched = tombstones.one_per_key(matched, len(keys))  # a key's row and its tombstone: one row
     condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
     joined = batch.join(F.broadcast(matched) if small else matched, on=condition, how="left")
+    # The newest tombstone of each key that has one, probed with the batch's keys (a join of its own;
+    # with the same `probe` as the target's, so Spark broadcasts the key set once for both).
+    seq_types = [batch.schema[c].dataType for c in seq]
+    tomb = tombstones.lookup(
+        spark,
+        table,
+        name,
+        keys,
+        seq,
+        seq_types,
+        probe,
+        key_values=key_values,
+        key_ranges=key_ranges,
+        small=small,
+    )
+    if tomb is not None:
+        # A small batch and its few tombstones are one partition each: a sort-merge join of the two
+        # needs no shuffle and runs inside classification's own job; a broadcast would be a job more.
+        joined = joined.join(tomb.hint("merge") if small else tomb, on=keys, how="left").select(
+            *[F.col(quote(c)) for c in joined.columns], F.col(tombstones.TOMB)
+        )
     newer = F.expr(newer_sql([quote(h) for h in held], [quote(c) for c in seq])) if seq else F.lit(True)
     exists = F.col("_ll_exists").isNotNull()
     is_delete = F.col(OP) == "D"
@@ -143,6 +166,7 @@ def write(
     result: Applied,
     progress: Progress,
     key_values: dict[str, list[str]],
+    key_ranges: dict[str, tuple] | None = None,
 ) -> None:
     """Classify the latest change per key, record the tombstones, then the one MERGE (`merge_sql`)."""
     name = target.name
@@ -154,7 +178,9 @@ def write(
     # Checkpointed, not cached: a cache would be recomputed after a commit to the table, and the
     # counts reported must be what this MERGE was given (its own guard handles the rest).
     progress("classifying against the table and its tombstones")
-    classified = classify(spark, name, aligned, table, seq, small=small, key_values=key_values)
+    classified = classify(
+        spark, name, aligned, table, seq, small=small, key_values=key_values, key_ranges=key_ranges
+    )
     classified = classified.filter(F.col(ACTION) != "skip")
     # The counts per action are observed while the checkpoint is written: no extra Spark job.
     observation = Observation(f"lakeloader_classified_{uuid.uuid4().hex[:12]}")

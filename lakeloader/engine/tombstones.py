@@ -19,7 +19,7 @@ from lakeloader.sql import qualified, quote
 
 SUFFIX = "__tombstones"
 RECORDED_AT = "_ll_recorded_at"
-TOMB = "_ll_tomb"  # on the probe side: the key's newest tombstone, a struct of its sequence tuple
+TOMB = "_ll_tomb"  # lookup: the key's newest tombstone, a struct of its sequence tuple
 
 
 def _field(j: int) -> str:
@@ -36,44 +36,26 @@ def enabled(table: TableConfig, seq: list[str]) -> bool:
     return table.tombstones.enabled and table.mode in ("merge", "scd2") and bool(seq)
 
 
-def _newest(spark: SparkSession, tomb: str, keys: list[str], seq: list[str], seq_types: list[T.DataType]):
-    """The tombstone rows as (keys..., TOMB struct); a sequence column the side table lacks reads NULL."""
-    held = {f.name.lower(): f.name for f in spark.table(tomb).schema.fields}
+def _newest(
+    spark: SparkSession,
+    tomb: str,
+    keys: list[str],
+    key_types: list[T.DataType],
+    seq: list[str],
+    seq_types: list[T.DataType],
+) -> DataFrame:
+    """The tombstone rows as (keys..., TOMB struct), typed as the batch types them (the side table keeps
+    the types of its creation); a sequence column the side table lacks reads NULL."""
+    side = spark.table(tomb)
+    held = {f.name.lower(): f.name for f in side.schema.fields}
     elements = [
         (F.col(quote(held[s.lower()])) if s.lower() in held else F.lit(None)).cast(t).alias(_field(j))
         for j, (s, t) in enumerate(zip(seq, seq_types, strict=True))
     ]
-    key_columns = [F.col(quote(held[k.lower()])).alias(k) for k in keys]
-    return spark.table(tomb).select(*key_columns, F.struct(*elements).alias(TOMB))
-
-
-def probe_side(
-    spark: SparkSession, table: TableConfig, name: str, target: DataFrame, keys: list[str], seq: list[str]
-) -> DataFrame:
-    """`target` (merge.classify's probe side: `_ll_t_<i>` keys, `_ll_exists`, `_ll_tseq_<i>`) plus one
-    row per tombstone, whose TOMB column holds its sequence tuple. Unchanged when there is none."""
-    tomb = side_table(name, table)
-    if not enabled(table, seq) or not table_exists(spark, tomb):
-        return target
-    aliases = [f"_ll_t_{i}" for i in range(len(keys))]
-    types = [target.schema[f"_ll_tseq_{j}"].dataType for j in range(len(seq))]
-    rows = _newest(spark, tomb, keys, seq, types).select(
-        *[
-            F.col(quote(k)).cast(target.schema[a].dataType).alias(a)
-            for k, a in zip(keys, aliases, strict=True)
-        ],
-        F.col(TOMB),
-    )
-    blank = F.lit(None).cast(rows.schema[TOMB].dataType)
-    return target.withColumn(TOMB, blank).unionByName(rows, allowMissingColumns=True)
-
-
-def one_per_key(matched: DataFrame, n_keys: int) -> DataFrame:
-    """Fold a key's target row and its tombstones (probe_side) into one row: the newest tombstone."""
-    if TOMB not in matched.columns:
-        return matched
-    keys = [f"_ll_t_{i}" for i in range(n_keys)]
-    return matched.groupBy(*keys).agg(*[F.max(c).alias(c) for c in matched.columns if c not in keys])
+    key_columns = [
+        F.col(quote(held[k.lower()])).cast(t).alias(k) for k, t in zip(keys, key_types, strict=True)
+    ]
+    return side.select(*key_columns, F.struct(*elements).alias(TOMB))
 
 
 def buried(columns: list[str], incoming: list[str]) -> Column:
@@ -92,12 +74,37 @@ def lookup(
     seq: list[str],
     seq_types: list[T.DataType],
     batch_keys: DataFrame,
+    *,
+    key_values: dict[str, list[str]] | None = None,
+    key_ranges: dict[str, tuple] | None = None,
+    small: bool = False,
 ) -> DataFrame | None:
-    """The newest tombstone (TOMB) of each of `batch_keys`' keys, or None when there are none (scd2)."""
+    """The newest tombstone (TOMB) of each key of `batch_keys` (columns: the `keys`, in order, by any
+    name) that has one, as (keys..., TOMB) rows to left-join onto the batch. None when no tombstone
+    can match: then the side table's data is not read.
+
+    Skipped (None) without a Spark job when the side table is absent, holds no file, or holds no file
+    whose key bounds overlap `key_ranges` (each key column's lowest and highest value in the batch,
+    lakeloader.iceberg.may_hold). Otherwise the tombstones are narrowed to the batch's keys first --
+    by `key_values` (SQL literals of every value a key column takes, as merge.classify filters the
+    target), else a semi-join with `batch_keys` -- and only those are folded to one row per key.
+    `small`: the batch is one partition; so are the few tombstones, so neither the fold nor the
+    caller's join needs a shuffle (or a broadcast job) of its own.
+    """
     tomb = side_table(name, table)
     if not enabled(table, seq) or not table_exists(spark, tomb):
         return None
-    rows = _newest(spark, tomb, keys, seq, seq_types).join(batch_keys, on=keys, how="left_semi")
+    if not iceberg.may_hold(spark, tomb, key_ranges or {}):
+        return None
+    rows = _newest(spark, tomb, keys, [f.dataType for f in batch_keys.schema.fields], seq, seq_types)
+    listed = {k: v for k, v in (key_values or {}).items() if k in keys}
+    if listed:
+        rows = rows.filter(" AND ".join(f"{quote(k)} IN ({', '.join(v)})" for k, v in listed.items()))
+    else:
+        on = [rows[quote(k)] == batch_keys[quote(c)] for k, c in zip(keys, batch_keys.columns, strict=True)]
+        rows = rows.join(batch_keys, on=on, how="left_semi")
+    if small:
+        rows = rows.coalesce(1)
     return rows.groupBy(*keys).agg(F.max(F.col(TOMB)).alias(TOMB))
 
 

@@ -43,6 +43,33 @@ def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
     return snapshot.snapshotId() if snapshot is not None else None
 
 
+def may_hold(spark: SparkSession, name: str, ranges: dict[str, tuple[object, object]]) -> bool:
+    """Whether a live data file of `name` may hold a row whose every column in `ranges` lies within
+    its inclusive (low, high); with no ranges, whether the table holds any data file at all.
+
+    Iceberg's own scan planning on the driver (catalog I/O and manifests, no Spark job) decides it
+    from each file's lower and upper bounds, per file: a row can match only in a file whose bounds
+    overlap every range. A file without bounds for a column, or a range Iceberg cannot bind to the
+    column, may hold anything (True). Values: Python ints and strs, as the column's type takes them.
+    """
+    jvm = spark.sparkContext._jvm
+    expressions = jvm.org.apache.iceberg.expressions.Expressions
+    condition = expressions.alwaysTrue()
+    for column, (low, high) in ranges.items():
+        within = getattr(expressions, "and")(
+            expressions.greaterThanOrEqual(column, low), expressions.lessThanOrEqual(column, high)
+        )
+        condition = getattr(expressions, "and")(condition, within)
+    try:
+        tasks = iceberg_table(spark, name).newScan().caseSensitive(False).filter(condition).planFiles()
+        try:
+            return bool(tasks.iterator().hasNext())
+        finally:
+            tasks.close()
+    except Exception:  # noqa: BLE001 - e.g. a column the table lacks: nothing is ruled out
+        return True
+
+
 @contextmanager
 def commit_properties(spark: SparkSession, properties: dict[str, str]) -> Iterator[None]:
     """Put `properties` into the summary of every Iceberg commit made by this thread meanwhile.

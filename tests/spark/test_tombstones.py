@@ -200,3 +200,115 @@ def test_with_tombstones_off_a_delete_leaves_none(spark, raw, make_table, mode):
     live = rows if mode == "merge" else current
     assert live(spark, table) == [(6, "b")] and result.deleted == 1
     assert not spark.catalog.tableExists(f"{target(table)}{tombstones.SUFFIX}")
+
+
+def jobs_of(spark, table, raw, run_id: str):
+    """The batch's result and the number of Spark jobs it started."""
+    context = spark.sparkContext
+    context.setLocalProperty("spark.jobGroup.id", run_id)
+    try:
+        result = apply_batch(spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id=run_id)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return result, len(context.statusTracker().getJobIdsForGroup(run_id))
+
+
+def test_a_batch_whose_keys_cannot_have_a_tombstone_does_not_probe_them(spark, raw, make_table, monkeypatch):
+    """The tombstones hold keys 50 and 51: a batch of keys 1..10 cannot meet one, so it runs no probe --
+    as many Spark jobs as with tombstones off. One that reaches key 50 is probed: its late change stays
+    buried."""
+    from lakeloader.engine import cdc
+
+    monkeypatch.setattr(
+        cdc, "SMALL_BATCH_BYTES", 0
+    )  # a large batch's plan: there the probe has jobs of its own
+    table, twin = make_table(), make_table(tombstones={"enabled": False})  # both read the same files
+    base = [change("I", i, "a", 0) for i in (*range(1, 11), 50, 51)]
+    raw.write_parquet("src/20261101-0800.parquet", base, DMS)
+    raw.write_parquet(
+        "src/20261101-1000.parquet", [change("D", 50, None, 120), change("D", 51, None, 120)], DMS
+    )
+    for each in (table, twin):
+        load(spark, each, raw)
+    raw.write_parquet("src/20261101-1001.parquet", [change("U", i, "b", 130) for i in range(1, 11)], DMS)
+    skipped, skipped_jobs = jobs_of(spark, table, raw, f"far-{table.id}")
+    without, jobs_without = jobs_of(spark, twin, raw, f"far-{twin.id}")
+    assert skipped.updated == without.updated == 10
+    assert skipped_jobs == jobs_without
+    late = [change("U", i, "c", 140) for i in range(1, 10)] + [change("U", 50, "zombie", 60)]
+    raw.write_parquet("src/20261101-1002.parquet", late, DMS)
+    probed = load(spark, table, raw)
+    assert (probed.updated, probed.inserted) == (9, 0) and any("1 late change(s)" in n for n in probed.notes)
+    assert rows(spark, table) == [*[(i, "c") for i in range(1, 10)], (10, "b")]
+
+
+def test_composite_string_keys_are_buried_whichever_column_tells_them_apart(spark, raw, make_table):
+    """Keys (region, id): a batch whose regions lie outside the tombstones' skips the probe; one that
+    reaches a tombstoned (region, id) is probed, whichever column's range alone would look disjoint."""
+    schema = pa.schema([("region", pa.string()), *[(f.name, f.type) for f in DMS]])
+    table = make_table(keys=["region", "id"])
+
+    def at(op: str, region: str, id_: int, name: str | None, minute: int) -> dict:
+        return {"region": region, **change(op, id_, name, minute)}
+
+    raw.write_parquet(
+        "src/20261101-0800.parquet", [at("I", "eu", 1, "a", 0), at("I", "us", 7, "b", 0)], schema
+    )
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-1000.parquet", [at("D", "us", 7, None, 120)], schema)
+    load(spark, table, raw)  # a tombstone for (us, 7)
+    raw.write_parquet("src/20261101-1001.parquet", [at("I", "eu", 7, "new", 130)], schema)  # region eu: none
+    load(spark, table, raw)
+    raw.write_parquet(
+        "src/20261101-1002.parquet", [at("U", "us", 7, "zombie", 60), at("U", "eu", 1, "a2", 140)], schema
+    )
+    result = load(spark, table, raw)
+    query = f"SELECT region, id, name FROM {target(table)} ORDER BY 1, 2"
+    assert [tuple(r) for r in spark.sql(query).collect()] == [("eu", 1, "a2"), ("eu", 7, "new")]
+    assert result.updated == 1 and any("1 late change(s)" in note for note in result.notes)
+
+
+def test_only_a_file_whose_bounds_meet_every_key_range_may_hold_a_key(spark):
+    """lakeloader.iceberg.may_hold, which decides the skip: per data file, from its lower and upper bounds."""
+    from lakeloader import iceberg
+
+    name = f"{CATALOG}.bounds_probe.t"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.bounds_probe")
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} (region string, id bigint) USING iceberg")
+    assert not iceberg.may_hold(spark, name, {})  # no file at all
+    for rows_of_file in ([("eu", 1), ("eu", 10)], [("us", 100), ("us", 110)]):  # one file each
+        spark.createDataFrame(rows_of_file, "region string, id bigint").coalesce(1).writeTo(name).append()
+    assert iceberg.may_hold(spark, name, {})
+    assert iceberg.may_hold(spark, name, {"id": (5, 5)})
+    assert not iceberg.may_hold(spark, name, {"id": (50, 60)})  # between the files, within their union
+    assert not iceberg.may_hold(
+        spark, name, {"region": ("eu", "eu"), "id": (100, 110)}
+    )  # two files, one each
+    assert iceberg.may_hold(spark, name, {"region": ("a", "f"), "id": (0, 1)})
+    assert not iceberg.may_hold(
+        spark, name, {"REGION": ("zz", "zzz")}
+    )  # names as the table spells them or not
+    assert iceberg.may_hold(spark, name, {"missing": (1, 1)})  # a column the table lacks rules nothing out
+    spark.sql(f"DELETE FROM {name} WHERE region = 'us'")
+    assert not iceberg.may_hold(spark, name, {"id": (100, 110)})
+
+
+def test_a_batch_reports_key_ranges_only_where_every_order_agrees(spark, raw, make_table):
+    """The ranges the skip compares with the tombstones' file bounds: integer keys, and string keys whose
+    two ends are ASCII (a non-ASCII end could sort differently in Spark, Python and Iceberg)."""
+    from lakeloader.engine import cdc
+
+    schema = pa.schema([("code", pa.string()), *[(f.name, f.type) for f in DMS]])
+    raw.write_parquet(
+        "src/a.parquet", [{"code": c, **change("I", i, "x", 0)} for i, c in ((3, "b"), (9, "a"))], schema
+    )
+    raw.write_parquet("src/b.parquet", [{"code": "é", **change("I", 5, "x", 0)}], schema)
+    ascii_only = cdc.read_changes(
+        spark,
+        make_table(keys=["code", "id"]),
+        [f for f in list_inputs(str(raw.root), "src/") if f.name.endswith("a.parquet")],
+    )
+    assert ascii_only.key_ranges == {"code": ("a", "b"), "id": (3, 9)}
+    mixed = cdc.read_changes(spark, make_table(keys=["code", "id"]), list_inputs(str(raw.root), "src/"))
+    assert mixed.key_ranges == {"id": (3, 9)}
