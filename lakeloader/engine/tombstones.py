@@ -13,11 +13,12 @@ from pyspark.sql import types as T
 
 from lakeloader import iceberg
 from lakeloader.config import TableConfig
+from lakeloader.contract import TOMBSTONES_SUFFIX
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.spark import table_exists
 from lakeloader.sql import qualified, quote
 
-SUFFIX = "__tombstones"
+SUFFIX = TOMBSTONES_SUFFIX
 RECORDED_AT = "_ll_recorded_at"
 TOMB = "_ll_tomb"  # lookup: the key's newest tombstone, a struct of its sequence tuple
 
