@@ -12,6 +12,8 @@ Scenarios
           per size step
   small   many small batches into a merge-on-read table, then compaction: files before/after and the
           query speed-up
+  large   1M changes into 16M rows, merge-on-read and copy-on-write, one run each (full run only;
+          alone: python -m benchmarks.merge --scenario large --engines lakeloader,aws-sample)
 
 Method: one process and one SparkSession; a warm-up run of every engine first; each case is timed
 N times, and the table is rolled back to the same base snapshot between runs (untimed). Reported:
@@ -141,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch": bench.scenario_batch,
         "growth": bench.scenario_growth,
         "small": bench.scenario_small,
+        "large": bench.scenario_large,
     }
     try:
         bench.warm_up()

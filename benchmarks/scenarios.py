@@ -25,7 +25,7 @@ from benchmarks.engines import (
 )
 from benchmarks.measure import Case, PeakRss
 
-SCENARIOS = ("batch", "growth", "small")
+SCENARIOS = ("batch", "growth", "small", "large")
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,27 @@ class Sizes:
     growth_reps: int
     query_reps: int
     case_warmups: int  # untimed runs of each case before its timed runs (after the global warm-up)
+    large_rows: int = 0  # the large case: large_changes into large_rows, both modes (0: not run)
+    large_changes: int = 0
+    large_reps: int = 1
 
 
-FULL = Sizes(1_000_000, 100_000, (1_000_000, 4_000_000, 16_000_000), 10_000, 1_000_000, 50, 2_000, 5, 3, 5, 1)
+FULL = Sizes(
+    1_000_000,
+    100_000,
+    (1_000_000, 4_000_000, 16_000_000),
+    10_000,
+    1_000_000,
+    50,
+    2_000,
+    5,
+    3,
+    5,
+    1,
+    large_rows=16_000_000,
+    large_changes=1_000_000,
+    large_reps=1,
+)
 QUICK = Sizes(100_000, 10_000, (25_000, 100_000, 400_000), 2_500, 100_000, 8, 1_000, 3, 2, 3, 0)
 
 
@@ -110,8 +128,10 @@ class Bench:
         applied.jobs = len(sc.statusTracker().getJobIdsForGroup(group))
         return applied, self.rss.read()
 
-    def run_case(self, case: Case, engine: Any, label: str, batch: data.Batch, reps: int) -> Case:
-        for warm in range(self.sizes.case_warmups):
+    def run_case(
+        self, case: Case, engine: Any, label: str, batch: data.Batch, reps: int, warmups: int | None = None
+    ) -> Case:
+        for warm in range(self.sizes.case_warmups if warmups is None else warmups):
             engine.reset(label)
             engine.apply(label, batch, f"{case.scenario}-{label}-warm{warm}")
         for rep in range(reps):
@@ -195,6 +215,34 @@ class Bench:
                     self.run_case(case, engine, label, batch, s.growth_reps)
                     if engine.spark_based and not self.args.keep_tables:
                         self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
+
+    def scenario_large(self) -> None:
+        """1M changes into 16M rows, both modes: one run each, no warm-up run (each is minutes long)."""
+        s = self.sizes
+        if not s.large_rows:
+            self.log("scenario large: not in --quick")
+            return
+        self.log(
+            f"scenario large: {s.large_changes:,} changes into {s.large_rows:,} rows, {s.large_reps} run(s)"
+        )
+        base = self.base(s.large_rows)
+        batch = self.batch(s.large_changes, s.large_rows, batch_no=2)
+        for mode, props in (("merge-on-read", MOR), ("copy-on-write", COW)):
+            for name, engine in self.engines.items():
+                case = Case(
+                    "large", f"{s.large_rows:,} rows, {mode}", name, s.large_rows, batch.changes, mode=mode
+                )
+                if name == "pyiceberg":
+                    self.skipped(
+                        case, self.skip_pyiceberg(s.large_rows) or "PyIceberg writes copy-on-write only"
+                    )
+                    continue
+                label = f"large_{mode[:3]}_{name.replace('-', '_')}"
+                self.log(f"  loading {s.large_rows:,}-row base table for {name} ({mode})")
+                engine.create(label, base, props)
+                self.run_case(case, engine, label, batch, s.large_reps, warmups=0)
+                if engine.spark_based and not self.args.keep_tables:
+                    self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
 
     def scenario_small(self) -> None:
         s = self.sizes
