@@ -121,7 +121,7 @@ class PythonFunction(Construct):
             acknowledge_check(self.function, "CKV_AWS_116", NO_DLQ_REASON)
         if network is None:
             acknowledge_check(self.function, "CKV_AWS_117", NO_VPC_REASON)
-        if network is not None:
+        else:
             # VpcConfig set directly: CDK's `vpc=` would attach the AWS managed VPC-access policy.
             self.function.node.default_child.add_property_override("VpcConfig", network.vpc_config())
             network.grant_network_interfaces(self.role)
