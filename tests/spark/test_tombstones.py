@@ -11,6 +11,7 @@ from lakeloader.engine import apply_batch, tombstones
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.maintenance import maintain_table
 from lakeloader.spark import CATALOG
+from tests.spark.test_job_count import jobs_of
 
 pytestmark = pytest.mark.spark
 
@@ -200,17 +201,6 @@ def test_with_tombstones_off_a_delete_leaves_none(spark, raw, make_table, mode):
     live = rows if mode == "merge" else current
     assert live(spark, table) == [(6, "b")] and result.deleted == 1
     assert not spark.catalog.tableExists(f"{target(table)}{tombstones.SUFFIX}")
-
-
-def jobs_of(spark, table, raw, run_id: str):
-    """The batch's result and the number of Spark jobs it started."""
-    context = spark.sparkContext
-    context.setLocalProperty("spark.jobGroup.id", run_id)
-    try:
-        result = apply_batch(spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id=run_id)
-    finally:
-        context.setLocalProperty("spark.jobGroup.id", None)
-    return result, len(context.statusTracker().getJobIdsForGroup(run_id))
 
 
 def test_a_batch_whose_keys_cannot_have_a_tombstone_does_not_probe_them(spark, raw, make_table, monkeypatch):
