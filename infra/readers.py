@@ -32,7 +32,7 @@ from aws_cdk import aws_lakeformation as lakeformation
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.catalog import Catalog
+from infra.catalog import Catalog, glue_arns
 from infra.lake_formation import grant
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.settings import ReaderSettings, SettingsError, Stage
@@ -198,11 +198,7 @@ class Readers(Construct):
                 sid="ReadCatalog",
                 actions=CATALOG_READ_ACTIONS,
                 resources=[
-                    stack.format_arn(service="glue", resource="catalog"),
-                    *[
-                        stack.format_arn(service="glue", resource="database", resource_name=d)
-                        for d in databases
-                    ],
+                    *glue_arns(self, databases, tables=False),
                     *[
                         stack.format_arn(service="glue", resource="table", resource_name=f"{d}/{t}")
                         for d, t in physical
