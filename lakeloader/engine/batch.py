@@ -143,7 +143,19 @@ def apply_batch(
 
         def write(target: commit.Destination, batch: DataFrame) -> None:
             if table.mode == "merge":
-                merge.write(spark, target, table, batch, target_schema, seq, result, progress, keyed, ranges)
+                merge.write(
+                    spark,
+                    target,
+                    table,
+                    batch,
+                    target_schema,
+                    seq,
+                    result,
+                    progress,
+                    keyed,
+                    ranges,
+                    target_rows=state.records,
+                )
             elif table.mode == "scd2":
                 scd2.write(spark, target, table, batch, target_schema, result, progress)
             else:

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 ACTION = "_ll_action"
 ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
+# Up to this many rows, a small batch's matches in the table are read in classification's own task,
+# not broadcast by a job of their own: 1k changes into 4M rows took 1.43 s so against 1.58 s, into 16M
+# rows 2.32 s against 2.17 s, the one task's scan then costing more than the job (benchmarks/RESULTS.md).
+ONE_TASK_TARGET_ROWS = 4_000_000
 
 # Test seam: called with (spark, target table) after classification, right before the MERGE
 # statement runs, so a test can commit a concurrent change there. None (always, outside tests)
@@ -54,13 +58,15 @@ def classify(
     seq: list[str],
     *,
     small: bool = False,
+    small_target: bool = False,
     key_values: dict[str, list[str]] | None = None,
     key_ranges: dict[str, tuple] | None = None,
 ) -> DataFrame:
     """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
 
     `seq`: the sequence columns the table holds, in tuple order (empty: every change is newer).
-    `small`: the batch is one partition (cdc.is_small); its matches are broadcast back onto it.
+    `small`: the batch is one partition (cdc.is_small); its matches are broadcast back onto it, or,
+    `small_target` (the table holds at most ONE_TASK_TARGET_ROWS rows), read in the same one task.
     `key_values`: SQL literals of every value a key column (target spelling) takes in the batch
     (cdc.Changes), so the target is filtered by them instead of probed with a join (one job less).
     `key_ranges`: each key column's lowest and highest value in the batch (cdc.Changes), so the
@@ -84,7 +90,13 @@ def classify(
         probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
         matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
     condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
-    joined = batch.join(F.broadcast(matched) if small else matched, on=condition, how="left")
+    if small and small_target:
+        # Both one partition: the sort-merge join of the two needs no shuffle and runs inside
+        # classification's own job (a broadcast is a job more).
+        matched = matched.coalesce(1).hint("merge")
+    elif small:
+        matched = F.broadcast(matched)
+    joined = batch.join(matched, on=condition, how="left")
     # The newest tombstone of each key that has one, probed with the batch's keys (a join of its own;
     # with the same `probe` as the target's, so Spark broadcasts the key set once for both).
     seq_types = [batch.schema[c].dataType for c in seq]
@@ -167,8 +179,10 @@ def write(
     progress: Progress,
     key_values: dict[str, list[str]],
     key_ranges: dict[str, tuple] | None = None,
+    target_rows: int = 0,
 ) -> None:
-    """Classify the latest change per key, record the tombstones, then the one MERGE (`merge_sql`)."""
+    """Classify the latest change per key, record the tombstones, then the one MERGE (`merge_sql`).
+    `target_rows`: how many rows the table holds (its snapshot summary)."""
     name = target.name
     small = cdc.is_small(changes)
     changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
@@ -179,7 +193,15 @@ def write(
     # counts reported must be what this MERGE was given (its own guard handles the rest).
     progress("classifying against the table and its tombstones")
     classified = classify(
-        spark, name, aligned, table, seq, small=small, key_values=key_values, key_ranges=key_ranges
+        spark,
+        name,
+        aligned,
+        table,
+        seq,
+        small=small,
+        small_target=target_rows <= ONE_TASK_TARGET_ROWS,
+        key_values=key_values,
+        key_ranges=key_ranges,
     )
     classified = classified.filter(F.col(ACTION) != "skip")
     # The counts per action are observed while the checkpoint is written: no extra Spark job.

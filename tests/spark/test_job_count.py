@@ -11,13 +11,13 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
-from lakeloader.engine import apply_batch
+from lakeloader.engine import apply_batch, merge
 from lakeloader.inputs import list_inputs
 from lakeloader.spark import CATALOG
 
 pytestmark = pytest.mark.spark
 
-MAX_JOBS = 7  # 6 without tombstones; a batch with deletes appends its tombstones (one job)
+MAX_JOBS = 6  # 5 without tombstones; a batch with deletes appends its tombstones (one job)
 DMS = pa.schema(
     [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
 )
@@ -35,7 +35,17 @@ def jobs_of(spark, table, raw, run_id: str):
     return result, len(context.statusTracker().getJobIdsForGroup(run_id))
 
 
-def test_a_small_batch_runs_at_most_seven_spark_jobs(spark, raw, make_table):
+@pytest.mark.parametrize(
+    ("one_task_rows", "max_jobs"),
+    [(merge.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],
+    ids=["matches-read-in-classification", "large-table-matches-broadcast"],
+)
+def test_a_small_batch_runs_at_most_six_spark_jobs(
+    spark, raw, make_table, monkeypatch, one_task_rows, max_jobs
+):
+    """Into a table above merge.ONE_TASK_TARGET_ROWS rows (0 here), the batch's matches are broadcast:
+    one job more, the same result."""
+    monkeypatch.setattr(merge, "ONE_TASK_TARGET_ROWS", one_task_rows)
     table = make_table()  # a new table's defaults (merge-on-read)
     base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
     raw.write_parquet("src/20261101-0800.parquet", base, DMS)
@@ -51,7 +61,7 @@ def test_a_small_batch_runs_at_most_seven_spark_jobs(spark, raw, make_table):
         raw.write_parquet(f"src/20261101-09{batch:02d}.parquet", changes, DMS)
         result, jobs = jobs_of(spark, table, raw, f"batch{batch}-{table.id}")
         assert (result.files, result.inserted, result.updated, result.deleted) == (1, 5, 30, 1)
-        assert jobs <= MAX_JOBS, f"batch {batch}: {jobs} Spark jobs (python -m benchmarks.jobs lists them)"
+        assert jobs <= max_jobs, f"batch {batch}: {jobs} Spark jobs (python -m benchmarks.jobs lists them)"
 
 
 def test_a_batch_reports_every_phase_the_benchmark_profiles(spark, raw, make_table):
