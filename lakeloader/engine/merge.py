@@ -43,6 +43,10 @@ ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify t
 # not broadcast by a job of their own: 1k changes into 4M rows took 1.43 s so against 1.58 s, into 16M
 # rows 2.32 s against 2.17 s, the one task's scan then costing more than the job (benchmarks/RESULTS.md).
 ONE_TASK_TARGET_ROWS = 4_000_000
+# Up to this many changes, their keys are broadcast to the probe of the table, which AQE would
+# otherwise turn into a shuffle of every row of the table once the key set outgrows its 10 MiB
+# estimate (1M changes into 16M rows: benchmarks/RESULTS.md). A long key is 8 bytes a change.
+BROADCAST_KEYS_MAX = 4_000_000
 
 # Test seam: called with (spark, target table) after classification, right before the MERGE
 # statement runs, so a test can commit a concurrent change there. None (always, outside tests)
@@ -61,6 +65,8 @@ def classify(
     small_target: bool = False,
     key_values: dict[str, list[str]] | None = None,
     key_ranges: dict[str, tuple] | None = None,
+    probe_keys: DataFrame | None = None,
+    broadcast_keys: bool = False,
 ) -> DataFrame:
     """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
 
@@ -71,6 +77,9 @@ def classify(
     (cdc.Changes), so the target is filtered by them instead of probed with a join (one job less).
     `key_ranges`: each key column's lowest and highest value in the batch (cdc.Changes), so the
     tombstones are not probed when none can fall within (tombstones.lookup).
+    `probe_keys`: the key columns (in table.keys order) of every change, the batch's before it was
+    reduced to the latest per key, so the probe does not compute that reduction a second time;
+    default: `batch`'s. `broadcast_keys`: broadcast them to the table's scan, whatever Spark estimates.
     """
     keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
@@ -79,16 +88,19 @@ def classify(
     target_cols.extend(F.col(c).alias(h) for c, h in zip(seq, held, strict=True))
     target = spark.table(name).select(*target_cols)
     # Find the batch's keys in the target without shuffling the table (benchmarks/RESULTS.md): a small
-    # batch's key values filter the target scan; otherwise an inner join lets Spark broadcast the key
-    # set and stream the scan. Only the few matches are then joined back onto the batch.
+    # batch's key values filter the target scan; otherwise a semi-join with the key set, broadcast,
+    # streams the scan. Only the few matches are then joined back onto the batch.
     listed = [(i, key_values[k]) for i, k in enumerate(keys) if k in (key_values or {})]
-    probe = batch.select(*[F.col(k).alias(f"_ll_k_{i}") for i, k in enumerate(keys)])
+    probe_from = probe_keys if probe_keys is not None else batch.select(*keys)
+    probe = probe_from.toDF(*[f"_ll_k_{i}" for i in range(len(keys))])
+    if broadcast_keys:
+        probe = F.broadcast(probe)
     if listed:
         # One SQL expression, not Column.isin: that makes one py4j call per value.
         matched = target.filter(" AND ".join(f"{quote(f'_ll_t_{i}')} IN ({', '.join(v)})" for i, v in listed))
     else:
         probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
-        matched = target.join(probe, on=probe_on, how="inner").drop(*probe.columns)
+        matched = target.join(probe, on=probe_on, how="left_semi")
     condition = [F.col(k) == F.col(f"_ll_t_{i}") for i, k in enumerate(keys)]
     if small and small_target:
         # Both one partition: the sort-merge join of the two needs no shuffle and runs inside
@@ -202,6 +214,8 @@ def write(
         small_target=target_rows <= ONE_TASK_TARGET_ROWS,
         key_values=key_values,
         key_ranges=key_ranges,
+        probe_keys=changes.select(*[find_column(changes.columns, k) for k in table.keys]),
+        broadcast_keys=result.changes <= BROADCAST_KEYS_MAX,
     )
     classified = classified.filter(F.col(ACTION) != "skip")
     # The counts per action are observed while the checkpoint is written: no extra Spark job.
