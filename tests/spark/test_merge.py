@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakeloader.engine import apply_batch
+from lakeloader.engine import apply_batch, cdc, merge
 from lakeloader.errors import BadInputError
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
@@ -16,7 +16,28 @@ from tests.spark.merge_batches import DMS, FULL, T0, at, change, load, rows, sna
 pytestmark = pytest.mark.spark
 
 
-def test_full_load_then_cdc_inserts_updates_and_deletes(spark, raw, make_table):
+@pytest.fixture(params=["key-list", "semi-join", "large-batch-shuffled"])
+def probe(request, spark, monkeypatch):
+    """Each way classification finds the batch's keys in the table (lakeloader.engine.merge.classify):
+    a small batch's key values filter the scan; without them, a semi-join with its keys, read in one
+    task; a large batch's keys above BROADCAST_KEYS_MAX are shuffled, not broadcast."""
+    if request.param != "key-list":
+        monkeypatch.setattr(cdc, "MAX_LISTED_KEYS", 0)
+    if request.param == "large-batch-shuffled":
+        monkeypatch.setattr(cdc, "SMALL_BATCH_BYTES", 0)
+        monkeypatch.setattr(merge, "BROADCAST_KEYS_MAX", 0)
+        for conf in ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold"):
+            previous = spark.conf.get(conf, None)
+            spark.conf.set(conf, "-1")
+            request.addfinalizer(
+                lambda conf=conf, previous=previous: (
+                    spark.conf.unset(conf) if previous is None else spark.conf.set(conf, previous)
+                )
+            )
+    return request.param
+
+
+def test_full_load_then_cdc_inserts_updates_and_deletes(spark, raw, make_table, probe):
     table = make_table()
     raw.write_parquet(
         "src/LOAD00000001.parquet",
@@ -36,7 +57,7 @@ def test_full_load_then_cdc_inserts_updates_and_deletes(spark, raw, make_table):
     assert rows(spark, table) == [(1, "one"), (3, "n3"), (4, "four")]
 
 
-def test_delete_then_reinsert_in_one_batch_and_across_batches(spark, raw, make_table):
+def test_delete_then_reinsert_in_one_batch_and_across_batches(spark, raw, make_table, probe):
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1), change("I", 2, "b", 1)], DMS)
     load(spark, table, raw)
@@ -49,7 +70,7 @@ def test_delete_then_reinsert_in_one_batch_and_across_batches(spark, raw, make_t
     assert rows(spark, table) == [(1, "a2"), (2, "b2")]
 
 
-def test_late_file_never_overwrites_newer_rows(spark, raw, make_table):
+def test_late_file_never_overwrites_newer_rows(spark, raw, make_table, probe):
     table = make_table()
     raw.write_parquet(
         "src/20261101-1000.parquet", [change("I", 1, "new", 30), change("I", 2, "keep", 30)], DMS
