@@ -24,8 +24,9 @@ from benchmarks.engines import MOR, LakeloaderEngine, SparkTables
 from benchmarks.measure import PeakRss
 
 
-def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[str]) -> Any:
-    """`lakeloader.engine.merge.classify` before the probe join: batch LEFT JOIN all target keys."""
+def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[str], **_probe: Any) -> Any:
+    """`lakeloader.engine.merge.classify` before the probe join: batch LEFT JOIN all target keys (it
+    takes none of the probe's arguments)."""
     from pyspark.sql import functions as F
 
     from lakeloader.columns import OP, find_column
