@@ -134,11 +134,13 @@ def apply_batch(
             if (spelled := find_column(target_schema.fieldNames(), k))
             and target_schema[spelled].dataType == data.schema[k].dataType
         }
+        key_rows = read.count  # the rows of the batch's keys that classification probes the table with
         if read.truncates and table.on_truncate == "empty_table":
             progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
             truncated = truncate.as_deletes(spark, name, table, changes)
             changes.unpersist()
             changes, keyed, ranges = truncated, {}, {}  # the deletes reach keys the batch does not hold
+            key_rows += state.records
         crash_point("after_read")
 
         def write(target: commit.Destination, batch: DataFrame) -> None:
@@ -155,6 +157,7 @@ def apply_batch(
                     keyed,
                     ranges,
                     target_rows=state.records,
+                    key_rows=key_rows,
                 )
             elif table.mode == "scd2":
                 scd2.write(spark, target, table, batch, target_schema, result, progress)

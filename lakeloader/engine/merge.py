@@ -40,12 +40,13 @@ if TYPE_CHECKING:
 ACTION = "_ll_action"
 ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
 # Up to this many rows, a small batch's matches in the table are read in classification's own task,
-# not broadcast by a job of their own: 1k changes into 4M rows took 1.43 s so against 1.58 s, into 16M
-# rows 2.32 s against 2.17 s, the one task's scan then costing more than the job (benchmarks/RESULTS.md).
+# not broadcast by a job of their own. 1k changes into 4M rows took 1.43 s that way against 1.58 s;
+# into 16M rows 2.32 s against 2.17 s, the one task's scan costing more than the job saves
+# (benchmarks/RESULTS.md).
 ONE_TASK_TARGET_ROWS = 4_000_000
-# Up to this many changes, their keys are broadcast to the probe of the table, which AQE would
-# otherwise turn into a shuffle of every row of the table once the key set outgrows its 10 MiB
-# estimate (1M changes into 16M rows: benchmarks/RESULTS.md). A long key is 8 bytes a change.
+# Up to this many key rows, the batch's keys are broadcast to the probe of the table. AQE would
+# otherwise turn it into a shuffle of every row of the table once the key set outgrows its 10 MiB
+# estimate (1M changes into 16M rows: benchmarks/RESULTS.md). A long key is 8 bytes a row.
 BROADCAST_KEYS_MAX = 4_000_000
 
 # Test seam: called with (spark, target table) after classification, right before the MERGE
@@ -65,7 +66,7 @@ def classify(
     small_target: bool = False,
     key_values: dict[str, list[str]] | None = None,
     key_ranges: dict[str, tuple] | None = None,
-    probe_keys: DataFrame | None = None,
+    probe_keys: DataFrame,
     broadcast_keys: bool = False,
 ) -> DataFrame:
     """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
@@ -78,8 +79,8 @@ def classify(
     `key_ranges`: each key column's lowest and highest value in the batch (cdc.Changes), so the
     tombstones are not probed when none can fall within (tombstones.lookup).
     `probe_keys`: the key columns (in table.keys order) of every change, the batch's before it was
-    reduced to the latest per key, so the probe does not compute that reduction a second time;
-    default: `batch`'s. `broadcast_keys`: broadcast them to the table's scan, whatever Spark estimates.
+    reduced to the latest per key, so the probe does not compute that reduction a second time.
+    `broadcast_keys`: broadcast them to the table's scan, whatever Spark estimates.
     """
     keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
@@ -88,11 +89,10 @@ def classify(
     target_cols.extend(F.col(c).alias(h) for c, h in zip(seq, held, strict=True))
     target = spark.table(name).select(*target_cols)
     # Find the batch's keys in the target without shuffling the table (benchmarks/RESULTS.md): a small
-    # batch's key values filter the target scan; otherwise a semi-join with the key set, broadcast,
-    # streams the scan. Only the few matches are then joined back onto the batch.
+    # batch's key values filter the target scan; otherwise a semi-join with the key set, broadcast
+    # up to BROADCAST_KEYS_MAX, streams the scan. Only the few matches are joined back onto the batch.
     listed = [(i, key_values[k]) for i, k in enumerate(keys) if k in (key_values or {})]
-    probe_from = probe_keys if probe_keys is not None else batch.select(*keys)
-    probe = probe_from.toDF(*[f"_ll_k_{i}" for i in range(len(keys))])
+    probe = probe_keys.toDF(*[f"_ll_k_{i}" for i in range(len(keys))])
     if broadcast_keys:
         probe = F.broadcast(probe)
     if listed:
@@ -192,9 +192,11 @@ def write(
     key_values: dict[str, list[str]],
     key_ranges: dict[str, tuple] | None = None,
     target_rows: int = 0,
+    key_rows: int = 0,
 ) -> None:
     """Classify the latest change per key, record the tombstones, then the one MERGE (`merge_sql`).
-    `target_rows`: how many rows the table holds (its snapshot summary)."""
+    `target_rows`: how many rows the table holds (its snapshot summary); `key_rows`: how many rows
+    `changes` holds (more than the batch read when a truncate made deletes of the table's keys)."""
     name = target.name
     small = cdc.is_small(changes)
     changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
@@ -215,7 +217,7 @@ def write(
         key_values=key_values,
         key_ranges=key_ranges,
         probe_keys=changes.select(*[find_column(changes.columns, k) for k in table.keys]),
-        broadcast_keys=result.changes <= BROADCAST_KEYS_MAX,
+        broadcast_keys=key_rows <= BROADCAST_KEYS_MAX,
     )
     classified = classified.filter(F.col(ACTION) != "skip")
     # The counts per action are observed while the checkpoint is written: no extra Spark job.
