@@ -29,6 +29,12 @@ def value_literal(value: object) -> str:
     return literal(str(value))
 
 
+def in_lists(values: dict[str, list[str]], qualifier: str = "") -> str:
+    """`col IN (v, ...)` for each column, ANDed: `values` maps a column to SQL literals of every value
+    it takes; `qualifier` (e.g. "t.") goes before each quoted column."""
+    return " AND ".join(f"{qualifier}{quote(column)} IN ({', '.join(v)})" for column, v in values.items())
+
+
 def timestamp_literal(moment: datetime) -> str:
     """A Spark TIMESTAMP literal for an aware datetime, independent of the session time zone."""
     utc = moment.astimezone(UTC)

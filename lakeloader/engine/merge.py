@@ -30,7 +30,7 @@ from lakeloader.engine import cdc, partial, schema, tombstones
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
-from lakeloader.sql import quote
+from lakeloader.sql import in_lists, quote
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -91,13 +91,13 @@ def classify(
     # Find the batch's keys in the target without shuffling the table (benchmarks/RESULTS.md): a small
     # batch's key values filter the target scan; otherwise a semi-join with the key set, broadcast
     # up to BROADCAST_KEYS_MAX, streams the scan. Only the few matches are joined back onto the batch.
-    listed = [(i, key_values[k]) for i, k in enumerate(keys) if k in (key_values or {})]
+    listed = {f"_ll_t_{i}": key_values[k] for i, k in enumerate(keys) if k in (key_values or {})}
     probe = probe_keys.toDF(*[f"_ll_k_{i}" for i in range(len(keys))])
     if broadcast_keys:
         probe = F.broadcast(probe)
     if listed:
         # One SQL expression, not Column.isin: that makes one py4j call per value.
-        matched = target.filter(" AND ".join(f"{quote(f'_ll_t_{i}')} IN ({', '.join(v)})" for i, v in listed))
+        matched = target.filter(in_lists(listed))
     else:
         probe_on = [F.col(f"_ll_t_{i}") == F.col(f"_ll_k_{i}") for i in range(len(keys))]
         matched = target.join(probe, on=probe_on, how="left_semi")
@@ -165,8 +165,8 @@ def merge_sql(
     not touch before the join's shuffle instead of shuffling the whole table (benchmarks/RESULTS.md).
     """
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
-    for column, values in (key_values or {}).items():
-        on += f" AND t.{quote(column)} IN ({', '.join(values)})"
+    if key_values:
+        on += " AND " + in_lists(key_values, qualifier="t.")
     newer = newer_sql([f"t.{quote(c)}" for c in seq], [f"s.{quote(c)}" for c in seq]) if seq else ""
     guard = f" AND {newer}" if seq else ""
     set_terms, value_terms = partial.merge_values(columns, filled or {}, seq)

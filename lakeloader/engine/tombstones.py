@@ -16,7 +16,7 @@ from lakeloader.config import TableConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.spark import table_exists
-from lakeloader.sql import qualified, quote
+from lakeloader.sql import in_lists, qualified, quote
 
 SUFFIX = TOMBSTONES_SUFFIX
 RECORDED_AT = "_ll_recorded_at"
@@ -100,7 +100,7 @@ def lookup(
     rows = _newest(spark, tomb, keys, [f.dataType for f in batch_keys.schema.fields], seq, seq_types)
     listed = {k: v for k, v in (key_values or {}).items() if k in keys}
     if listed:
-        rows = rows.filter(" AND ".join(f"{quote(k)} IN ({', '.join(v)})" for k, v in listed.items()))
+        rows = rows.filter(in_lists(listed))
     else:
         on = [rows[quote(k)] == batch_keys[quote(c)] for k, c in zip(keys, batch_keys.columns, strict=True)]
         rows = rows.join(batch_keys, on=on, how="left_semi")
