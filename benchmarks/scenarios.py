@@ -169,6 +169,24 @@ class Bench:
             engine.create(label, base, {})
             engine.apply(label, batch, "warmup")
 
+    def run_on_fresh_table(
+        self,
+        case: Case,
+        engine: Any,
+        label: str,
+        base: list[Path],
+        properties: dict[str, str],
+        batch: data.Batch,
+        reps: int,
+        warmups: int | None = None,
+    ) -> None:
+        """Load the base table under `label`, run the case on it, then drop it (unless --keep-tables)."""
+        self.log(f"  loading {case.rows:,}-row base table for {case.engine} ({case.mode})")
+        engine.create(label, base, properties)
+        self.run_case(case, engine, label, batch, reps, warmups=warmups)
+        if engine.spark_based and not self.args.keep_tables:
+            self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
+
     def scenario_batch(self) -> None:
         s = self.sizes
         self.log(
@@ -210,11 +228,8 @@ class Bench:
                         self.skipped(case, skip)
                         continue
                     label = f"growth_{rows}_{mode[:3]}_{name.replace('-', '_')}"
-                    self.log(f"  loading {rows:,}-row base table for {name} ({mode})")
-                    engine.create(label, base, MOR if mode == "merge-on-read" else COW)
-                    self.run_case(case, engine, label, batch, s.growth_reps)
-                    if engine.spark_based and not self.args.keep_tables:
-                        self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
+                    props = MOR if mode == "merge-on-read" else COW
+                    self.run_on_fresh_table(case, engine, label, base, props, batch, s.growth_reps)
 
     def scenario_large(self) -> None:
         """1M changes into 16M rows, both modes: one run each, no warm-up run (each is minutes long)."""
@@ -238,11 +253,7 @@ class Bench:
                     )
                     continue
                 label = f"large_{mode[:3]}_{name.replace('-', '_')}"
-                self.log(f"  loading {s.large_rows:,}-row base table for {name} ({mode})")
-                engine.create(label, base, props)
-                self.run_case(case, engine, label, batch, s.large_reps, warmups=0)
-                if engine.spark_based and not self.args.keep_tables:
-                    self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
+                self.run_on_fresh_table(case, engine, label, base, props, batch, s.large_reps, warmups=0)
 
     def scenario_small(self) -> None:
         s = self.sizes
