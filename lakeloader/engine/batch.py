@@ -126,20 +126,25 @@ def apply_batch(
             for k, values in read.key_values.items()
             if spelled[k] and worth
         }
-        # Each key column's range in the batch, where the table types the column as the batch does:
-        # the tombstones' probe is skipped when no tombstone can fall within (lakeloader.engine.tombstones).
-        ranges = {
-            spelled: bounds
-            for k, bounds in read.key_ranges.items()
+        # Where a tombstone must lie to bury a change of the batch, for columns the table types as the
+        # batch does: within each key column's range, and at or above the lowest first sequence value
+        # of its inserts and updates. The probe is skipped when none can (lakeloader.engine.tombstones).
+        bounds = {
+            spelled: key_range
+            for k, key_range in read.key_ranges.items()
             if (spelled := find_column(target_schema.fieldNames(), k))
             and target_schema[spelled].dataType == data.schema[k].dataType
         }
+        first = find_column(data.columns, table.sequence_column or "")
+        same_type = bool(first and held[0]) and target_schema[held[0]].dataType == data.schema[first].dataType
+        if read.sequence_low is not None and same_type:
+            bounds[held[0]] = (read.sequence_low, None)
         key_rows = read.count  # the rows of the batch's keys that classification probes the table with
         if read.truncates and table.on_truncate == "empty_table":
             progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
             truncated = truncate.as_deletes(spark, name, table, changes)
             changes.unpersist()
-            changes, keyed, ranges = truncated, {}, {}  # the deletes reach keys the batch does not hold
+            changes, keyed, bounds = truncated, {}, {}  # the deletes reach keys the batch does not hold
             key_rows += state.records
         crash_point("after_read")
 
@@ -155,7 +160,7 @@ def apply_batch(
                     result,
                     progress,
                     keyed,
-                    ranges,
+                    bounds,
                     target_rows=state.records,
                     key_rows=key_rows,
                 )

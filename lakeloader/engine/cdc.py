@@ -32,6 +32,7 @@ from lakeloader.errors import BadInputError
 from lakeloader.formats import SourceFormat, source_format
 from lakeloader.formats.files import Check, replace_checked, require_sequence
 from lakeloader.inputs import InputFile, batch_order
+from lakeloader.sql import quote
 
 VALID_OPS = ("I", "U", "D", "T")
 SMALL_BATCH_BYTES = 32 * 1024 * 1024  # raw input up to this size is one partition (see read_changes)
@@ -84,6 +85,10 @@ class Changes:
     # Each key column's (lowest, highest) value (source spelling): integer columns, and string columns
     # whose two ends are ASCII (every string order agrees with them). Others are left out.
     key_ranges: dict[str, tuple] = field(default_factory=dict)
+    # The lowest value of the first sequence column among the inserts and updates (the changes a
+    # tombstone could bury), as Iceberg's file bounds order it: an int (microseconds for timestamps,
+    # days for dates) or an ASCII str. None when one of them has no value there, or for other types.
+    sequence_low: int | str | None = None
 
 
 def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]) -> Changes:
@@ -139,6 +144,11 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     for k in ranged:  # a truncate carries no key
         metrics += [F.min(F.when(not_truncate, F.col(k))).alias(f"low{k}")]
         metrics += [F.max(F.when(not_truncate, F.col(k))).alias(f"high{k}")]
+    seq_type = df.schema[SEQ].dataType
+    if (ordered := _as_bounds_order(SEQ, seq_type)) is not None:
+        buryable = ~F.col(OP).isin("D", "T")
+        metrics += [F.min(F.when(buryable, ordered)).alias("seqlow")]
+        metrics += [F.count(F.when(buryable & F.col(SEQ).isNull(), 1)).alias("seqnulls")]
     if sum(f.size for f in files) <= SMALL_BATCH_BYTES:
         df = df.coalesce(1)  # one partition: deduplication and joins on the key need no shuffle
         listed = ranged
@@ -161,7 +171,25 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     listed_values = {k: v for k, v in values.items() if len(v) <= MAX_LISTED_KEYS}
     ranges = {k: (observed[f"low{k}"], observed[f"high{k}"]) for k in ranged}
     key_ranges = {k: r for k, r in ranges.items() if None not in r and all(map(_comparable, r))}
-    return Changes(df, observed["rows"], listed_values, observed["truncates"] or 0, key_ranges)
+    sequence_low = None
+    if ordered is not None and not observed["seqnulls"] and (low := observed["seqlow"]) is not None:
+        sequence_low = low if _comparable(low) else None
+    return Changes(df, observed["rows"], listed_values, observed["truncates"] or 0, key_ranges, sequence_low)
+
+
+def _as_bounds_order(name: str, data_type: T.DataType) -> Column | None:
+    """Column `name` as a value Iceberg binds to its type: integers and strings as they are, timestamps
+    as microseconds, dates as days. None: a type left out."""
+    column = F.col(name)
+    if isinstance(data_type, LISTABLE):
+        return column
+    if isinstance(data_type, T.TimestampNTZType):  # its wall clock, no zone in between
+        return F.expr(f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {quote(name)})")
+    if isinstance(data_type, T.TimestampType):
+        return F.unix_micros(column)
+    if isinstance(data_type, T.DateType):
+        return F.unix_date(column)
+    return None
 
 
 def _comparable(value: object) -> bool:

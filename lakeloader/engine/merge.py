@@ -65,7 +65,7 @@ def classify(
     small: bool = False,
     small_target: bool = False,
     key_values: dict[str, list[str]] | None = None,
-    key_ranges: dict[str, tuple] | None = None,
+    bounds: dict[str, tuple] | None = None,
     probe_keys: DataFrame,
     broadcast_keys: bool = False,
 ) -> DataFrame:
@@ -76,8 +76,8 @@ def classify(
     `small_target` (the table holds at most ONE_TASK_TARGET_ROWS rows), read in the same one task.
     `key_values`: SQL literals of every value a key column (target spelling) takes in the batch
     (cdc.Changes), so the target is filtered by them instead of probed with a join (one job less).
-    `key_ranges`: each key column's lowest and highest value in the batch (cdc.Changes), so the
-    tombstones are not probed when none can fall within (tombstones.lookup).
+    `bounds`: each column's (lowest, highest) value, None for no limit, a tombstone must hold to bury
+    a change of the batch, so they are not probed when none can (tombstones.lookup).
     `probe_keys`: the key columns (in table.keys order) of every change, the batch's before it was
     reduced to the latest per key, so the probe does not compute that reduction a second time.
     `broadcast_keys`: broadcast them to the table's scan, whatever Spark estimates.
@@ -121,7 +121,7 @@ def classify(
         seq_types,
         probe,
         key_values=key_values,
-        key_ranges=key_ranges,
+        bounds=bounds,
         small=small,
     )
     if tomb is not None:
@@ -190,7 +190,7 @@ def write(
     result: Applied,
     progress: Progress,
     key_values: dict[str, list[str]],
-    key_ranges: dict[str, tuple] | None = None,
+    bounds: dict[str, tuple] | None = None,
     target_rows: int = 0,
     key_rows: int = 0,
 ) -> None:
@@ -215,7 +215,7 @@ def write(
         small=small,
         small_target=target_rows <= ONE_TASK_TARGET_ROWS,
         key_values=key_values,
-        key_ranges=key_ranges,
+        bounds=bounds,
         probe_keys=changes.select(*[find_column(changes.columns, k) for k in table.keys]),
         broadcast_keys=key_rows <= BROADCAST_KEYS_MAX,
     )

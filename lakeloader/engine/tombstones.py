@@ -77,7 +77,7 @@ def lookup(
     batch_keys: DataFrame,
     *,
     key_values: dict[str, list[str]] | None = None,
-    key_ranges: dict[str, tuple] | None = None,
+    bounds: dict[str, tuple] | None = None,
     small: bool = False,
 ) -> DataFrame | None:
     """The newest tombstone (TOMB) of each key of `batch_keys` (columns: the `keys`, in order, by any
@@ -85,17 +85,19 @@ def lookup(
     can match: then the side table's data is not read.
 
     Skipped (None) without a Spark job when the side table is absent, holds no file, or holds no file
-    whose key bounds overlap `key_ranges` (each key column's lowest and highest value in the batch,
-    lakeloader.iceberg.may_hold). Otherwise the tombstones are narrowed to the batch's keys first --
-    by `key_values` (SQL literals of every value a key column takes, as merge.classify filters the
-    target), else a semi-join with `batch_keys` -- and only those are folded to one row per key.
+    whose bounds meet `bounds` (lakeloader.iceberg.may_hold): each key column's lowest and highest
+    value in the batch, and the lowest first sequence value of its inserts and updates -- a tombstone
+    below it buries none of them, so a batch newer than every delete recorded so far, the ordinary
+    case, skips. Otherwise the tombstones are narrowed to the batch's keys first -- by `key_values`
+    (SQL literals of every value a key column takes, as merge.classify filters the target), else a
+    semi-join with `batch_keys` -- and only those are folded to one row per key.
     `small`: the batch is one partition; so are the few tombstones, so neither the fold nor the
     caller's join needs a shuffle (or a broadcast job) of its own.
     """
     tomb = side_table(name, table)
     if not enabled(table, seq) or not table_exists(spark, tomb):
         return None
-    if not iceberg.may_hold(spark, tomb, key_ranges or {}):
+    if not iceberg.may_hold(spark, tomb, bounds or {}):
         return None
     rows = _newest(spark, tomb, keys, [f.dataType for f in batch_keys.schema.fields], seq, seq_types)
     listed = {k: v for k, v in (key_values or {}).items() if k in keys}

@@ -45,7 +45,8 @@ def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
 
 def may_hold(spark: SparkSession, name: str, ranges: dict[str, tuple[object, object]]) -> bool:
     """Whether a live data file of `name` may hold a row whose every column in `ranges` lies within
-    its inclusive (low, high); with no ranges, whether the table holds any data file at all.
+    its inclusive (low, high), a None end being no limit; with no ranges, whether the table holds any
+    data file at all.
 
     Iceberg's own scan planning on the driver (catalog I/O and manifests, no Spark job) decides it
     from each file's lower and upper bounds, per file: a row can match only in a file whose bounds
@@ -56,10 +57,10 @@ def may_hold(spark: SparkSession, name: str, ranges: dict[str, tuple[object, obj
     expressions = jvm.org.apache.iceberg.expressions.Expressions
     condition = expressions.alwaysTrue()
     for column, (low, high) in ranges.items():
-        within = getattr(expressions, "and")(
-            expressions.greaterThanOrEqual(column, low), expressions.lessThanOrEqual(column, high)
-        )
-        condition = getattr(expressions, "and")(condition, within)
+        if low is not None:
+            condition = getattr(expressions, "and")(condition, expressions.greaterThanOrEqual(column, low))
+        if high is not None:
+            condition = getattr(expressions, "and")(condition, expressions.lessThanOrEqual(column, high))
     try:
         tasks = iceberg_table(spark, name).newScan().caseSensitive(False).filter(condition).planFiles()
         try:

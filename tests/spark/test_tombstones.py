@@ -280,6 +280,10 @@ def test_only_a_file_whose_bounds_meet_every_key_range_may_hold_a_key(spark):
         spark, name, {"REGION": ("zz", "zzz")}
     )  # names as the table spells them or not
     assert iceberg.may_hold(spark, name, {"missing": (1, 1)})  # a column the table lacks rules nothing out
+    assert iceberg.may_hold(spark, name, {"id": (110, None)}) and iceberg.may_hold(
+        spark, name, {"id": (None, 1)}
+    )
+    assert not iceberg.may_hold(spark, name, {"id": (111, None)})  # a None end: no limit that side
     spark.sql(f"DELETE FROM {name} WHERE region = 'us'")
     assert not iceberg.may_hold(spark, name, {"id": (100, 110)})
 
@@ -302,3 +306,62 @@ def test_a_batch_reports_key_ranges_only_where_every_order_agrees(spark, raw, ma
     assert ascii_only.key_ranges == {"code": ("a", "b"), "id": (3, 9)}
     mixed = cdc.read_changes(spark, make_table(keys=["code", "id"]), list_inputs(str(raw.root), "src/"))
     assert mixed.key_ranges == {"id": (3, 9)}
+
+
+def test_a_batch_newer_than_every_tombstone_does_not_probe_them(spark, raw, make_table, monkeypatch):
+    """Tombstones of keys 1..10 at minute 120: re-inserting the same keys at minute 130 cannot be buried,
+    so it runs no probe, as many Spark jobs as with tombstones off. One change older than the tombstones,
+    or one with no sequence value (NULL is the oldest), is probed and stays buried."""
+    from lakeloader.engine import cdc
+
+    monkeypatch.setattr(cdc, "SMALL_BATCH_BYTES", 0)  # a large batch's plan: there the probe has jobs
+    table, twin = make_table(), make_table(tombstones={"enabled": False})  # both read the same files
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", i, "a", 0) for i in range(1, 12)], DMS)
+    raw.write_parquet("src/20261101-1000.parquet", [change("D", i, None, 120) for i in range(1, 11)], DMS)
+    for each in (table, twin):
+        load(spark, each, raw)
+    raw.write_parquet("src/20261101-1001.parquet", [change("I", i, "b", 130) for i in range(1, 6)], DMS)
+    skipped, skipped_jobs = jobs_of(spark, table, raw, f"newer-{table.id}")
+    without, jobs_without = jobs_of(spark, twin, raw, f"newer-{twin.id}")
+    assert skipped.inserted == without.inserted == 5
+    assert skipped_jobs == jobs_without
+    raw.write_parquet(
+        "src/20261101-1002.parquet", [change("I", 6, "zombie", 60), change("U", 11, "c", 140)], DMS
+    )
+    late = load(spark, table, raw)
+    assert (late.updated, late.inserted) == (1, 0) and any("1 late change(s)" in n for n in late.notes)
+    no_sequence = change("I", 7, "ghost", 0) | {"last_update_time": None}
+    raw.write_parquet("src/20261101-1003.parquet", [no_sequence, change("U", 11, "d", 150)], DMS)
+    unordered = load(spark, table, raw)
+    assert unordered.inserted == 0 and any("1 late change(s)" in n for n in unordered.notes)
+    assert rows(spark, table) == [*[(i, "b") for i in range(1, 6)], (11, "d")]
+
+
+@pytest.mark.parametrize(
+    ("arrow_type", "values", "low"),
+    [
+        (pa.int64(), [7, 3, 1], 3),
+        (pa.string(), ["b", "a", "0"], "a"),
+        (pa.string(), ["é", "é", "0"], None),  # a non-ASCII lowest value: orders may disagree
+        (pa.timestamp("us"), [T0 + timedelta(hours=1), T0, datetime(2000, 1, 1)], 1_793_520_000_000_000),
+        (
+            pa.timestamp("us", tz="UTC"),
+            [T0 + timedelta(hours=1), T0, datetime(2000, 1, 1)],
+            1_793_520_000_000_000,
+        ),
+        (pa.int64(), [7, None, 1], None),  # an update with no sequence value: NULL is the oldest
+    ],
+    ids=["int", "ascii", "non-ascii", "timestamp-ntz", "timestamp-utc", "null"],
+)
+def test_a_batch_reports_its_lowest_sequence_among_the_changes_a_tombstone_could_bury(
+    spark, raw, make_table, arrow_type, values, low
+):
+    """The skip's sequence floor, as Iceberg's bounds order it; a delete's value (the third row) is
+    left out, since no tombstone buries a delete."""
+    from lakeloader.engine import cdc
+
+    schema = pa.schema([("Op", pa.string()), ("id", pa.int64()), ("seq", arrow_type)])
+    changes = [{"Op": op, "id": i, "seq": v} for i, (op, v) in enumerate(zip("IUD", values, strict=True))]
+    raw.write_parquet("src/a.parquet", changes, schema)
+    read = cdc.read_changes(spark, make_table(sequence_by="seq"), list_inputs(str(raw.root), "src/"))
+    assert read.sequence_low == low
