@@ -122,6 +122,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workdir", help="keep tables and data here (default: a temp dir, removed)")
     parser.add_argument("--data-dir", help="reuse generated parquet data from here (it is deterministic)")
     parser.add_argument("--keep-tables", action="store_true")
+    parser.add_argument(
+        "--replay-tombstones",
+        action="store_true",
+        help="each run finds the tombstones of the batch itself (a re-delivered batch: always probed), "
+        "not an earlier batch's",
+    )
     parser.add_argument("--no-verify", dest="verify", action="store_false", help="skip result checksums")
     parser.add_argument("--json", help="write all figures to this JSON file")
     args = parser.parse_args(argv)

@@ -89,7 +89,7 @@ class Bench:
         )
         jvm_pid = self.spark.sparkContext._gateway.proc.pid
         self.rss = PeakRss({"jvm": jvm_pid, "py": os.getpid()})
-        self.tables = SparkTables(self.spark)
+        self.tables = SparkTables(self.spark, replay_tombstones=args.replay_tombstones)
         self.engines: dict[str, Any] = {}
         if "lakeloader" in args.engines:
             self.engines["lakeloader"] = LakeloaderEngine(self.tables)
