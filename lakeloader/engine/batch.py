@@ -140,12 +140,14 @@ def apply_batch(
         if read.sequence_low is not None and same_type:
             bounds[held[0]] = (read.sequence_low, None)
         key_rows = read.count  # the rows of the batch's keys that classification probes the table with
+        deletes = read.deletes
         if read.truncates and table.on_truncate == "empty_table":
             progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
             truncated = truncate.as_deletes(spark, name, table, changes)
             changes.unpersist()
             changes, keyed, bounds = truncated, {}, {}  # the deletes reach keys the batch does not hold
             key_rows += state.records
+            deletes += state.records
         crash_point("after_read")
 
         def write(target: commit.Destination, batch: DataFrame) -> None:
@@ -163,6 +165,7 @@ def apply_batch(
                     bounds,
                     target_rows=state.records,
                     key_rows=key_rows,
+                    deletes=deletes,
                 )
             elif table.mode == "scd2":
                 scd2.write(spark, target, table, batch, target_schema, result, progress)

@@ -82,6 +82,7 @@ class Changes:
     # A small batch with few keys: every value each key column (source spelling) takes; else empty.
     key_values: dict[str, list] = field(default_factory=dict)
     truncates: int = 0  # truncate events kept (on_truncate: empty_table)
+    deletes: int = 0  # delete records, soft deletes included
     # Each key column's (lowest, highest) value (source spelling): integer columns, and string columns
     # whose two ends are ASCII (every string order agrees with them). Others are left out.
     key_ranges: dict[str, tuple] = field(default_factory=dict)
@@ -133,7 +134,11 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     df = df.drop(*[c for c in df.columns if c.lower() in consumed])
 
     observation = Observation(f"lakeloader_read_{uuid.uuid4().hex[:12]}")
-    metrics = [F.count(F.lit(1)).alias("rows"), F.sum((F.col(OP) == "T").cast("long")).alias("truncates")]
+    metrics = [F.count(F.lit(1)).alias("rows")]
+    metrics += [
+        F.sum((F.col(OP) == op).cast("long")).alias(name)
+        for op, name in (("T", "truncates"), ("D", "deletes"))
+    ]
     for i, check in enumerate(checks):  # the first bad row of each check, by file position
         bad_row = F.struct(F.col(FILE_POS).alias("file"), check.value.cast("string").alias("value"))
         first_bad = F.min(F.when(check.bad, bad_row))
@@ -174,7 +179,15 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     sequence_low = None
     if ordered is not None and not observed["seqnulls"] and (low := observed["seqlow"]) is not None:
         sequence_low = low if _comparable(low) else None
-    return Changes(df, observed["rows"], listed_values, observed["truncates"] or 0, key_ranges, sequence_low)
+    return Changes(
+        df,
+        observed["rows"],
+        listed_values,
+        observed["truncates"] or 0,
+        observed["deletes"] or 0,
+        key_ranges,
+        sequence_low,
+    )
 
 
 def _as_bounds_order(name: str, data_type: T.DataType) -> Column | None:

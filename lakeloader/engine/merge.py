@@ -68,6 +68,7 @@ def classify(
     bounds: dict[str, tuple] | None = None,
     probe_keys: DataFrame,
     broadcast_keys: bool = False,
+    ahead: tombstones.Ahead | None = None,
 ) -> DataFrame:
     """Tag each latest change with the action it takes on the target: insert, update, delete or skip.
 
@@ -81,6 +82,7 @@ def classify(
     `probe_keys`: the key columns (in table.keys order) of every change, the batch's before it was
     reduced to the latest per key, so the probe does not compute that reduction a second time.
     `broadcast_keys`: broadcast them to the table's scan, whatever Spark estimates.
+    `ahead`: the batch's own tombstones are being appended meanwhile (tombstones.Ahead).
     """
     keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
@@ -123,6 +125,7 @@ def classify(
         key_values=key_values,
         bounds=bounds,
         small=small,
+        ahead=ahead,
     )
     if tomb is not None:
         # A small batch and its few tombstones are one partition each: a sort-merge join of the two
@@ -193,37 +196,52 @@ def write(
     bounds: dict[str, tuple] | None = None,
     target_rows: int = 0,
     key_rows: int = 0,
+    deletes: int = 0,
 ) -> None:
     """Classify the latest change per key, record the tombstones, then the one MERGE (`merge_sql`).
     `target_rows`: how many rows the table holds (its snapshot summary); `key_rows`: how many rows
-    `changes` holds (more than the batch read when a truncate made deletes of the table's keys)."""
+    `changes` holds (more than the batch read when a truncate made deletes of the table's keys);
+    `deletes`: how many of them are deletes."""
     name = target.name
     small = cdc.is_small(changes)
     changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
     latest = cdc.latest_per_key(changes, table.keys)
     extra = [OP, *partial.extra_columns(filled, with_source=bool(seq))]
     aligned = schema.align(latest, target_schema, extra=extra)
+    keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
+    records = tombstones.enabled(table, seq)
+    # A small batch's tombstones are appended while it is classified; a larger one's after, from the
+    # classified rows, rather than computing its latest change per key a second time.
+    ahead = None
+    if records and small and deletes:
+        ahead = tombstones.Ahead(spark, table, name, aligned.filter(F.col(OP) == "D"), keys, seq)
     # Checkpointed, not cached: a cache would be recomputed after a commit to the table, and the
     # counts reported must be what this MERGE was given (its own guard handles the rest).
     progress("classifying against the table and its tombstones")
-    classified = classify(
-        spark,
-        name,
-        aligned,
-        table,
-        seq,
-        small=small,
-        small_target=target_rows <= ONE_TASK_TARGET_ROWS,
-        key_values=key_values,
-        bounds=bounds,
-        probe_keys=changes.select(*[find_column(changes.columns, k) for k in table.keys]),
-        broadcast_keys=key_rows <= BROADCAST_KEYS_MAX,
-    )
-    classified = classified.filter(F.col(ACTION) != "skip")
-    # The counts per action are observed while the checkpoint is written: no extra Spark job.
-    observation = Observation(f"lakeloader_classified_{uuid.uuid4().hex[:12]}")
-    tally = [F.sum((F.col(ACTION) == a).cast("long")).alias(a) for a in ACTIONS]
-    classified = classified.observe(observation, *tally).localCheckpoint(eager=True)
+    try:
+        classified = classify(
+            spark,
+            name,
+            aligned,
+            table,
+            seq,
+            small=small,
+            small_target=target_rows <= ONE_TASK_TARGET_ROWS,
+            key_values=key_values,
+            bounds=bounds,
+            probe_keys=changes.select(*[find_column(changes.columns, k) for k in table.keys]),
+            broadcast_keys=key_rows <= BROADCAST_KEYS_MAX,
+            ahead=ahead,
+        )
+        classified = classified.filter(F.col(ACTION) != "skip")
+        # The counts per action are observed while the checkpoint is written: no extra Spark job.
+        observation = Observation(f"lakeloader_classified_{uuid.uuid4().hex[:12]}")
+        tally = [F.sum((F.col(ACTION) == a).cast("long")).alias(a) for a in ACTIONS]
+        classified = classified.observe(observation, *tally).localCheckpoint(eager=True)
+    except BaseException:
+        if ahead is not None:
+            ahead.wait()  # never left running; an error of its own chains onto this one
+        raise
     try:
         observed = observation.get
         counts = {action: observed[action] for action in ACTIONS if observed[action]}
@@ -234,12 +252,15 @@ def write(
             f"{result.changes:,} change(s): {result.inserted:,} to insert, {result.updated:,} to update, "
             f"{result.deleted:,} to delete"
         )
-        keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
-        buried = counts.get("delete", 0) + counts.get("tombstone", 0) if tombstones.enabled(table, seq) else 0
-        if buried:  # before the MERGE: see lakeloader.engine.tombstones
+        buried = counts.get("delete", 0) + counts.get("tombstone", 0) if records else 0
+        # Before the MERGE: see lakeloader.engine.tombstones.
+        if ahead is not None:
+            progress("recording tombstones: appended while classifying, waiting for their commit")
+            ahead.wait()
+        elif buried:
             progress(f"recording {buried:,} tombstone(s)")
-            deletes = classified.filter(F.col(ACTION).isin("delete", "tombstone"))
-            tombstones.record(spark, table, name, deletes, keys, seq)
+            buried_rows = classified.filter(F.col(ACTION).isin("delete", "tombstone"))
+            tombstones.record(spark, table, name, buried_rows, keys, seq)
         if counts.get("late"):
             result.notes.append(f"{counts['late']:,} late change(s) older than their key's delete ignored")
         if not counts.keys() & {"insert", "update", "delete"}:

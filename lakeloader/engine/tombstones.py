@@ -7,6 +7,7 @@ their purge and erasure: docs/quality_erase_maintain.md.
 
 from __future__ import annotations
 
+from pyspark import InheritableThread
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -44,10 +45,16 @@ def _newest(
     key_types: list[T.DataType],
     seq: list[str],
     seq_types: list[T.DataType],
+    snapshot_id: int | None,
 ) -> DataFrame:
-    """The tombstone rows as (keys..., TOMB struct), typed as the batch types them (the side table keeps
-    the types of its creation); a sequence column the side table lacks reads NULL."""
-    side = spark.table(tomb)
+    """The tombstone rows (as of `snapshot_id`, else now) as (keys..., TOMB struct), typed as the batch
+    types them (the side table keeps the types of its creation); a sequence column the side table
+    lacks reads NULL."""
+    side = (
+        spark.table(tomb)
+        if snapshot_id is None
+        else spark.sql(f"SELECT * FROM {tomb} VERSION AS OF {snapshot_id}")
+    )
     held = {f.name.lower(): f.name for f in side.schema.fields}
     elements = [
         (F.col(quote(held[s.lower()])) if s.lower() in held else F.lit(None)).cast(t).alias(_field(j))
@@ -79,6 +86,7 @@ def lookup(
     key_values: dict[str, list[str]] | None = None,
     bounds: dict[str, tuple] | None = None,
     small: bool = False,
+    ahead: Ahead | None = None,
 ) -> DataFrame | None:
     """The newest tombstone (TOMB) of each key of `batch_keys` (columns: the `keys`, in order, by any
     name) that has one, as (keys..., TOMB) rows to left-join onto the batch. None when no tombstone
@@ -92,14 +100,21 @@ def lookup(
     (SQL literals of every value a key column takes, as merge.classify filters the target), else a
     semi-join with `batch_keys` -- and only those are folded to one row per key.
     `small`: the batch is one partition; so are the few tombstones, so neither the fold nor the
-    caller's join needs a shuffle (or a broadcast job) of its own.
+    caller's join needs a shuffle (or a broadcast job) of its own. `ahead`: the batch's own tombstones
+    are being appended meanwhile; the side table is read as it was before.
     """
     tomb = side_table(name, table)
-    if not enabled(table, seq) or not table_exists(spark, tomb):
+    if not enabled(table, seq):
         return None
-    if not iceberg.may_hold(spark, tomb, bounds or {}):
+    if ahead is not None and ahead.snapshot_id is None:
         return None
-    rows = _newest(spark, tomb, keys, [f.dataType for f in batch_keys.schema.fields], seq, seq_types)
+    if ahead is None and not table_exists(spark, tomb):
+        return None
+    snapshot_id = ahead.snapshot_id if ahead is not None else None
+    if not iceberg.may_hold(spark, tomb, bounds or {}, snapshot_id):
+        return None
+    key_types = [f.dataType for f in batch_keys.schema.fields]
+    rows = _newest(spark, tomb, keys, key_types, seq, seq_types, snapshot_id)
     listed = {k: v for k, v in (key_values or {}).items() if k in keys}
     if listed:
         rows = rows.filter(in_lists(listed))
@@ -133,6 +148,45 @@ def record(
         spark.sql(f"ALTER TABLE {tomb} ADD COLUMNS ({spec})")
     rows = deletes.select(*[F.col(quote(c)) for c in columns], F.current_timestamp().alias(RECORDED_AT))
     rows.writeTo(tomb).append()
+
+
+class Ahead:
+    """A small batch's tombstones, appended (`record`) on a thread of their own while the batch is
+    classified, instead of after: the append's Spark job and commit overlap classification's.
+
+    `deletes`: the latest change of each key that is a delete, whatever the table holds -- a delete
+    older than the key's row leaves a tombstone too, which buries nothing the row does not already
+    outdate. The probe reads the side table as of `snapshot_id`, the one before this append (None:
+    there was nothing to read), so it never meets the batch's own. `wait` before the target's commit
+    keeps the order `record` promises.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        name: str,
+        deletes: DataFrame,
+        keys: list[str],
+        seq: list[str],
+    ):
+        tomb = side_table(name, table)
+        self.snapshot_id = iceberg.current_snapshot_id(spark, tomb) if table_exists(spark, tomb) else None
+        self._error: BaseException | None = None
+        self._thread = InheritableThread(target=self._record, args=(spark, table, name, deletes, keys, seq))
+        self._thread.start()
+
+    def _record(self, *args: object) -> None:
+        try:
+            record(*args)
+        except BaseException as error:  # noqa: BLE001 - raised again by wait, on the batch's own thread
+            self._error = error
+
+    def wait(self) -> None:
+        """Until the append has committed; raises its error."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def purge(spark: SparkSession, tomb: str, cutoff: str) -> dict[str, int]:

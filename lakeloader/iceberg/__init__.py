@@ -43,10 +43,12 @@ def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
     return snapshot.snapshotId() if snapshot is not None else None
 
 
-def may_hold(spark: SparkSession, name: str, ranges: dict[str, tuple[object, object]]) -> bool:
-    """Whether a live data file of `name` may hold a row whose every column in `ranges` lies within
-    its inclusive (low, high), a None end being no limit; with no ranges, whether the table holds any
-    data file at all.
+def may_hold(
+    spark: SparkSession, name: str, ranges: dict[str, tuple[object, object]], snapshot_id: int | None = None
+) -> bool:
+    """Whether a live data file of `name` (as of `snapshot_id`, else now) may hold a row whose every
+    column in `ranges` lies within its inclusive (low, high), a None end being no limit; with no
+    ranges, whether the table holds any data file at all.
 
     Iceberg's own scan planning on the driver (catalog I/O and manifests, no Spark job) decides it
     from each file's lower and upper bounds, per file: a row can match only in a file whose bounds
@@ -62,7 +64,10 @@ def may_hold(spark: SparkSession, name: str, ranges: dict[str, tuple[object, obj
         if high is not None:
             condition = getattr(expressions, "and")(condition, expressions.lessThanOrEqual(column, high))
     try:
-        tasks = iceberg_table(spark, name).newScan().caseSensitive(False).filter(condition).planFiles()
+        scan = iceberg_table(spark, name).newScan()
+        if snapshot_id is not None:
+            scan = scan.useSnapshot(snapshot_id)
+        tasks = scan.caseSensitive(False).filter(condition).planFiles()
         try:
             return bool(tasks.iterator().hasNext())
         finally:

@@ -365,3 +365,30 @@ def test_a_batch_reports_its_lowest_sequence_among_the_changes_a_tombstone_could
     raw.write_parquet("src/a.parquet", changes, schema)
     read = cdc.read_changes(spark, make_table(sequence_by="seq"), list_inputs(str(raw.root), "src/"))
     assert read.sequence_low == low
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["appended-while-classifying", "appended-after"])
+def test_a_failed_tombstone_append_commits_nothing_to_the_table(spark, raw, make_table, monkeypatch, small):
+    """The tombstones are committed before the table is, whether a small batch appends them while it is
+    classified or a large one after: if the append fails, the table is untouched and a re-run applies
+    the batch and records them."""
+    from lakeloader.engine import cdc
+
+    if not small:
+        monkeypatch.setattr(cdc, "SMALL_BATCH_BYTES", 0)
+    table = make_table()
+    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0), change("I", 2, "b", 0)], DMS)
+    load(spark, table, raw)
+    raw.write_parquet("src/20261101-0900.parquet", [change("D", 1, None, 60), change("U", 2, "c", 60)], DMS)
+
+    def unavailable(*args: object) -> None:
+        raise RuntimeError("side table unavailable")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tombstones, "record", unavailable)
+        with pytest.raises(RuntimeError, match="side table unavailable"):
+            load(spark, table, raw)
+    assert rows(spark, table) == [(1, "a"), (2, "b")]
+    result = load(spark, table, raw)
+    assert (result.deleted, result.updated) == (1, 1) and rows(spark, table) == [(2, "c")]
+    assert held_tombstones(spark, table) == [(1, T0 + timedelta(minutes=60))]
