@@ -203,6 +203,15 @@ def test_with_tombstones_off_a_delete_leaves_none(spark, raw, make_table, mode):
     assert not spark.catalog.tableExists(f"{target(table)}{tombstones.SUFFIX}")
 
 
+def not_probed(spark, raw, table, twin) -> tuple:
+    """Apply the new files to `table` and to its `twin` with tombstones off; both results. The skip ran
+    as many Spark jobs as no tombstones at all (in a large batch's plan the probe has jobs of its own)."""
+    skipped, skipped_jobs = jobs_of(spark, table, raw, f"skip-{table.id}")
+    without, jobs_without = jobs_of(spark, twin, raw, f"skip-{twin.id}")
+    assert skipped_jobs == jobs_without
+    return skipped, without
+
+
 def test_a_batch_whose_keys_cannot_have_a_tombstone_does_not_probe_them(spark, raw, make_table, monkeypatch):
     """The tombstones hold keys 50 and 51: a batch of keys 1..10 cannot meet one, so it runs no probe --
     as many Spark jobs as with tombstones off. One that reaches key 50 is probed: its late change stays
@@ -221,10 +230,8 @@ def test_a_batch_whose_keys_cannot_have_a_tombstone_does_not_probe_them(spark, r
     for each in (table, twin):
         load(spark, each, raw)
     raw.write_parquet("src/20261101-1001.parquet", [change("U", i, "b", 130) for i in range(1, 11)], DMS)
-    skipped, skipped_jobs = jobs_of(spark, table, raw, f"far-{table.id}")
-    without, jobs_without = jobs_of(spark, twin, raw, f"far-{twin.id}")
+    skipped, without = not_probed(spark, raw, table, twin)
     assert skipped.updated == without.updated == 10
-    assert skipped_jobs == jobs_without
     late = [change("U", i, "c", 140) for i in range(1, 10)] + [change("U", 50, "zombie", 60)]
     raw.write_parquet("src/20261101-1002.parquet", late, DMS)
     probed = load(spark, table, raw)
@@ -321,10 +328,8 @@ def test_a_batch_newer_than_every_tombstone_does_not_probe_them(spark, raw, make
     for each in (table, twin):
         load(spark, each, raw)
     raw.write_parquet("src/20261101-1001.parquet", [change("I", i, "b", 130) for i in range(1, 6)], DMS)
-    skipped, skipped_jobs = jobs_of(spark, table, raw, f"newer-{table.id}")
-    without, jobs_without = jobs_of(spark, twin, raw, f"newer-{twin.id}")
+    skipped, without = not_probed(spark, raw, table, twin)
     assert skipped.inserted == without.inserted == 5
-    assert skipped_jobs == jobs_without
     raw.write_parquet(
         "src/20261101-1002.parquet", [change("I", 6, "zombie", 60), change("U", 11, "c", 140)], DMS
     )
