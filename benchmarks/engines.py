@@ -173,7 +173,8 @@ def input_files(batch: Batch, version: str) -> list:
 
 
 # The progress messages of lakeloader.engine that open each phase of a batch, in the order they come.
-# "classify+probe" includes the tombstone probe (a join inside classification, not timed apart);
+# "classify+probe" includes the tombstone probe (a join inside classification, not timed apart) and a
+# small batch's tombstone append, which runs meanwhile ("tombstones" is then the wait for its commit);
 # "merge+commit" is the one MERGE statement, which commits as it ends.
 PHASE_MARKS = (
     ("reading ", "read+validate"),
