@@ -126,19 +126,19 @@ def apply_batch(
             for k, values in read.key_values.items()
             if spelled[k] and worth
         }
-        # Where a tombstone must lie to bury a change of the batch, for columns the table types as the
-        # batch does: within each key column's range, and at or above the lowest first sequence value
-        # of its inserts and updates. The probe is skipped when none can (lakeloader.engine.tombstones).
+        # Where a tombstone must lie to bury a change of the batch: within each key column's range, and
+        # at or above the lowest first sequence value of its inserts and updates; kept for the columns
+        # the table types as the batch does. The probe is skipped when none can (engine.tombstones).
+        limits = dict(read.key_ranges)
+        first = find_column(data.columns, table.sequence_column or "")
+        if first and read.sequence_low is not None:
+            limits[first] = (read.sequence_low, None)
         bounds = {
-            spelled: key_range
-            for k, key_range in read.key_ranges.items()
+            spelled: limit
+            for k, limit in limits.items()
             if (spelled := find_column(target_schema.fieldNames(), k))
             and target_schema[spelled].dataType == data.schema[k].dataType
         }
-        first = find_column(data.columns, table.sequence_column or "")
-        same_type = bool(first and held[0]) and target_schema[held[0]].dataType == data.schema[first].dataType
-        if read.sequence_low is not None and same_type:
-            bounds[held[0]] = (read.sequence_low, None)
         key_rows = read.count  # the rows of the batch's keys that classification probes the table with
         deletes = read.deletes
         if read.truncates and table.on_truncate == "empty_table":

@@ -252,12 +252,11 @@ def write(
             f"{result.changes:,} change(s): {result.inserted:,} to insert, {result.updated:,} to update, "
             f"{result.deleted:,} to delete"
         )
-        buried = counts.get("delete", 0) + counts.get("tombstone", 0) if records else 0
         # Before the MERGE: see lakeloader.engine.tombstones.
         if ahead is not None:
             progress("recording tombstones: appended while classifying, waiting for their commit")
             ahead.wait()
-        elif buried:
+        elif records and (buried := counts.get("delete", 0) + counts.get("tombstone", 0)):
             progress(f"recording {buried:,} tombstone(s)")
             buried_rows = classified.filter(F.col(ACTION).isin("delete", "tombstone"))
             tombstones.record(spark, table, name, buried_rows, keys, seq)
