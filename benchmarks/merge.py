@@ -16,7 +16,9 @@ Scenarios
           alone: python -m benchmarks.merge --scenario large --engines lakeloader,aws-sample)
 
 Method: one process and one SparkSession; a warm-up run of every engine first; each case is timed
-N times, and the table is rolled back to the same base snapshot between runs (untimed). Reported:
+N times, and the table is rolled back to the same base snapshot between runs (untimed). The engines
+of a case run side by side: each repetition (or each small batch) runs every engine once, the order
+alternating, so a drift of load or JVM warm-up is not charged to whichever engine runs first. Reported:
 median and min-max wall time, changes/s (input change records / median), and peak RSS of the
 Spark driver JVM and of this Python process (VmHWM from /proc, reset before each run).
 """

@@ -128,22 +128,28 @@ class Bench:
         applied.jobs = len(sc.statusTracker().getJobIdsForGroup(group))
         return applied, self.rss.read()
 
-    def run_case(
-        self, case: Case, engine: Any, label: str, batch: data.Batch, reps: int, warmups: int | None = None
-    ) -> Case:
-        for warm in range(self.sizes.case_warmups if warmups is None else warmups):
+    def run_side_by_side(
+        self, runs: list[tuple[Case, Any, str]], batch: data.Batch, reps: int, warmups: int | None = None
+    ) -> None:
+        """Time the cases of one comparison (case, engine, table label) side by side: each repetition runs
+        every engine once, in an order that alternates, so a drift of load or of the JVM's warm-up hits
+        every engine alike rather than the one that happens to run first. Each run starts from the base
+        snapshot."""
+        warm = self.sizes.case_warmups if warmups is None else warmups
+        for n in range(warm + reps):
+            for case, engine, label in runs if n % 2 == 0 else reversed(runs):
+                engine.reset(label)
+                if n < warm:
+                    engine.apply(label, batch, f"{case.scenario}-{label}-warm{n}")
+                    continue
+                applied, peak = self.timed(engine, label, batch, f"{case.scenario}-{label}-{n - warm}")
+                case.add_run(applied, peak)
+                if n == warm and self.args.verify:
+                    case.checksum = engine.checksum(label)
+        for case, engine, label in runs:
             engine.reset(label)
-            engine.apply(label, batch, f"{case.scenario}-{label}-warm{warm}")
-        for rep in range(reps):
-            engine.reset(label)
-            applied, peak = self.timed(engine, label, batch, f"{case.scenario}-{label}-{rep}")
-            case.add_run(applied, peak)
-            if rep == 0 and self.args.verify:
-                case.checksum = engine.checksum(label)
-        engine.reset(label)
-        self.cases.append(case)
-        print(case.row(), flush=True)
-        return case
+            self.cases.append(case)
+            print(case.row(), flush=True)
 
     def skipped(self, case: Case, reason: str) -> None:
         case.skipped = reason
@@ -169,23 +175,24 @@ class Bench:
             engine.create(label, base, {})
             engine.apply(label, batch, "warmup")
 
-    def run_on_fresh_table(
+    def run_on_fresh_tables(
         self,
-        case: Case,
-        engine: Any,
-        label: str,
+        runs: list[tuple[Case, Any, str]],
         base: list[Path],
         properties: dict[str, str],
         batch: data.Batch,
         reps: int,
         warmups: int | None = None,
     ) -> None:
-        """Load the base table under `label`, run the case on it, then drop it (unless --keep-tables)."""
-        self.log(f"  loading {case.rows:,}-row base table for {case.engine} ({case.mode})")
-        engine.create(label, base, properties)
-        self.run_case(case, engine, label, batch, reps, warmups=warmups)
-        if engine.spark_based and not self.args.keep_tables:
-            self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
+        """Load the base table under each run's label, time the runs side by side, then drop the tables
+        (unless --keep-tables)."""
+        for case, engine, label in runs:
+            self.log(f"  loading {case.rows:,}-row base table for {case.engine} ({case.mode})")
+            engine.create(label, base, properties)
+        self.run_side_by_side(runs, batch, reps, warmups=warmups)
+        for _case, engine, label in runs:
+            if engine.spark_based and not self.args.keep_tables:
+                self.spark.sql(f"DROP TABLE IF EXISTS {self.tables.qualified(label)} PURGE")
 
     def scenario_batch(self) -> None:
         s = self.sizes
@@ -195,6 +202,7 @@ class Bench:
         base = self.base(s.batch_rows)
         batch = self.batch(s.batch_changes, s.batch_rows)
         for mode, props in (("copy-on-write", COW), ("merge-on-read", MOR)):
+            runs = []
             for name, engine in self.engines.items():
                 case = Case("batch", mode, name, s.batch_rows, batch.changes)
                 if name == "pyiceberg":
@@ -206,7 +214,8 @@ class Bench:
                         continue
                 label = f"batch_{mode[:3]}_{name.replace('-', '_')}"
                 engine.create(label, base, props)
-                self.run_case(case, engine, label, batch, s.reps)
+                runs.append((case, engine, label))
+            self.run_side_by_side(runs, batch, s.reps)
 
     def scenario_growth(self) -> None:
         s = self.sizes
@@ -220,6 +229,7 @@ class Bench:
             # same size and mix at every step; updates/deletes hit keys spread over the whole table
             batch = self.batch(s.growth_changes, rows, batch_no=1)
             for mode in self.args.growth_modes:
+                runs = []
                 for name, engine in self.engines.items():
                     if name == "pyiceberg" and mode == "merge-on-read":
                         continue  # PyIceberg writes copy-on-write only; its copy-on-write line stands
@@ -227,9 +237,9 @@ class Bench:
                     if name == "pyiceberg" and (skip := self.skip_pyiceberg(rows)):
                         self.skipped(case, skip)
                         continue
-                    label = f"growth_{rows}_{mode[:3]}_{name.replace('-', '_')}"
-                    props = MOR if mode == "merge-on-read" else COW
-                    self.run_on_fresh_table(case, engine, label, base, props, batch, s.growth_reps)
+                    runs.append((case, engine, f"growth_{rows}_{mode[:3]}_{name.replace('-', '_')}"))
+                props = MOR if mode == "merge-on-read" else COW
+                self.run_on_fresh_tables(runs, base, props, batch, s.growth_reps)
 
     def scenario_large(self) -> None:
         """1M changes into 16M rows, both modes: one run each, no warm-up run (each is minutes long)."""
@@ -243,6 +253,7 @@ class Bench:
         base = self.base(s.large_rows)
         batch = self.batch(s.large_changes, s.large_rows, batch_no=2)
         for mode, props in (("merge-on-read", MOR), ("copy-on-write", COW)):
+            runs = []
             for name, engine in self.engines.items():
                 case = Case(
                     "large", f"{s.large_rows:,} rows, {mode}", name, s.large_rows, batch.changes, mode=mode
@@ -252,10 +263,12 @@ class Bench:
                         case, self.skip_pyiceberg(s.large_rows) or "PyIceberg writes copy-on-write only"
                     )
                     continue
-                label = f"large_{mode[:3]}_{name.replace('-', '_')}"
-                self.run_on_fresh_table(case, engine, label, base, props, batch, s.large_reps, warmups=0)
+                runs.append((case, engine, f"large_{mode[:3]}_{name.replace('-', '_')}"))
+            self.run_on_fresh_tables(runs, base, props, batch, s.large_reps, warmups=0)
 
     def scenario_small(self) -> None:
+        """Batches in sequence, each applied to every engine's table before the next (the order
+        alternating per batch, as in run_side_by_side), then compaction of lakeloader's table."""
         s = self.sizes
         self.log(
             f"scenario small: {s.small_batches} x {s.small_changes:,} changes into {s.small_rows:,} rows "
@@ -265,6 +278,7 @@ class Bench:
         batches = [
             self.batch(s.small_changes, s.small_rows, batch_no=100 + i) for i in range(s.small_batches)
         ]
+        runs = []
         for name, engine in self.engines.items():
             case = Case("small", f"{s.small_batches} batches, per batch", name, s.small_rows, s.small_changes)
             if name == "pyiceberg":
@@ -274,15 +288,18 @@ class Bench:
                     continue
             label = f"small_{name.replace('-', '_')}"
             engine.create(label, base, MOR)
-            for i, batch in enumerate(batches):
+            runs.append((case, engine, label))
+        for i, batch in enumerate(batches):
+            for case, engine, label in runs if i % 2 == 0 else reversed(runs):
                 applied, peak = self.timed(engine, label, batch, f"small-{i}")
                 case.add_run(applied, peak)
+        for case, engine, label in runs:
             case.note = (case.note + f" total {sum(case.seconds):.1f}s").strip()
             if self.args.verify:
                 case.checksum = engine.checksum(label)
             self.cases.append(case)
             print(case.row(), flush=True)
-            if name == "lakeloader":
+            if case.engine == "lakeloader":
                 self.compaction(engine, label)
 
     def compaction(self, engine: Any, label: str) -> None:
