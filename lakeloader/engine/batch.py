@@ -82,7 +82,7 @@ def apply_batch(
         return result
 
     if exists:  # keys/mode changes refused before anything is read; properties and partitioning applied
-        result.notes += table_settings.apply_table_settings(spark, name, table, progress)
+        result.notes += table_settings.apply_table_settings(spark, name, table, state, progress)
     progress(f"reading {len(files)} file(s), {sum(f.size for f in files):,} bytes")
     # Validated and materialised in one Spark job: later steps see a fixed batch, and MERGE refuses
     # sources whose plan holds non-deterministic expressions (row positions).

@@ -38,7 +38,6 @@ def commit_batch(
     Returns the quality report (None when the table has no rules); raises QualityError when the
     batch is rejected.
     """
-    iceberg.ensure_properties(main.spark, main.name, table.maintenance.commit_retry.table_properties())
     policy = RetryPolicy.from_settings(table.maintenance.retry)
     what = f"table {table.id!r}: commit"
     if not table.quality.rules:

@@ -277,11 +277,7 @@ def table_layout_sql(table: TableConfig, columns: list[str]) -> str:
     if table.target.partition_by:
         transforms = [table_settings.partition_sql(expr, columns) for expr in table.target.partition_by]
         partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
-    properties = {
-        **NEW_TABLE_PROPERTIES,
-        **table.target.properties,
-        **table_settings.identity_properties(table),
-    }
+    properties = {**NEW_TABLE_PROPERTIES, **table_settings.config_properties(table)}
     props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
     return f"USING iceberg{partitioning} TBLPROPERTIES ({props})"
 

@@ -60,26 +60,28 @@ def _transform(expr: str) -> tuple[str, str]:
     return "identity", match.group("col3").lower()
 
 
-def partition_fields(spark: SparkSession, name: str) -> dict[tuple[str, str], str]:
-    """The table's current partition fields: (transform, lower-case column) -> field name."""
-    table = iceberg.iceberg_table(spark, name)
-    schema = table.schema()
-    fields = {}
-    for field in table.spec().fields():
-        transform = str(field.transform().toString())
-        if transform != "void":  # a field dropped from a v1 table's spec
-            fields[(transform, str(schema.findColumnName(field.sourceId())).lower())] = str(field.name())
-    return fields
+def config_properties(table: TableConfig) -> dict[str, str]:
+    """Every table property the config sets: its own, Iceberg's commit retry, and the identity."""
+    return {
+        **table.target.properties,
+        **table.maintenance.commit_retry.table_properties(),
+        **identity_properties(table),
+    }
 
 
 def apply_table_settings(
-    spark: SparkSession, name: str, table: TableConfig, progress: Progress = no_progress
+    spark: SparkSession,
+    name: str,
+    table: TableConfig,
+    state: iceberg.TableState,
+    progress: Progress = no_progress,
 ) -> list[str]:
     """Bring an existing table in line with the config; returns what changed, one note each.
+    `state`: the table as the batch read it (its properties and partition spec), not loaded again.
 
     Raises ConfigChangeError when the config's keys or mode differ from the table's.
     """
-    current = iceberg.table_properties(spark, name)
+    current = state.properties
     recorded = identity_properties(table)
     refused = []
     if KEYS_PROPERTY in current and _normal_keys(current[KEYS_PROPERTY]) != _normal_keys(
@@ -94,11 +96,12 @@ def apply_table_settings(
             f"run `lakeloader rebuild --table {table.id}` to build the table again from its raw files"
         )
     notes = []
-    changed = iceberg.ensure_properties(spark, name, {**table.target.properties, **recorded})
-    shown = {k: v for k, v in changed.items() if k not in recorded}
+    changed = iceberg.ensure_properties(spark, name, config_properties(table), current=current)
+    quiet = recorded.keys() | table.maintenance.commit_retry.table_properties().keys()
+    shown = {k: v for k, v in changed.items() if k not in quiet}
     if shown:
         notes.append("table properties set: " + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())))
-    notes += _evolve_partitioning(spark, name, table)
+    notes += _evolve_partitioning(spark, name, table, state.partition_fields)
     for note in notes:
         progress(note)
     return notes
@@ -108,18 +111,20 @@ def _normal_keys(text: str) -> list[str]:
     return [str(k).lower() for k in json.loads(text)]
 
 
-def _evolve_partitioning(spark: SparkSession, name: str, table: TableConfig) -> list[str]:
+def _evolve_partitioning(
+    spark: SparkSession, name: str, table: TableConfig, current: dict[tuple[str, str], str]
+) -> list[str]:
     """Iceberg partition evolution: drop the fields the config left out, add the new ones. Files
-    written before keep their layout; new writes use the new spec (a metadata-only change)."""
-    current = partition_fields(spark, name)
+    written before keep their layout; new writes use the new spec (a metadata-only change).
+    `current`: the table's partition fields (TableState.partition_fields)."""
     wanted = {_transform(expr): expr for expr in table.target.partition_by}
     dropped = [field for spec, field in current.items() if spec not in wanted]
     added = [expr for spec, expr in wanted.items() if spec not in current]
-    columns = spark.table(name).columns
-    for field in dropped:
-        spark.sql(f"ALTER TABLE {name} DROP PARTITION FIELD {quote(field)}")
-    for expr in added:
-        spark.sql(f"ALTER TABLE {name} ADD PARTITION FIELD {partition_sql(expr, columns)}")
     if not (dropped or added):
         return []
+    for field in dropped:
+        spark.sql(f"ALTER TABLE {name} DROP PARTITION FIELD {quote(field)}")
+    columns = spark.table(name).columns
+    for expr in added:
+        spark.sql(f"ALTER TABLE {name} ADD PARTITION FIELD {partition_sql(expr, columns)}")
     return [f"partitioning evolved: dropped {dropped or 'nothing'}, added {added or 'nothing'}"]

@@ -168,9 +168,12 @@ def table_properties(spark: SparkSession, name: str) -> dict[str, str]:
     return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
 
 
-def ensure_properties(spark: SparkSession, name: str, wanted: dict[str, str]) -> dict[str, str]:
-    """Set the `wanted` table properties where they differ; returns what was changed."""
-    current = table_properties(spark, name)
+def ensure_properties(
+    spark: SparkSession, name: str, wanted: dict[str, str], *, current: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Set the `wanted` table properties where they differ from `current` (else read now); returns what
+    was changed."""
+    current = table_properties(spark, name) if current is None else current
     changed = {k: v for k, v in wanted.items() if current.get(k) != v}
     if changed:
         props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in changed.items())

@@ -6,7 +6,8 @@ walk of `main`'s ancestry is unit- and mutation-tested without a JVM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 # What lakeloader records in the summary of every snapshot that commits a batch.
@@ -19,15 +20,27 @@ SUMMARY_TABLE_ID = "lakeloader.table-id"
 @dataclass(frozen=True)
 class TableState:
     """`committed_file_ids`: the input files recorded by the snapshots `main` descends from. Only main's
-    ancestry counts: an audit branch that a killed run never published consumed nothing."""
+    ancestry counts: an audit branch that a killed run never published consumed nothing.
+
+    `properties` and `partition_fields` come from the same read, so a batch checks the table's
+    settings against its config without loading the table again (lakeloader.engine.table_settings).
+    """
 
     snapshot_id: int | None = None
     records: int = 0  # the rows the table's data files hold (snapshot summary's total-records)
     committed_file_ids: frozenset[str] = frozenset()
+    properties: dict[str, str] = field(default_factory=dict)
+    # the current partition spec: (transform, lower-case source column) -> field name; "void"
+    # fields (dropped from a v1 table's spec) left out
+    partition_fields: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> TableState:
         """From Iceberg's table metadata JSON, as iceberg.read_state reads it."""
+        settings = {
+            "properties": dict(metadata.get("properties") or {}),
+            "partition_fields": _partition_fields(metadata),
+        }
         snapshots = {s["snapshot-id"]: s for s in metadata.get("snapshots", [])}
         current = snapshots.get(metadata.get("current-snapshot-id"))
         ids: set[str] = set()
@@ -37,6 +50,28 @@ class TableState:
             ids.update(recorded.split(",") if recorded else ())
             snapshot = snapshots.get(snapshot.get("parent-snapshot-id"))
         if current is None:
-            return cls()
+            return cls(**settings)
         records = int(current.get("summary", {}).get("total-records") or 0)
-        return cls(current["snapshot-id"], records, frozenset(ids))
+        return cls(current["snapshot-id"], records, frozenset(ids), **settings)
+
+
+def _partition_fields(metadata: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """The default spec's fields, their source columns named as Schema.findColumnName does (dotted
+    through structs, the only nesting a partition source may have)."""
+    specs = {s.get("spec-id"): s.get("fields", []) for s in metadata.get("partition-specs", [])}
+    fields = specs.get(metadata.get("default-spec-id"), metadata.get("partition-spec", []))
+    schemas = {s.get("schema-id"): s for s in metadata.get("schemas", [])}
+    schema = schemas.get(metadata.get("current-schema-id"), metadata.get("schema", {}))
+    names = dict(_column_names(schema.get("fields", []), ""))
+    return {
+        (f["transform"], names[f["source-id"]].lower()): f["name"] for f in fields if f["transform"] != "void"
+    }
+
+
+def _column_names(fields: list[dict[str, Any]], prefix: str) -> Iterator[tuple[int, str]]:
+    for f in fields:
+        name = prefix + f["name"]
+        yield f["id"], name
+        kind = f.get("type")
+        if isinstance(kind, dict) and kind.get("type") == "struct":
+            yield from _column_names(kind.get("fields", []), name + ".")

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lakeloader import iceberg
-from lakeloader.engine import table_settings, tombstones
+from lakeloader.engine import tombstones
 from lakeloader.errors import BadInputError
 from lakeloader.iceberg import commit
 from lakeloader.inputs import list_inputs
@@ -69,7 +69,7 @@ def rows(spark, table) -> list[tuple]:
 
 
 def spec(spark, table) -> set[tuple[str, str]]:
-    return set(table_settings.partition_fields(spark, target(table)))
+    return set(iceberg.read_state(spark, target(table)).partition_fields)
 
 
 def two_regions(raw) -> None:
@@ -86,6 +86,7 @@ def test_properties_and_partitioning_in_the_config_reach_a_table_that_exists(spa
     two_regions(raw)
     assert run(spark, table, raw).status == "ok"
     assert spec(spark, table) == set()
+    assert iceberg.table_properties(spark, target(table))["commit.retry.num-retries"] == "10"  # created
 
     changed = make_table(
         id=table.id,
@@ -94,12 +95,16 @@ def test_properties_and_partitioning_in_the_config_reach_a_table_that_exists(spa
             "partition_by": ["bucket(4, id)"],
             "properties": {"commit.manifest.min-count-to-merge": "7"},
         },
+        maintenance={"commit_retry": {"num_retries": 3}},
     )
     raw.write_parquet("src/0900.parquet", [change("U", 2, "eu", "c2", 60)], DMS)
     result = run(spark, changed, raw)
 
     assert result.status == "ok", result.error
-    assert iceberg.table_properties(spark, target(table))["commit.manifest.min-count-to-merge"] == "7"
+    properties = iceberg.table_properties(spark, target(table))
+    assert properties["commit.manifest.min-count-to-merge"] == "7"
+    assert properties["commit.retry.num-retries"] == "3"
+    assert not any("commit.retry" in n for n in result.notes)  # Iceberg's own setting, set quietly
     assert spec(spark, table) == {("bucket[4]", "id")}
     assert any("partitioning evolved" in n for n in result.notes) and any(
         "properties set" in n for n in result.notes

@@ -48,3 +48,48 @@ def test_a_snapshot_without_a_summary_records_nothing():
     assert TableState.from_metadata(metadata) == TableState(2, 4, frozenset({"b"}))
     metadata["snapshots"][1] = {"snapshot-id": 2, "parent-snapshot-id": 1}
     assert TableState.from_metadata(metadata) == TableState(2, 0, frozenset())
+
+
+def test_the_properties_and_the_current_partition_spec_come_from_the_same_read():
+    """The spec that is the default, its source columns named through structs; a v1 table's dropped
+    field (void) is no field; an empty table has settings too."""
+    metadata = {
+        "current-snapshot-id": -1,
+        "properties": {"lakeloader.mode": "merge"},
+        "current-schema-id": 1,
+        "schemas": [
+            {"schema-id": 0, "fields": [{"id": 1, "name": "old", "type": "long"}]},
+            {
+                "schema-id": 1,
+                "fields": [
+                    {"id": 1, "name": "ID", "type": "long"},
+                    {"id": 2, "name": "at", "type": {"type": "struct", "fields": [{"id": 3, "name": "Ts"}]}},
+                    {"id": 4, "name": "region", "type": "string"},
+                ],
+            },
+        ],
+        "default-spec-id": 1,
+        "partition-specs": [
+            {"spec-id": 0, "fields": [{"name": "region", "transform": "identity", "source-id": 4}]},
+            {
+                "spec-id": 1,
+                "fields": [
+                    {"name": "id_bucket", "transform": "bucket[4]", "source-id": 1},
+                    {"name": "at_ts_day", "transform": "day", "source-id": 3},
+                    {"name": "region", "transform": "void", "source-id": 4},
+                ],
+            },
+        ],
+    }
+    state = TableState.from_metadata(metadata)
+    assert state.snapshot_id is None
+    assert state.properties == {"lakeloader.mode": "merge"}
+    assert state.partition_fields == {("bucket[4]", "id"): "id_bucket", ("day", "at.ts"): "at_ts_day"}
+
+
+def test_a_format_v1_table_without_spec_and_schema_lists_has_its_one_spec():
+    metadata = {
+        "schema": {"fields": [{"id": 1, "name": "id", "type": "long"}]},
+        "partition-spec": [{"name": "id", "transform": "identity", "source-id": 1}],
+    }
+    assert TableState.from_metadata(metadata).partition_fields == {("identity", "id"): "id"}
