@@ -22,6 +22,9 @@ NEW_TABLE_PROPERTIES = {
     "write.update.mode": "merge-on-read",
     "write.delete.mode": "merge-on-read",
     "write.merge.distribution-mode": "none",
+    # Every batch's scans plan every manifest; Iceberg's default (100) lets a stage that commits
+    # every few minutes pile up to 99 of them between maintenance runs.
+    "commit.manifest.min-count-to-merge": "16",
 }
 """What a table lakeloader creates gets unless target.properties says otherwise (README
 "Performance", measured in benchmarks/RESULTS.md). A table that exists keeps these as it was created;

@@ -17,9 +17,20 @@ from lakeloader.config import TableConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.spark import table_exists
-from lakeloader.sql import in_lists, qualified, quote
+from lakeloader.sql import in_lists, literal, qualified, quote
 
 SUFFIX = TOMBSTONES_SUFFIX
+# Copy-on-write (its rows are only appended, and purged by maintain), and few manifests: the skip
+# check (iceberg.may_hold) plans every manifest of the side table before each batch, and with
+# Iceberg's default every append left one of its own until 100 were merged -- 0.27 s at 99
+# (benchmarks/RESULTS.md). Set at creation, and by maintain on a side table created before.
+PROPERTIES = {
+    "format-version": "2",
+    "write.delete.mode": "copy-on-write",
+    "write.update.mode": "copy-on-write",
+    "write.merge.mode": "copy-on-write",
+    "commit.manifest.min-count-to-merge": "8",
+}
 RECORDED_AT = "_ll_recorded_at"
 TOMB = "_ll_tomb"  # lookup: the key's newest tombstone, a struct of its sequence tuple
 
@@ -136,10 +147,10 @@ def record(
     fields = {f.name: f.dataType for f in deletes.schema.fields}
     if not table_exists(spark, tomb):
         spec = ", ".join(f"{quote(c)} {fields[c].simpleString()}" for c in columns)
+        props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in PROPERTIES.items())
         spark.sql(
             f"CREATE TABLE IF NOT EXISTS {tomb} ({spec}, {quote(RECORDED_AT)} timestamp) USING iceberg "
-            "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='copy-on-write', "
-            "'write.update.mode'='copy-on-write', 'write.merge.mode'='copy-on-write')"
+            f"TBLPROPERTIES ({props})"
         )
     held = {f.name.lower() for f in spark.table(tomb).schema.fields}
     missing = [c for c in columns if c.lower() not in held]

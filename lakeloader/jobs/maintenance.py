@@ -166,6 +166,7 @@ def _plan(
         counts = tombstones.purge(spark, side, timestamp_literal(cut().tombstones))
         if not counts:  # no side table: no delete was ever loaded
             return counts
+        iceberg.ensure_properties(spark, side, tombstones.PROPERTIES)  # a side table created before them
         rewritten = iceberg.call_procedure(spark, side, "rewrite_data_files")
         counts["tombstone_files_rewritten"] = rewritten.get("rewritten_data_files_count", 0)
         if settings.snapshots.enabled:

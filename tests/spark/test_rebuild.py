@@ -86,7 +86,9 @@ def test_properties_and_partitioning_in_the_config_reach_a_table_that_exists(spa
     two_regions(raw)
     assert run(spark, table, raw).status == "ok"
     assert spec(spark, table) == set()
-    assert iceberg.table_properties(spark, target(table))["commit.retry.num-retries"] == "10"  # created
+    created = iceberg.table_properties(spark, target(table))
+    assert created["commit.retry.num-retries"] == "10"
+    assert created["commit.manifest.min-count-to-merge"] == "16"
 
     changed = make_table(
         id=table.id,

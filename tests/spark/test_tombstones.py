@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
+from lakeloader import iceberg
 from lakeloader.engine import apply_batch, tombstones
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.maintenance import maintain_table
@@ -140,10 +141,26 @@ def test_maintain_purges_only_expired_tombstones(spark, raw, make_table):
     spark.sql(f"UPDATE {side} SET {tombstones.RECORDED_AT} = {tombstones.RECORDED_AT} - INTERVAL 8 DAYS")
     raw.write_parquet("src/20261101-0901.parquet", [change("D", 2, None, 60)], DMS)
     load(spark, table, raw)
+    merge_at = "commit.manifest.min-count-to-merge"
+    spark.sql(f"ALTER TABLE {side} UNSET TBLPROPERTIES ('{merge_at}')")  # as a side table made before it
     result = maintain_table(spark, table, catalog=CATALOG, now=datetime.now(UTC))
     step = next(s for s in result.steps if s.step == "purge_tombstones")
     assert (step.status, step.counts["tombstones_purged"], step.counts["tombstones_kept"]) == ("ok", 1, 1)
     assert held_tombstones(spark, table) == [(2, T0 + timedelta(minutes=60))]
+    assert iceberg.table_properties(spark, side)[merge_at] == tombstones.PROPERTIES[merge_at]
+
+
+def test_the_side_table_merges_its_manifests_so_the_skip_check_stays_cheap(spark, raw, make_table):
+    """Each append leaves a manifest; the side table merges them before there are more than 8."""
+    table = make_table()
+    raw.write_parquet("src/20261101-0800.parquet", [change("D", 1, None, 0)], DMS)
+    load(spark, table, raw)
+    side = f"{target(table)}{tombstones.SUFFIX}"
+    for n in range(12):
+        deletes = spark.createDataFrame([(100 + n, T0)], "id long, last_update_time timestamp")
+        tombstones.record(spark, table, target(table), deletes, ["id"], ["last_update_time"])
+    assert spark.table(side).count() == 13
+    assert spark.sql(f"SELECT count(*) FROM {side}.manifests").first()[0] <= 8
 
 
 @pytest.mark.parametrize("how", ["key", "where"])
