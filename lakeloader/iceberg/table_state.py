@@ -37,10 +37,10 @@ class TableState:
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> TableState:
         """From Iceberg's table metadata JSON, as iceberg.read_state reads it."""
-        settings = {
-            "properties": dict(metadata.get("properties") or {}),
-            "partition_fields": _partition_fields(metadata),
-        }
+        properties = dict(metadata.get("properties") or {})
+        if "format-version" in metadata:  # a property to Spark (SHOW TBLPROPERTIES), and to a config
+            properties["format-version"] = str(metadata["format-version"])
+        settings = {"properties": properties, "partition_fields": _partition_fields(metadata)}
         snapshots = {s["snapshot-id"]: s for s in metadata.get("snapshots", [])}
         current = snapshots.get(metadata.get("current-snapshot-id"))
         ids: set[str] = set()

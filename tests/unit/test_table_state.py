@@ -16,7 +16,7 @@ def snapshot(sid: int, parent: int | None, ids: str | None = None, records: int 
 
 
 def test_a_new_table_has_no_state():
-    assert TableState.from_metadata({"format-version": 2}) == TableState()
+    assert TableState.from_metadata({"format-version": 2}) == TableState(properties={"format-version": "2"})
     assert TableState.from_metadata({"snapshots": [], "current-snapshot-id": -1}) == TableState()
 
 
@@ -54,6 +54,7 @@ def test_the_properties_and_the_current_partition_spec_come_from_the_same_read()
     """The spec that is the default, its source columns named through structs; a v1 table's dropped
     field (void) is no field; an empty table has settings too."""
     metadata = {
+        "format-version": 2,
         "current-snapshot-id": -1,
         "properties": {"lakeloader.mode": "merge"},
         "current-schema-id": 1,
@@ -83,7 +84,7 @@ def test_the_properties_and_the_current_partition_spec_come_from_the_same_read()
     }
     state = TableState.from_metadata(metadata)
     assert state.snapshot_id is None
-    assert state.properties == {"lakeloader.mode": "merge"}
+    assert state.properties == {"lakeloader.mode": "merge", "format-version": "2"}  # as Spark shows it
     assert state.partition_fields == {("bucket[4]", "id"): "id_bucket", ("day", "at.ts"): "at_ts_day"}
 
 
