@@ -35,6 +35,11 @@ def in_lists(values: dict[str, list[str]], qualifier: str = "") -> str:
     return " AND ".join(f"{qualifier}{quote(column)} IN ({', '.join(v)})" for column, v in values.items())
 
 
+def tblproperties(properties: dict[str, str]) -> str:
+    """`TBLPROPERTIES (...)` of table properties, keys and values as string literals."""
+    return "TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items()) + ")"
+
+
 def timestamp_literal(moment: datetime) -> str:
     """A Spark TIMESTAMP literal for an aware datetime, independent of the session time zone."""
     utc = moment.astimezone(UTC)

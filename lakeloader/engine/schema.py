@@ -16,7 +16,7 @@ from lakeloader import iceberg
 from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
 from lakeloader.engine import table_settings
 from lakeloader.errors import SchemaChangeError
-from lakeloader.sql import literal, quote
+from lakeloader.sql import quote, tblproperties
 
 INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
 
@@ -278,8 +278,7 @@ def table_layout_sql(table: TableConfig, columns: list[str]) -> str:
         transforms = [table_settings.partition_sql(expr, columns) for expr in table.target.partition_by]
         partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
     properties = {**NEW_TABLE_PROPERTIES, **table_settings.config_properties(table)}
-    props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
-    return f"USING iceberg{partitioning} TBLPROPERTIES ({props})"
+    return f"USING iceberg{partitioning} {tblproperties(properties)}"
 
 
 def _aligned(value: Column, source: T.DataType, target: T.DataType) -> Column:

@@ -17,7 +17,7 @@ from lakeloader.config import TableConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.spark import table_exists
-from lakeloader.sql import in_lists, literal, qualified, quote
+from lakeloader.sql import in_lists, qualified, quote, tblproperties
 
 SUFFIX = TOMBSTONES_SUFFIX
 # Copy-on-write (its rows are only appended, and purged by maintain), and few manifests: the skip
@@ -147,10 +147,9 @@ def record(
     fields = {f.name: f.dataType for f in deletes.schema.fields}
     if not table_exists(spark, tomb):
         spec = ", ".join(f"{quote(c)} {fields[c].simpleString()}" for c in columns)
-        props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in PROPERTIES.items())
         spark.sql(
             f"CREATE TABLE IF NOT EXISTS {tomb} ({spec}, {quote(RECORDED_AT)} timestamp) USING iceberg "
-            f"TBLPROPERTIES ({props})"
+            + tblproperties(PROPERTIES)
         )
     held = {f.name.lower() for f in spark.table(tomb).schema.fields}
     missing = [c for c in columns if c.lower() not in held]

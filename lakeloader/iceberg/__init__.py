@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from lakeloader.iceberg.table_state import TableState
 from lakeloader.progress import Progress
-from lakeloader.sql import literal, qualified, quote
+from lakeloader.sql import literal, qualified, quote, tblproperties
 
 AUDIT_BRANCH_PREFIX = "audit_"  # a quality-gated batch's branch: audit_<run id>_<random>
 # table properties that put data or metadata files outside the table's location
@@ -176,8 +176,7 @@ def ensure_properties(
     current = table_properties(spark, name) if current is None else current
     changed = {k: v for k, v in wanted.items() if current.get(k) != v}
     if changed:
-        props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in changed.items())
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({props})")
+        spark.sql(f"ALTER TABLE {name} SET {tblproperties(changed)}")
     return changed
 
 
