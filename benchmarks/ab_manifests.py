@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from benchmarks import data
-from benchmarks.engines import DB, MOR, SparkTables, input_files, table_config
+from benchmarks.engines import MOR, SparkTables, input_files, table_config
 
 VARIANTS = ("lakeloader", "iceberg default")
 MERGE_AT = "commit.manifest.min-count-to-merge"
@@ -77,13 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                 for t in (name, name + tombstones.SUFFIX)
             ]
             print(f"  {variant}: manifests {manifests[0]} (table), {manifests[1]} (tombstones)")
-        for name in names.values():
-            table = f"{DB}.{name.rsplit('.', 1)[1]}"
-            for procedure in ("rewrite_data_files", "rewrite_position_delete_files"):
-                spark.sql(
-                    f"CALL {CATALOG}.system.{procedure}(table => '{table}', "
-                    "options => map('rewrite-all', 'true'))"
-                )
+        for config in configs.values():
+            tables.compact(config.target.table)
         compacted: dict[str, list[float]] = {v: [] for v in VARIANTS}
         for n in range(args.batches, args.batches + 3):
             batch = data.write_batch(work / f"cdc-{n}", args.changes, args.rows, batch_no=400 + n)

@@ -113,6 +113,15 @@ class SparkTables:
         if current != base:
             self.spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{DB}.{side}', {base})")
 
+    def compact(self, label: str) -> None:
+        """Rewrite every data file and position-delete file of the table: all of what maintain compacts."""
+        from lakeloader import iceberg
+
+        for procedure in ("rewrite_data_files", "rewrite_position_delete_files"):
+            iceberg.call_procedure(
+                self.spark, self.qualified(label), procedure, "options => map('rewrite-all', 'true')"
+            )
+
     def checksum(self, label: str) -> tuple[int, int, float]:
         row = self.spark.sql(
             f"SELECT count(*), sum(id), round(sum(amount), 2) FROM {self.qualified(label)}"

@@ -15,7 +15,6 @@ from typing import Any
 from benchmarks import data
 from benchmarks.engines import (
     COW,
-    DB,
     MOR,
     AwsSampleEngine,
     LakeloaderEngine,
@@ -303,21 +302,12 @@ class Bench:
                 self.compaction(engine, label)
 
     def compaction(self, engine: Any, label: str) -> None:
-        from lakeloader.spark import CATALOG
-
         name = self.tables.qualified(label)
         query = f"SELECT status, count(*), round(sum(amount), 2) FROM {name} GROUP BY status"
         before_files = engine.files(label)
         before = self.time_query(query)
         started = time.perf_counter()
-        self.spark.sql(
-            f"CALL {CATALOG}.system.rewrite_data_files(table => '{DB}.{label}', "
-            "options => map('rewrite-all', 'true'))"
-        )
-        self.spark.sql(
-            f"CALL {CATALOG}.system.rewrite_position_delete_files(table => '{DB}.{label}', "
-            "options => map('rewrite-all', 'true'))"
-        )
+        self.tables.compact(label)
         compact_s = time.perf_counter() - started
         after_files = engine.files(label)
         after = self.time_query(query)
