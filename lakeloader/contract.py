@@ -134,6 +134,19 @@ AUDIT_TABLE = "erasures"
 TOMBSTONES_SUFFIX = "__tombstones"
 
 
+# Every catalog, on AWS and on a laptop: a manifest is read once per session, not once per scan. A batch
+# plans the same manifests several times (classification, the tombstones' skip check, the MERGE, its
+# commit's validation), each read an S3 GET without the cache; a manifest is never rewritten in place,
+# so a cached one cannot be stale. Iceberg bounds the cache: 100 MiB per catalog, an entry unread for
+# 60 s is dropped, and the JVM may reclaim any under memory pressure (soft references).
+CATALOG_PROPERTIES = {"io.manifest.cache-enabled": "true"}
+
+
+def catalog_properties(catalog: str) -> dict[str, str]:
+    """CATALOG_PROPERTIES as Spark settings of `catalog`."""
+    return {f"spark.sql.catalog.{catalog}.{key}": value for key, value in CATALOG_PROPERTIES.items()}
+
+
 def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
     """Spark settings for Iceberg tables in the Glue Data Catalog, stored under `warehouse`."""
     prefix = f"spark.sql.catalog.{catalog}"
@@ -143,6 +156,7 @@ def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
         f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
         f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         f"{prefix}.warehouse": warehouse,
+        **catalog_properties(catalog),
     }
 
 

@@ -28,6 +28,7 @@ from lakeloader.contract import (
     ICEBERG_EXTENSIONS,
     ICEBERG_SPARK_CATALOG,
     LOCAL_CATALOG,
+    catalog_properties,
     iceberg_catalog_conf,
 )
 from lakeloader.errors import LakeloaderError
@@ -114,6 +115,7 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
                 prefix: ICEBERG_SPARK_CATALOG,
                 f"{prefix}.type": "hadoop",
                 f"{prefix}.warehouse": str(Path(warehouse).resolve()),
+                **catalog_properties(catalog),
             }
         )
     conf.update(_s3a_conf())

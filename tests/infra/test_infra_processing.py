@@ -21,6 +21,7 @@ EXPECTED_CONF = (
     " --conf spark.sql.catalog.glue_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog"
     " --conf spark.sql.catalog.glue_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
     " --conf spark.sql.catalog.glue_catalog.warehouse=s3://${CURATED}/warehouse/"
+    " --conf spark.sql.catalog.glue_catalog.io.manifest.cache-enabled=true"
 )
 
 
