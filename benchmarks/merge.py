@@ -106,7 +106,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="comma-separated subset of lakeloader, lakeloader-no-tombstones (lakeloader ÷ it: what "
         "tombstones cost), aws-sample, pyiceberg",
     )
-    parser.add_argument("--reps", type=int, help="timed runs per case (default 5 and 3 for growth; --quick 5 and 3)")
+    parser.add_argument(
+        "--reps", type=int, help="timed runs per case (default 5 and 3 for growth; --quick 5 and 3)"
+    )
     parser.add_argument(
         "--growth-sizes",
         type=lambda s: tuple(int(float(x)) for x in s.split(",")),
