@@ -13,7 +13,6 @@ seconds per batch after the warm-up batches, and the ratio. See benchmarks/RESUL
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -23,6 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from benchmarks import data
+from benchmarks.emulated import WAREHOUSE, EmulatedAws
 from benchmarks.engines import DB, MOR, input_files, table_config
 
 CACHED = "llcache"  # the second catalog's name
@@ -40,36 +40,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from lakeloader.engine import apply_batch
     from lakeloader.engine.schema import create_table
-    from lakeloader.inputs import InputFile
     from lakeloader.spark import CATALOG, SparkSettings, build_session, local_conf
     from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-manifest-cache-"))
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, work, ignore_errors=True)
-        upload = None
-        warehouse = str(work / "wh")
-        if args.s3:
-            import boto3
-
-            from lakeloader_dev.emulator import Emulator, aws_env
-
-            emulator = stack.enter_context(Emulator())
-            os.environ.update(aws_env(emulator.endpoint))
-            s3 = boto3.client("s3")
-            for bucket in ("bench-warehouse", "bench-raw"):
-                s3.create_bucket(Bucket=bucket)
-            boto3.client("glue").create_database(DatabaseInput={"Name": DB})
-            warehouse = "s3://bench-warehouse/warehouse/"
-
-            def upload(batch: data.Batch) -> list[InputFile]:
-                files = []
-                for path in batch.files:
-                    key = f"cdc/{path.parent.name}/{path.name}"
-                    s3.upload_file(str(path), "bench-raw", key)
-                    files.append(InputFile(key, f"s3://bench-raw/{key}", path.stat().st_size, "v1"))
-                return files
-
+        aws = EmulatedAws(stack) if args.s3 else None
+        warehouse = WAREHOUSE if aws else str(work / "wh")
         settings = SparkSettings(warehouse=warehouse, app_name="ab-manifest-cache", extra_conf=spark_conf())
         prefix = f"spark.sql.catalog.{CATALOG}"
         conf = dict(settings.extra_conf)
@@ -95,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{args.changes:,} changes into {args.rows:,} rows, merge-on-read, {where}")
         for n in range(args.batches):
             batch = data.write_batch(work / f"cdc-{n}", args.changes, args.rows, batch_no=600 + n)
-            files = upload(batch) if upload else input_files(batch, "v1")
+            files = aws.upload(batch) if aws else input_files(batch, "v1")
             for variant in variants if n % 2 == 0 else reversed(variants):
                 started = time.perf_counter()
                 apply_batch(spark, configs[variant], files, catalog=variants[variant], run_id=f"b{n}")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import collections
 import logging
-import os
 import re
 import shutil
 import sys
@@ -25,11 +24,11 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from benchmarks import data
+from benchmarks.emulated import RAW_BUCKET, WAREHOUSE, WAREHOUSE_BUCKET, EmulatedAws
 from benchmarks.engines import DB, MOR, table_config
 
 COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 REQUEST = re.compile(r'"(\w+) (\S+) HTTP')
-RAW_BUCKET, WAREHOUSE_BUCKET = "bench-raw", "bench-warehouse"
 
 
 def kind(line: str) -> str:
@@ -60,14 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    import boto3
     from moto.core.responses import BaseResponse
 
     from lakeloader.engine import apply_batch
     from lakeloader.engine.schema import create_table
-    from lakeloader.inputs import InputFile
     from lakeloader.spark import CATALOG, SparkSettings, build_session
-    from lakeloader_dev.emulator import Emulator, aws_env
     from lakeloader_dev.jars import spark_conf
 
     served: list[str] = []
@@ -75,8 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     class Served(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             served.append(record.getMessage())
-
-    dispatch = BaseResponse.call_action
 
     def call_action(self: BaseResponse) -> object:  # Glue's operation and table, which the log lacks
         if type(self).__name__ == "GlueResponse":
@@ -87,22 +81,17 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lakeloader-catalog-calls-"))
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, work, ignore_errors=True)
-        emulator = stack.enter_context(Emulator())
+        aws = EmulatedAws(stack)
+        dispatch = BaseResponse.call_action  # as the emulator left it
         BaseResponse.call_action = call_action
         stack.callback(setattr, BaseResponse, "call_action", dispatch)
         werkzeug = logging.getLogger("werkzeug")
         werkzeug.setLevel(logging.INFO)
         werkzeug.addHandler(Served())
-        os.environ.update(aws_env(emulator.endpoint))
-        s3 = boto3.client("s3")
-        for bucket in (RAW_BUCKET, WAREHOUSE_BUCKET):
-            s3.create_bucket(Bucket=bucket)
-        boto3.client("glue").create_database(DatabaseInput={"Name": DB})
-        warehouse = f"s3://{WAREHOUSE_BUCKET}/warehouse/"
         conf = spark_conf()
         if args.no_manifest_cache:
             conf[f"spark.sql.catalog.{CATALOG}.io.manifest.cache-enabled"] = "false"
-        spark = build_session(SparkSettings(warehouse=warehouse, app_name="catalog-calls", extra_conf=conf))
+        spark = build_session(SparkSettings(warehouse=WAREHOUSE, app_name="catalog-calls", extra_conf=conf))
         stack.callback(spark.stop)
         config = table_config("catalog_calls", MOR)
         name = f"{CATALOG}.{DB}.catalog_calls"
@@ -112,11 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{args.changes:,} changes into {args.rows:,} rows, merge-on-read, Glue + S3 on the emulator")
         for n in range(args.batches):
             batch = data.write_batch(work / f"cdc-{n}", args.changes, args.rows, batch_no=700 + n)
-            files = []
-            for path in batch.files:
-                key = f"cdc/{path.parent.name}/{path.name}"
-                s3.upload_file(str(path), RAW_BUCKET, key)
-                files.append(InputFile(key, f"s3://{RAW_BUCKET}/{key}", path.stat().st_size, "v1"))
+            files = aws.upload(batch)
             served.clear()
             started = time.perf_counter()
             apply_batch(
