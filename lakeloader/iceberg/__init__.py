@@ -22,11 +22,13 @@ AUDIT_BRANCH_PREFIX = "audit_"  # a quality-gated batch's branch: audit_<run id>
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path")
 
 
-def iceberg_table(spark: SparkSession, name: str):
-    """The org.apache.iceberg.Table `name` names, refreshed: catalog I/O (GetTable on Glue), no Spark job."""
+def iceberg_table(spark: SparkSession, name: str, *, refresh: bool = True):
+    """The org.apache.iceberg.Table `name` names, refreshed: catalog I/O (GetTable on Glue), no Spark job.
+    `refresh=False`: as the session last loaded it, without asking the catalog again."""
     spark3_util = spark.sparkContext._jvm.org.apache.iceberg.spark.Spark3Util
     table = spark3_util.loadIcebergTable(spark._jsparkSession, name)
-    table.refresh()
+    if refresh:
+        table.refresh()
     return table
 
 
@@ -54,6 +56,9 @@ def may_hold(
     from each file's lower and upper bounds, per file: a row can match only in a file whose bounds
     overlap every range. A file without bounds for a column, or a range Iceberg cannot bind to the
     column, may hold anything (True). Values: Python ints and strs, as the column's type takes them.
+    A `snapshot_id` the caller has just read (tombstones.Ahead) is planned from the table as the
+    session holds it: a snapshot never changes, so the catalog is not asked again (a Glue GetTable
+    fewer per batch); a table that lacks it answers True.
     """
     jvm = spark.sparkContext._jvm
     expressions = jvm.org.apache.iceberg.expressions.Expressions
@@ -64,7 +69,7 @@ def may_hold(
         if high is not None:
             condition = getattr(expressions, "and")(condition, expressions.lessThanOrEqual(column, high))
     try:
-        scan = iceberg_table(spark, name).newScan()
+        scan = iceberg_table(spark, name, refresh=snapshot_id is None).newScan()
         if snapshot_id is not None:
             scan = scan.useSnapshot(snapshot_id)
         tasks = scan.caseSensitive(False).filter(condition).planFiles()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -310,6 +311,30 @@ def test_only_a_file_whose_bounds_meet_every_key_range_may_hold_a_key(spark):
     assert not iceberg.may_hold(spark, name, {"id": (111, None)})  # a None end: no limit that side
     spark.sql(f"DELETE FROM {name} WHERE region = 'us'")
     assert not iceberg.may_hold(spark, name, {"id": (100, 110)})
+
+
+def test_the_skip_check_plans_a_pinned_snapshot_without_asking_the_catalog_again(spark):
+    """tombstones.Ahead has just read the side table's snapshot; may_hold plans that snapshot from the
+    table as the session holds it (on AWS, a Glue GetTable fewer per batch). Shown with the catalog
+    unreadable in between: the table's current metadata file is moved away, so a refresh fails, and a
+    failure answers True. The current snapshot (none pinned) is still read afresh."""
+    from lakeloader import iceberg
+
+    name = f"{CATALOG}.bounds_probe.pinned"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.bounds_probe")
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} (id bigint) USING iceberg")
+    spark.createDataFrame([(1,), (10,)], "id bigint").coalesce(1).writeTo(name).append()
+    snapshot = iceberg.current_snapshot_id(spark, name)  # as Ahead reads it: refreshed
+    location = iceberg.iceberg_table(spark, name).operations().current().metadataFileLocation()
+    metadata = Path(location.removeprefix("file:"))
+    moved = metadata.with_name(metadata.name + ".away")
+    metadata.rename(moved)
+    try:
+        assert not iceberg.may_hold(spark, name, {"id": (50, None)}, snapshot)
+        assert iceberg.may_hold(spark, name, {"id": (50, None)})  # refreshed: fails, so True
+    finally:
+        moved.rename(metadata)
 
 
 def test_a_batch_reports_key_ranges_only_where_every_order_agrees(spark, raw, make_table):
