@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 from benchmarks import data
@@ -26,7 +27,6 @@ from benchmarks.emulated import WAREHOUSE, EmulatedAws
 from benchmarks.engines import DB, MOR, input_files, table_config
 
 CACHED = "llcache"  # the second catalog's name
-CACHE_KEY = "io.manifest.cache-enabled"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--s3", action="store_true", help="Glue + S3 on the embedded emulator")
     args = parser.parse_args(argv)
 
+    from lakeloader.contract import MANIFEST_CACHE
     from lakeloader.engine import apply_batch
     from lakeloader.engine.schema import create_table
     from lakeloader.spark import CATALOG, SparkSettings, build_session, local_conf
@@ -54,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in local_conf(settings).items():  # the second catalog: the same settings
             if key == prefix or key.startswith(prefix + "."):
                 conf[f"spark.sql.catalog.{CACHED}" + key[len(prefix) :]] = value
-        conf[f"{prefix}.{CACHE_KEY}"] = "false"
-        conf[f"spark.sql.catalog.{CACHED}.{CACHE_KEY}"] = "true"
-        spark = build_session(SparkSettings(warehouse=warehouse, app_name=settings.app_name, extra_conf=conf))
+        conf[f"{prefix}.{MANIFEST_CACHE}"] = "false"
+        conf[f"spark.sql.catalog.{CACHED}.{MANIFEST_CACHE}"] = "true"
+        spark = build_session(replace(settings, extra_conf=conf))
         stack.callback(spark.stop)
 
         variants = {"iceberg default": CATALOG, "cached": CACHED}

@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from moto.core.responses import BaseResponse
 
+    from lakeloader.contract import MANIFEST_CACHE
     from lakeloader.engine import apply_batch
     from lakeloader.engine.schema import create_table
     from lakeloader.spark import CATALOG, SparkSettings, build_session
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         werkzeug.addHandler(Served())
         conf = spark_conf()
         if args.no_manifest_cache:
-            conf[f"spark.sql.catalog.{CATALOG}.io.manifest.cache-enabled"] = "false"
+            conf[f"spark.sql.catalog.{CATALOG}.{MANIFEST_CACHE}"] = "false"
         spark = build_session(SparkSettings(warehouse=WAREHOUSE, app_name="catalog-calls", extra_conf=conf))
         stack.callback(spark.stop)
         config = table_config("catalog_calls", MOR)

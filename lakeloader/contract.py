@@ -139,7 +139,8 @@ TOMBSTONES_SUFFIX = "__tombstones"
 # commit's validation), each read an S3 GET without the cache; a manifest is never rewritten in place,
 # so a cached one cannot be stale. Iceberg bounds the cache: 100 MiB per catalog, an entry unread for
 # 60 s is dropped, and the JVM may reclaim any under memory pressure (soft references).
-CATALOG_PROPERTIES = {"io.manifest.cache-enabled": "true"}
+MANIFEST_CACHE = "io.manifest.cache-enabled"
+CATALOG_PROPERTIES = {MANIFEST_CACHE: "true"}
 
 
 def catalog_properties(catalog: str) -> dict[str, str]:
