@@ -183,7 +183,9 @@ def apply_batch(
     progress("applied")
     if log_consumed:
         commit.log_inputs(spark, catalog, table.id, files, run_id)
-    result.snapshot_id = iceberg.current_snapshot_id(spark, name)
+    # The commit left the session's table at its own snapshot: no catalog call (a Glue GetTable), and a
+    # writer committing right after it is not reported as this batch's.
+    result.snapshot_id = iceberg.current_snapshot_id(spark, name, refresh=False)
     return result
 
 

@@ -39,9 +39,10 @@ def read_state(spark: SparkSession, name: str) -> TableState:
     return TableState.from_metadata(json.loads(metadata))
 
 
-def current_snapshot_id(spark: SparkSession, name: str) -> int | None:
-    """The snapshot `main` points at now (None for an empty table)."""
-    snapshot = iceberg_table(spark, name).currentSnapshot()
+def current_snapshot_id(spark: SparkSession, name: str, *, refresh: bool = True) -> int | None:
+    """The snapshot `main` points at now (None for an empty table); `refresh=False`: as the session holds
+    the table (iceberg_table)."""
+    snapshot = iceberg_table(spark, name, refresh=refresh).currentSnapshot()
     return snapshot.snapshotId() if snapshot is not None else None
 
 

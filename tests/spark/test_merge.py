@@ -3,9 +3,12 @@ wins: test_merge_ordering.py)."""
 
 from __future__ import annotations
 
+import importlib
+
 import pyarrow as pa
 import pytest
 
+from lakeloader import iceberg
 from lakeloader.engine import apply_batch, cdc, merge
 from lakeloader.errors import BadInputError
 from lakeloader.inputs import list_inputs
@@ -214,6 +217,38 @@ def test_commit_summary_records_consumed_files(spark, raw, make_table):
     assert summary["lakeloader.run-id"] == "run-42"
     assert summary["lakeloader.table-id"] == table.id
     assert "src/20261101-0900.parquet" in summary["lakeloader.input-files"]
+
+
+def test_the_snapshot_reported_is_the_batchs_own_when_another_writer_commits_right_after(
+    spark, raw, make_table, monkeypatch
+):
+    """The snapshot id the run's ledger row records is read from the table as the batch's commit left
+    it, without asking the catalog again (on AWS a Glue GetTable fewer a batch): a commit by another
+    writer (another catalog over the same warehouse) right after it does not take its place."""
+    batch_module = importlib.import_module("lakeloader.engine.batch")
+    prefix = f"spark.sql.catalog.{CATALOG}"
+    for key, value in spark.sparkContext.getConf().getAll():
+        if key == prefix or key.startswith(prefix + "."):
+            spark.conf.set(key.replace(prefix, "spark.sql.catalog.other_writer", 1), value)
+    table = make_table()
+    other = f"other_writer.{table.target.database}.{table.target.table}"
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
+    load(spark, table, raw)
+
+    def commit_right_after(point: str) -> None:
+        if point == "after_commit":
+            spark.sql(f"UPDATE {other} SET name = 'other' WHERE id = 1")
+
+    monkeypatch.setattr(batch_module, "crash_point", commit_right_after)
+    raw.write_parquet("src/20261101-0901.parquet", [change("I", 2, "b", 2)], DMS)
+    result = load(spark, table, raw, run_id="run-7")
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    spark.sql(f"REFRESH TABLE {name}")
+    history = {r.snapshot_id: r for r in spark.sql(f"SELECT * FROM {name}.snapshots").collect()}
+    theirs = history[iceberg.current_snapshot_id(spark, name)]
+    ours = history[theirs.parent_id]
+    assert ours.summary["lakeloader.run-id"] == "run-7" and "lakeloader.run-id" not in theirs.summary
+    assert result.snapshot_id == ours.snapshot_id
 
 
 @pytest.mark.parametrize(
