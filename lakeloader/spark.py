@@ -34,7 +34,7 @@ from lakeloader.contract import (
 from lakeloader.errors import LakeloaderError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 Runtime = Literal["local", "glue", "emr"]
 CATALOG = LOCAL_CATALOG  # what tests and benchmarks address local tables with
@@ -195,3 +195,15 @@ def table_exists(spark: SparkSession, name: str) -> bool:
         return True
     except AnalysisException:
         return False
+
+
+def release(df: DataFrame) -> None:
+    """Free the blocks of the localCheckpoints `df` reads, now. `DataFrame.unpersist` does not: it
+    drops only what `cache`/`persist` registered, so a batch's checkpoints stayed in the block manager
+    until the JVM collected their RDDs, holding storage memory the next MERGE's sort then spilled for.
+    `df` (and anything else reading those checkpoints) must not be used again."""
+    leaves = df._jdf.queryExecution().logical().collectLeaves()
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() == "LogicalRDD":
+            leaf.rdd().unpersist(False)

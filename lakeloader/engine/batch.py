@@ -22,7 +22,7 @@ from lakeloader.faults import crash_point
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
-from lakeloader.spark import table_exists
+from lakeloader.spark import release, table_exists
 from lakeloader.sql import qualified, value_literal
 
 # A batch's key values filter the target when they are few, or when the table holds this many times
@@ -144,7 +144,7 @@ def apply_batch(
         if read.truncates and table.on_truncate == "empty_table":
             progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
             truncated = truncate.as_deletes(spark, name, table, changes)
-            changes.unpersist()
+            release(changes)
             changes, keyed, bounds = truncated, {}, {}  # the deletes reach keys the batch does not hold
             key_rows += state.records
             deletes += state.records
@@ -178,7 +178,7 @@ def apply_batch(
         if result.quality is not None:
             result.notes.append(result.quality.describe())
     finally:
-        changes.unpersist()
+        release(changes)
     crash_point("after_commit")  # committed; neither the input log nor the ledger knows yet
     progress("applied")
     if log_consumed:

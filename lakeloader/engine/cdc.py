@@ -32,6 +32,7 @@ from lakeloader.errors import BadInputError
 from lakeloader.formats import SourceFormat, source_format
 from lakeloader.formats.files import Check, replace_checked, require_sequence
 from lakeloader.inputs import InputFile, batch_order
+from lakeloader.spark import release
 from lakeloader.sql import quote
 
 VALID_OPS = ("I", "U", "D", "T")
@@ -164,7 +165,7 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     observed = observation.get
     for i, check in enumerate(checks):
         if observed[f"bad{i}"] is not None:
-            df.unpersist()
+            release(df)
             bad = json.loads(observed[f"bad{i}"])  # to_json leaves NULL fields out
             raise BadInputError(
                 table.id,

@@ -30,6 +30,7 @@ from lakeloader.engine import cdc, partial, schema, tombstones
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
+from lakeloader.spark import release
 from lakeloader.sql import in_lists, quote
 
 if TYPE_CHECKING:
@@ -277,4 +278,4 @@ def write(
         finally:
             spark.catalog.dropTempView(view)
     finally:
-        classified.unpersist()
+        release(classified)

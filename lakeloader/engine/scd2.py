@@ -22,6 +22,7 @@ from lakeloader.engine.sequence import newer_sql
 from lakeloader.errors import BadInputError, LakeloaderError
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
+from lakeloader.spark import release
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Scd2Batch:
     """The MERGE source of one batch (materialised) and what it will do."""
 
     source: DataFrame
-    checkpoint: DataFrame  # the materialised per-change frame `source` reads; unpersist when done
+    checkpoint: DataFrame  # the materialised per-change frame `source` reads; released when done
     opened: int
     superseded: int
     deleted: int
@@ -349,4 +350,4 @@ def write(
         finally:
             spark.catalog.dropTempView(view)
     finally:
-        batch.checkpoint.unpersist()
+        release(batch.checkpoint)

@@ -251,6 +251,31 @@ def test_the_snapshot_reported_is_the_batchs_own_when_another_writer_commits_rig
     assert result.snapshot_id == ours.snapshot_id
 
 
+def test_a_batch_frees_its_checkpoints_once_committed(spark, raw, make_table, monkeypatch):
+    """The read's and the classification's localCheckpoints hold a batch's rows in the block manager;
+    they are freed when the batch has committed, not left until the JVM collects them (the next
+    batch's MERGE would sort with that much less memory). Checked right after the commit, while
+    apply_batch still holds its frames."""
+    batch_module = importlib.import_module("lakeloader.engine.batch")
+    tracked = spark.sparkContext._jsc.sc()
+
+    def stored() -> set[int]:
+        return {info.id() for info in tracked.getRDDStorageInfo()}
+
+    table = make_table()
+    raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1), change("I", 2, "b", 1)], DMS)
+    load(spark, table, raw)
+    before = stored()
+    left: list[set[int]] = []
+    monkeypatch.setattr(batch_module, "crash_point", lambda point: left.append(stored() - before))
+    raw.write_parquet("src/20261101-0901.parquet", [change("U", 1, "c", 2), change("D", 2, "b", 2)], DMS)
+    result = load(spark, table, raw)
+    assert (result.updated, result.deleted) == (1, 1)
+    after_read, after_commit = left  # crash_point("after_read"), then ("after_commit")
+    assert after_read  # the read's checkpoint is held while the batch runs
+    assert after_commit == set()
+
+
 @pytest.mark.parametrize(
     ("rows_", "message"),
     [
