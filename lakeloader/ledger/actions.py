@@ -117,28 +117,30 @@ class ObjectActions(ObjectLedger):
         values: dict,
         note: str,
     ) -> ActionOutcome:
-        changed, left = [], []
         now = utc_now_iso(self.clock())
-        for obj in objects:
-            if obj.status not in allowed:
-                left.append(obj)
-                continue
-            response = self.conditional_write(
-                self.client.update_item,
-                TableName=self.ledger_table,
-                Key=encode_item({"table_id": table_id, "object_id": obj.object_id}),
-                UpdateExpression=update,
-                ConditionExpression="#status = :seen",
-                ExpressionAttributeNames={
+        movable = [obj for obj in objects if obj.status in allowed]
+        requests = [
+            {
+                "TableName": self.ledger_table,
+                "Key": encode_item({"table_id": table_id, "object_id": obj.object_id}),
+                "UpdateExpression": update,
+                "ConditionExpression": "#status = :seen",
+                "ExpressionAttributeNames": {
                     "#status": "status",
                     **({"#error": "error"} if "#error" in update else {}),
                 },
-                ExpressionAttributeValues=encode_item(
+                "ExpressionAttributeValues": encode_item(
                     {**values, ":seen": obj.status, ":now": now, ":note": clip_error(note) or ""}
                 ),
-                ReturnValues="ALL_NEW",
-            )
-            if response is None:
+                "ReturnValues": "ALL_NEW",
+            }
+            for obj in movable
+        ]
+        responses = self.conditional_writes(self.client.update_item, requests)
+        moved = {id(obj): response for obj, response in zip(movable, responses, strict=True)}
+        changed, left = [], []
+        for obj in objects:
+            if (response := moved.get(id(obj))) is None:
                 left.append(obj)
             else:
                 changed.append(LedgerObject.from_item(response["Attributes"]))

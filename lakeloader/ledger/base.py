@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -16,6 +17,9 @@ R = TypeVar("R")
 
 DEFAULT_RUN_RETENTION_DAYS = 90
 MAX_ERROR_CHARS = 4000
+# Conditional writes of a batch's objects in flight at once (botocore keeps 10 connections a client):
+# each is a round trip, and a 1,000-object run claims and finishes 1,000 (benchmarks/RESULTS.md).
+WRITES_IN_FLIGHT = 8
 
 
 class LedgerError(RuntimeError):
@@ -84,3 +88,15 @@ class LedgerTables:
             if is_condition_failure(exc):
                 return None
             raise
+
+    def conditional_writes(
+        self, write: Callable[..., Any], requests: Sequence[dict[str, Any]]
+    ) -> list[dict[str, Any] | None]:
+        """`conditional_write` of each request (its keyword arguments), WRITES_IN_FLIGHT at a time; the
+        responses in the requests' order. Each is a conditional write of its own item, so sending them
+        together changes no outcome. On an error, others may have been written, as those before it
+        were when they went one by one."""
+        if len(requests) <= 1:
+            return [self.conditional_write(write, **request) for request in requests]
+        with ThreadPoolExecutor(max_workers=min(WRITES_IN_FLIGHT, len(requests))) as pool:
+            return list(pool.map(lambda request: self.conditional_write(write, **request), requests))

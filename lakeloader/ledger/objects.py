@@ -333,20 +333,23 @@ class ObjectLedger(LedgerTables):
                 ":one": 1,
             }
         )
-        for obj in objects:
-            response = self.conditional_write(
-                self.client.update_item,
-                TableName=self.ledger_table,
-                Key=self._object_key(table_id, obj.object_id),
-                UpdateExpression=(
+        requests = [
+            {
+                "TableName": self.ledger_table,
+                "Key": self._object_key(table_id, obj.object_id),
+                "UpdateExpression": (
                     "SET #status = :running, run_id = :run, updated_at = :now, "
                     "attempts = if_not_exists(attempts, :zero) + :one"
                 ),
-                ConditionExpression="attribute_exists(object_id) AND #status <> :done",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
+                "ConditionExpression": "attribute_exists(object_id) AND #status <> :done",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": values,
+                "ReturnValues": "ALL_NEW",
+            }
+            for obj in objects
+        ]
+        responses = self.conditional_writes(self.client.update_item, requests)
+        for obj, response in zip(objects, responses, strict=True):
             if response is None:
                 LOG.info("object not claimable (done or gone): table %s object %s", table_id, obj.object_id)
                 continue
@@ -390,17 +393,20 @@ class ObjectLedger(LedgerTables):
             names["#error"] = "error"
         encoded = encode_item(values)
         finished = []
-        for obj in objects:
-            response = self.conditional_write(
-                self.client.update_item,
-                TableName=self.ledger_table,
-                Key=self._object_key(table_id, obj.object_id),
-                UpdateExpression=update,
-                ConditionExpression="#status = :running AND run_id = :run",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=encoded,
-                ReturnValues="ALL_NEW",
-            )
+        requests = [
+            {
+                "TableName": self.ledger_table,
+                "Key": self._object_key(table_id, obj.object_id),
+                "UpdateExpression": update,
+                "ConditionExpression": "#status = :running AND run_id = :run",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": encoded,
+                "ReturnValues": "ALL_NEW",
+            }
+            for obj in objects
+        ]
+        responses = self.conditional_writes(self.client.update_item, requests)
+        for obj, response in zip(objects, responses, strict=True):
             if response is None:
                 LOG.warning(
                     "object no longer claimed by run %s, left as is: table %s object %s",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import boto3
@@ -134,6 +135,41 @@ def test_claim_and_finish_done(ledger: Ledger):
     assert ledger.pending_objects(T) == []
     # a done object cannot be claimed again
     assert ledger.claim(T, pending, "run-2") == []
+
+
+def test_a_batch_is_claimed_and_finished_with_its_writes_in_flight_together(ledger: Ledger, dynamodb):
+    """A 1,000-object run made 2,000 conditional writes one after another; they go out
+    WRITES_IN_FLIGHT at a time, each still conditional (an object done meanwhile is not claimed),
+    and the results keep the batch's order."""
+    keys = [f"t/{i:02d}.parquet" for i in range(24)]
+    record(ledger, *keys)
+    pending = ledger.pending_objects(T)
+    ledger.finish(T, ledger.claim(T, pending[5:6], "run-0"), "run-0", DONE)  # done before the batch
+
+    in_flight, most = 0, 0
+    guard = threading.Lock()
+
+    class Counting:  # the real client, counting the update_item calls that overlap
+        def __getattr__(self, name):
+            return getattr(dynamodb, name)
+
+        def update_item(self, **kwargs):
+            nonlocal in_flight, most
+            with guard:
+                in_flight += 1
+                most = max(most, in_flight)
+            try:
+                return dynamodb.update_item(**kwargs)
+            finally:
+                with guard:
+                    in_flight -= 1
+
+    ledger.client = Counting()
+    claimed = ledger.claim(T, pending, "run-1")
+    assert [o.key for o in claimed] == keys[:5] + keys[6:]
+    done = ledger.finish(T, claimed, "run-1", DONE)
+    assert [o.key for o in done] == keys[:5] + keys[6:] and {o.run_id for o in done} == {"run-1"}
+    assert most > 1
 
 
 def test_failed_objects_keep_error_and_are_retried_by_a_later_run(ledger: Ledger):
