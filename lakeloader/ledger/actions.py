@@ -136,11 +136,10 @@ class ObjectActions(ObjectLedger):
             }
             for obj in movable
         ]
-        responses = self.conditional_writes(self.client.update_item, requests)
-        moved = {id(obj): response for obj, response in zip(movable, responses, strict=True)}
+        responses = iter(self.conditional_writes(self.client.update_item, requests))
         changed, left = [], []
         for obj in objects:
-            if (response := moved.get(id(obj))) is None:
+            if (response := next(responses) if obj.status in allowed else None) is None:
                 left.append(obj)
             else:
                 changed.append(LedgerObject.from_item(response["Attributes"]))
