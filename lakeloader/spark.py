@@ -200,8 +200,8 @@ def table_exists(spark: SparkSession, name: str) -> bool:
 def release(df: DataFrame) -> None:
     """Free the blocks of the localCheckpoints `df` reads, now. `DataFrame.unpersist` does not: it
     drops only what `cache`/`persist` registered, so a batch's checkpoints stayed in the block manager
-    until the JVM collected their RDDs, holding storage memory the next MERGE's sort then spilled for.
-    `df` (and anything else reading those checkpoints) must not be used again."""
+    until the JVM collected their RDDs (118 MiB after each 250k-change batch of a stage,
+    benchmarks/RESULTS.md). `df` (and anything else reading those checkpoints) must not be used again."""
     leaves = df._jdf.queryExecution().logical().collectLeaves()
     for i in range(leaves.size()):
         leaf = leaves.apply(i)

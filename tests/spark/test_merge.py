@@ -253,9 +253,8 @@ def test_the_snapshot_reported_is_the_batchs_own_when_another_writer_commits_rig
 
 def test_a_batch_frees_its_checkpoints_once_committed(spark, raw, make_table, monkeypatch):
     """The read's and the classification's localCheckpoints hold a batch's rows in the block manager;
-    they are freed when the batch has committed, not left until the JVM collects them (the next
-    batch's MERGE would sort with that much less memory). Checked right after the commit, while
-    apply_batch still holds its frames."""
+    they are freed when the batch has committed, not left until the JVM collects them. Checked right
+    after the commit, while apply_batch still holds its frames."""
     batch_module = importlib.import_module("lakeloader.engine.batch")
     tracked = spark.sparkContext._jsc.sc()
 
