@@ -3,7 +3,7 @@
 
     python -m benchmarks.ab_ledger_writes --objects 1000 --reps 6
 
-The ledger on the emulator's DynamoDB, in a process of its own (`lakeloader_dev.emulator.serve`), so
+The ledger on the emulator's DynamoDB, in a process of its own (`lakeloader_dev.local.up`), so
 the harness's threads and the emulator do not share one interpreter. The same objects are claimed
 and given back each repetition, alternating which variant goes first. Prints each repetition and
 the medians. The emulator handles each write in Python, so its own time per write bounds what
@@ -14,12 +14,9 @@ benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,22 +32,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.backfill import create_table
     from lakeloader.ledger import PENDING, Ledger, ObjectRef, base
+    from lakeloader_dev import local
     from lakeloader_dev.emulator import aws_env
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-ledger-"))
-    state = work / "state.json"
-    emulator = subprocess.Popen(
-        [sys.executable, "-m", "lakeloader_dev.emulator.serve", "--workdir", str(work / "emulator")]
-        + ["--state-file", str(state)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        while not state.exists():
-            if emulator.poll() is not None:
-                raise SystemExit("the emulator did not start")
-            time.sleep(0.2)
-        os.environ.update(aws_env(json.loads(state.read_text())["endpoint"]))
+        os.environ.update(aws_env(local.up(work)["endpoint"]))
         client = boto3.client("dynamodb")
         ledger = Ledger(
             client,
@@ -80,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{in_flight} in flight, {args.objects:,} objects, medians: claim {claim:.2f} s, ", end="")
             print(f"finish {finish:.2f} s")
     finally:
-        emulator.terminate()
-        emulator.wait()
+        local.down(work)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
