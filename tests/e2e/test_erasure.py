@@ -135,7 +135,8 @@ def _run_scenario(e2e, stderr, log) -> dict[str, Any]:
 
 def _drive(process: subprocess.Popen, log, timed_out: threading.Event) -> dict[str, Any]:
     def failure(what: str) -> RuntimeError:
-        why = f"killed after {SCENARIO_SECONDS} s" if timed_out.is_set() else f"exit {process.poll()}"
+        # its output ended, so it is exiting: wait for the code (the watchdog still bounds the wait)
+        why = f"killed after {SCENARIO_SECONDS} s" if timed_out.is_set() else f"exit {process.wait()}"
         return RuntimeError(f"{what} ({why}):\n{log.read_text()[-4000:]}")
 
     assert process.stdin is not None and process.stdout is not None
