@@ -27,3 +27,40 @@ class SchemaChangeError(LakeloaderError):
         self.table_id, self.problems = table_id, problems
         listing = "\n  - ".join(problems)
         super().__init__(f"table {table_id!r}: schema change not allowed:\n  - {listing}")
+
+
+class UnreadableFilesError(BadInputError):
+    """Files of a batch that cannot be read at all (truncated, empty, not the format, undecryptable),
+    each with the reader's one-line reason. Found by lakeloader.engine.unreadable after a read failed
+    with no file named; each is set aside on its own and the batch's other files go on."""
+
+    def __init__(self, table_id: str, reasons: dict[str, str]):
+        self.table_id, self.file, self.column, self.reasons = table_id, next(iter(reasons)), None, reasons
+        listing = "; ".join(f"{name!r}: {reason}" for name, reason in reasons.items())
+        LakeloaderError.__init__(self, f"table {table_id!r}: {len(reasons)} unreadable file(s): {listing}")
+
+    def message_for(self, name: str) -> str:
+        return f"table {self.table_id!r}, file {name!r}: cannot be read: {self.reasons[name]}"
+
+
+def blamed_files(exc: BaseException) -> dict[str, str]:
+    """The input files an error proves guilty, each with its own message: the ones to set aside while
+    the batch's other files go on. An error that names no file blames none."""
+    if isinstance(exc, UnreadableFilesError):
+        return {name: exc.message_for(name) for name in exc.reasons}
+    file = getattr(exc, "file", None) if isinstance(exc, LakeloaderError) else None
+    return {file: str(exc)} if file else {}
+
+
+def root_cause(exc: BaseException) -> str:
+    """One line: the innermost Java exception of a Py4J error (the useful part), else the first line."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            while java.getCause() is not None:
+                java = java.getCause()
+            return str(java.toString()).splitlines()[0]
+        except Exception:  # the JVM is gone: fall back to the Python text
+            pass
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else repr(exc)}"

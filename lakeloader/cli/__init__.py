@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
         "table by source.prefix",
     )
     run.add_argument("--raw-root", help="override the config's raw_root (folder or s3:// URI)")
+    run.add_argument(
+        "--skip",
+        action="append",
+        metavar="FILE",
+        help="give up on this raw file for good (repeatable; needs --reason): kept in the input log with "
+        "the reason, never loaded again; a new version of it (changed size or time) is a new file",
+    )
+    run.add_argument("--reason", metavar="TEXT", help="why the --skip files are given up")
 
     sql = commands.add_parser(
         "sql",
@@ -191,15 +199,21 @@ def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.contract import new_run_id
-    from lakeloader.jobs.load import assign_inputs, run_tables, summary_table
+    from lakeloader.jobs.load import assign_inputs, run_tables, skip_files, summary_table
     from lakeloader.progress import stderr_progress
 
+    if args.skip and not args.reason:
+        raise LakeloaderError("--skip needs --reason TEXT: the input log keeps why a file was given up")
     tables = config.select(args.table)
+    skips = assign_inputs(config, tables, args.skip) if args.skip else {}
     inputs = assign_inputs(config, tables, args.input)
     run_id = new_run_id()
     total = sum(len(files) for files in inputs.values())
     stderr_progress(f"run {run_id}: {len(tables)} table(s), {total} raw file(s) found; starting Spark")
     spark, catalog = _session(config, f"lakeloader-run-{run_id}")
+    for table_id, files in skips.items():
+        if files:
+            skip_files(spark, catalog, table_id, files, run_id, args.reason, stderr_progress)
     results = run_tables(spark, tables, inputs, catalog=catalog, run_id=run_id, log_consumed=True)
     print(summary_table(results))
     return 1 if any(r.status == "failed" for r in results) else 0

@@ -16,8 +16,9 @@ from pyspark.sql.types import StructType
 from lakeloader import iceberg
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, gate, merge, scd2, schema, table_settings, truncate
+from lakeloader.engine import cdc, gate, merge, scd2, schema, table_settings, truncate, unreadable
 from lakeloader.engine.quality import QualityReport
+from lakeloader.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.faults import crash_point
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
@@ -86,7 +87,7 @@ def apply_batch(
     progress(f"reading {len(files)} file(s), {sum(f.size for f in files):,} bytes")
     # Validated and materialised in one Spark job: later steps see a fixed batch, and MERGE refuses
     # sources whose plan holds non-deterministic expressions (row positions).
-    read = cdc.read_changes(spark, table, files)
+    read = _read(spark, table, files, progress)
     changes, result.changes = read.rows, read.count
     progress(f"read {read.count:,} change(s)")
     try:
@@ -187,6 +188,20 @@ def apply_batch(
     # writer committing right after it is not reported as this batch's.
     result.snapshot_id = iceberg.current_snapshot_id(spark, name, refresh=False)
     return result
+
+
+def _read(spark: SparkSession, table: TableConfig, files: list[InputFile], progress: Progress) -> cdc.Changes:
+    """The batch's changes; a read that fails naming no file is followed by a search for the files that
+    cannot be read, which are then named (UnreadableFilesError) so the caller can set them aside."""
+    try:
+        return cdc.read_changes(spark, table, files)
+    except LakeloaderError:
+        raise
+    except Exception as exc:
+        found = unreadable.find_unreadable(spark, table, files, progress)
+        if found:
+            raise UnreadableFilesError(table.id, found) from exc
+        raise
 
 
 def _append_or_overwrite(

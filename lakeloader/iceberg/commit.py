@@ -110,13 +110,30 @@ def batch_summary(run_id: str, table_id: str, files: list[InputFile]) -> dict[st
     }
 
 
+# What the input log says of a file: consumed by a commit (older rows carry no status), set aside by
+# a run because it could not be loaded (a later run retries it), or skipped for good by `run --skip`.
+CONSUMED, SET_ASIDE, SKIPPED = "consumed", "set_aside", "skipped"
+
+
 def logged_file_ids(spark: SparkSession, catalog: str, table_id: str) -> set[str]:
-    """The table's files in the input log (see `log_inputs`)."""
+    """The table's files the input log holds as consumed (see `log_inputs`)."""
+    return set(_logged(spark, catalog, table_id, "status IS NULL OR status = 'consumed'"))
+
+
+def skipped_files(spark: SparkSession, catalog: str, table_id: str) -> dict[str, str]:
+    """The table's files a user gave up on (`lakeloader run --skip`): file id -> reason."""
+    return _logged(spark, catalog, table_id, f"status = {literal(SKIPPED)}")
+
+
+def _logged(spark: SparkSession, catalog: str, table_id: str, where: str) -> dict[str, str]:
     log = qualified(catalog, *INPUT_LOG)
     if not table_exists(spark, log):
-        return set()
-    rows = spark.sql(f"SELECT file_id FROM {log} WHERE table_id = {literal(table_id)}").collect()
-    return {row.file_id for row in rows}
+        return {}
+    _ensure_log_columns(spark, log)
+    rows = spark.sql(
+        f"SELECT file_id, reason FROM {log} WHERE table_id = {literal(table_id)} AND ({where})"
+    ).collect()
+    return {row.file_id: row.reason or "" for row in rows}
 
 
 def consumed_file_ids(
@@ -127,8 +144,18 @@ def consumed_file_ids(
     return ids | logged_file_ids(spark, catalog, table_id) if catalog else ids
 
 
-def log_inputs(spark: SparkSession, catalog: str, table_id: str, files: list[InputFile], run_id: str) -> None:
-    """Append consumed files to the input log, which outlives snapshot expiry and erasure.
+def log_inputs(
+    spark: SparkSession,
+    catalog: str,
+    table_id: str,
+    files: list[InputFile],
+    run_id: str,
+    *,
+    status: str = CONSUMED,
+    reasons: dict[str, str] | None = None,
+) -> None:
+    """Append files to the input log, which outlives snapshot expiry and erasure: consumed ones,
+    or (`status`) those a run set aside or a user skipped, with `reasons` by file name.
 
     Runs without a ledger (the local CLI) need it: snapshot summaries vanish with
     expired snapshots, and a raw file loaded again would undo an erasure.
@@ -137,8 +164,20 @@ def log_inputs(spark: SparkSession, catalog: str, table_id: str, files: list[Inp
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, INPUT_LOG[0])}")
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {log} (table_id string, file_id string, name string, run_id string, "
-        "logged_at timestamp) USING iceberg TBLPROPERTIES ('format-version'='2')"
+        "logged_at timestamp, status string, reason string) "
+        "USING iceberg TBLPROPERTIES ('format-version'='2')"
     )
-    rows = [(table_id, file_id(f), f.name, run_id) for f in files]
-    frame = spark.createDataFrame(rows, "table_id string, file_id string, name string, run_id string")
+    _ensure_log_columns(spark, log)
+    reasons = reasons or {}
+    rows = [(table_id, file_id(f), f.name, run_id, status, reasons.get(f.name)) for f in files]
+    frame = spark.createDataFrame(
+        rows, "table_id string, file_id string, name string, run_id string, status string, reason string"
+    )
     frame.withColumn("logged_at", F.current_timestamp()).writeTo(log).append()
+
+
+def _ensure_log_columns(spark: SparkSession, log: str) -> None:
+    """An input log written before files could be set aside or skipped gains their columns."""
+    missing = [c for c in ("status", "reason") if c not in spark.table(log).columns]
+    if missing:
+        spark.sql(f"ALTER TABLE {log} ADD COLUMNS ({', '.join(f'{c} string' for c in missing)})")

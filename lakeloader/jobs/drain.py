@@ -115,13 +115,13 @@ def drain_table(
                 before_publish=still_holds_lock,
             )
             _accumulate(total, result)
-            guilty = next((o for o, f in zip(batch, files, strict=True) if f.name == result.bad_file), None)
-            if result.status == "failed" and guilty is not None:
-                quarantined += _set_aside(
-                    ledger, table, batch, guilty, run_id, result.error, max_attempts, cid
-                )
-                files_left, bytes_left = files_left - 1, bytes_left - (guilty.size or 0)
-                continue  # the others: the next batch (this run never takes its own failure again)
+            guilty = [o for o, f in zip(batch, files, strict=True) if f.name in result.bad_files]
+            if result.status == "failed" and guilty:
+                errors = [result.bad_files[f.name] for o, f in zip(batch, files, strict=True) if o in guilty]
+                quarantined += _set_aside(ledger, table, batch, guilty, errors, run_id, max_attempts, cid)
+                files_left -= len(guilty)
+                bytes_left -= sum(o.size or 0 for o in guilty)
+                continue  # the others: the next batch (this run never takes its own failures again)
             status = "failed" if result.status == "failed" else "done"
             ledger.finish(table.id, batch, run_id, status, error=result.error)
             if result.status == "failed":
@@ -185,20 +185,22 @@ def _set_aside(
     ledger: Ledger,
     table: TableConfig,
     batch: list[LedgerObject],
-    guilty: LedgerObject,
+    guilty: list[LedgerObject],
+    errors: list[str],
     run_id: str,
-    error: str | None,
     max_attempts: int,
     cid: str,
 ) -> int:
-    """Finish the guilty file failed or quarantined, give the others back; 1 if it was quarantined."""
-    status = QUARANTINED if guilty.attempts >= max_attempts else FAILED
-    ledger.finish(table.id, [guilty], run_id, status, error=error)
-    ledger.finish(table.id, [o for o in batch if o is not guilty], run_id, PENDING)
-    log_event(
-        "file_" + status, table_id=table.id, key=guilty.key, attempts=guilty.attempts, correlation_id=cid
-    )
-    return int(status == QUARANTINED)
+    """Finish each guilty file failed or quarantined with its own error, give the others back; how
+    many were quarantined."""
+    quarantined = 0
+    for obj, error in zip(guilty, errors, strict=True):
+        status = QUARANTINED if obj.attempts >= max_attempts else FAILED
+        ledger.finish(table.id, [obj], run_id, status, error=error)
+        log_event("file_" + status, table_id=table.id, key=obj.key, attempts=obj.attempts, correlation_id=cid)
+        quarantined += status == QUARANTINED
+    ledger.finish(table.id, [o for o in batch if o not in guilty], run_id, PENDING)
+    return quarantined
 
 
 def publish_metrics(result: TableResult, ledger_table: str, quarantined: int = 0) -> None:

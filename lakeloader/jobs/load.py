@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from pyspark.sql import SparkSession
 
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.engine import Applied, apply_batch
-from lakeloader.errors import LakeloaderError
+from lakeloader.errors import LakeloaderError, blamed_files, root_cause
+from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile, list_inputs, resolve_paths
 from lakeloader.progress import Progress, stderr_progress, text_table
 
@@ -27,7 +28,9 @@ class TableResult(Applied):
     status: str = "skipped"  # ok | skipped | failed
     seconds: float = 0.0
     error: str | None = None
-    bad_file: str | None = None  # the input file the error names (errors.BadInputError.file)
+    # The input files the error proves guilty, each with its own message (errors.blamed_files): set
+    # aside while the batch's other files go on.
+    bad_files: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def applied(cls, table_id: str, applied: Applied) -> TableResult:
@@ -86,11 +89,14 @@ def run_tables(
         def table_progress(message: str, _id: str = table.id, _n: int = position) -> None:
             progress(f"[{_n}/{len(tables)} {_id}] {message}")
 
+        files = inputs.get(table.id, [])
+        if log_consumed:
+            files = _without_skipped(spark, table, files, catalog, table_progress)
         results.append(
-            load_table(
+            _load_setting_aside(
                 spark,
                 table,
-                inputs.get(table.id, []),
+                files,
                 catalog=catalog,
                 run_id=run_id,
                 progress=table_progress,
@@ -98,6 +104,92 @@ def run_tables(
             )
         )
     return results
+
+
+def skip_files(
+    spark: SparkSession,
+    catalog: str,
+    table_id: str,
+    files: list[InputFile],
+    run_id: str,
+    reason: str,
+    progress: Progress,
+) -> None:
+    """Give up on files for good (`lakeloader run --skip`): the input log keeps them with the reason."""
+    commit.log_inputs(
+        spark,
+        catalog,
+        table_id,
+        files,
+        run_id,
+        status=commit.SKIPPED,
+        reasons={f.name: reason for f in files},
+    )
+    for file in files:
+        progress(f"{table_id}: {file.name} skipped for good ({reason})")
+
+
+def _without_skipped(
+    spark: SparkSession, table: TableConfig, files: list[InputFile], catalog: str, progress: Progress
+) -> list[InputFile]:
+    """The files a user has not given up on (`lakeloader run --skip`, kept in the input log)."""
+    skipped = commit.skipped_files(spark, catalog, table.id)
+    given_up = [f for f in files if commit.file_id(f) in skipped]
+    for file in given_up:
+        progress(f"{file.name}: skipped for good ({skipped[commit.file_id(file)]})")
+    return [f for f in files if f not in given_up]
+
+
+def _load_setting_aside(
+    spark: SparkSession,
+    table: TableConfig,
+    files: list[InputFile],
+    *,
+    catalog: str,
+    run_id: str,
+    progress: Progress,
+    log_consumed: bool,
+) -> TableResult:
+    """One table's files on a run without a ledger: a batch that fails naming its guilty files (bad
+    input, unreadable) is loaded again without them, so one bad file never blocks the others. The
+    result is failed when any file was set aside, listing each with its reason; with `log_consumed`
+    the input log records them, and a later run retries them (fixed in place, they load then)."""
+    aside: dict[str, str] = {}
+    remaining, seconds = files, 0.0
+    while True:
+        result = load_table(
+            spark,
+            table,
+            remaining,
+            catalog=catalog,
+            run_id=run_id,
+            progress=progress,
+            log_consumed=log_consumed,
+        )
+        seconds += result.seconds
+        blamed = {name: error for name, error in result.bad_files.items() if name not in aside}
+        if result.status != "failed" or not blamed:
+            break
+        aside |= blamed
+        remaining = [f for f in remaining if f.name not in aside]
+        progress(f"set aside {len(blamed)} file(s); {len(remaining)} left to load")
+        if not remaining:
+            result = TableResult(table.id)
+            break
+    if aside:
+        if log_consumed:
+            guilty = [f for f in files if f.name in aside]
+            commit.log_inputs(
+                spark, catalog, table.id, guilty, run_id, status=commit.SET_ASIDE, reasons=aside
+            )
+        also = f"; then: {result.error}" if result.status == "failed" and result.error else ""
+        result.status, result.bad_files = "failed", aside
+        result.error = (
+            f"{len(aside)} file(s) set aside, the others loaded; a later run retries them "
+            f"(lakeloader run --skip FILE --reason TEXT gives one up){also}"
+        )
+    result.seconds = seconds
+    return result
 
 
 def load_table(
@@ -130,30 +222,13 @@ def load_table(
         # A failed quality gate carries its rule outcomes into the run record.
         report = getattr(exc, "report", None)
         result = TableResult(
-            table.id, status="failed", error=str(exc), quality=report, bad_file=getattr(exc, "file", None)
+            table.id, status="failed", error=str(exc), quality=report, bad_files=blamed_files(exc)
         )
-    except Exception as exc:  # Spark/JVM errors: the root cause and the batch's files
-        names = [f.name for f in files]
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        where = f"table {table.id!r}, file(s) {shown}" if names else f"table {table.id!r}"
-        result = TableResult(table.id, status="failed", error=f"{where}: {_root_cause(exc)}")
+    except Exception as exc:  # Spark/JVM errors no file explains (engine.unreadable looked): the root cause
+        result = TableResult(table.id, status="failed", error=f"table {table.id!r}: {root_cause(exc)}")
     result.seconds = time.monotonic() - started
     progress(f"{result.status}" + (f": {result.error}" if result.error else ""))
     return result
-
-
-def _root_cause(exc: BaseException) -> str:
-    """One line: the innermost Java exception of a Py4J error (the useful part), else the first line."""
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            while java.getCause() is not None:
-                java = java.getCause()
-            return str(java.toString()).splitlines()[0]
-        except Exception:  # the JVM is gone: fall back to the Python text
-            pass
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else repr(exc)}"
 
 
 def summary_table(results: list[TableResult]) -> str:
@@ -177,5 +252,6 @@ def summary_table(results: list[TableResult]) -> str:
     for r in results:
         if r.error:
             lines.append(f"! {r.table_id}: {r.error}")
+        lines.extend(f"!   {error}" for error in r.bad_files.values())
         lines.extend(f"  {r.table_id}: {note}" for note in r.notes)
     return "\n".join(lines)

@@ -222,7 +222,24 @@ def bad_input(table: TableConfig, bad: str) -> Merge:
         if culprit is None:
             return ok(table, inserted=len(names))
         error = f"table {table.id!r}, file {culprit!r}, column 'id': key column is NULL"
-        return TableResult(table.id, status="failed", files=len(names), error=error, bad_file=culprit)
+        return TableResult(
+            table.id, status="failed", files=len(names), error=error, bad_files={culprit: error}
+        )
+
+    return outcome
+
+
+def unreadable(table: TableConfig, *bad: str) -> Merge:
+    """A merge whose read fails on every `bad` file it is given, as engine.unreadable names them."""
+
+    def outcome(names: list[str]) -> TableResult:
+        guilty = {
+            n: f"table {table.id!r}, file {n!r}: cannot be read: truncated" for n in names if n.endswith(bad)
+        }
+        if not guilty:
+            return ok(table, inserted=len(names))
+        error = f"table {table.id!r}: {len(guilty)} unreadable file(s)"
+        return TableResult(table.id, status="failed", files=len(names), error=error, bad_files=guilty)
 
     return outcome
 
@@ -248,6 +265,23 @@ def test_a_bad_file_is_set_aside_and_the_others_are_merged(ledger, table, merges
     }
     (run,) = ledger.list_runs(table.id)
     assert result.status == run.status == "failed" and "2-bad.parquet" in run.error  # the run says why
+
+
+def test_every_unreadable_file_of_a_batch_is_set_aside_with_its_own_error(ledger, table, merges):
+    calls = merges(table, unreadable(table, "2-cut.parquet", "4-empty.parquet"))
+    land(ledger, table, "1.parquet", "2-cut.parquet", "3.parquet", "4-empty.parquet")
+
+    drain(ledger, table, max_attempts=1)
+
+    prefix = "crm/public/customers/"
+    assert calls[1] == [f"{prefix}1.parquet", f"{prefix}3.parquet"]  # the others, in the same run
+    found = statuses(ledger, table)
+    assert found["1.parquet"] == found["3.parquet"] == ("done", None)
+    for bad in ("2-cut.parquet", "4-empty.parquet"):
+        status, error = found[bad]
+        assert status == "quarantined" and f"{prefix}{bad}" in error, found
+        assert error.count("file '") == 1  # its own error names no other file
+    assert quarantined_metric(ledger, table) == 2
 
 
 def test_a_file_that_keeps_failing_is_quarantined_after_max_attempts(ledger, table, merges):

@@ -1,0 +1,160 @@
+"""A file that cannot be read (truncated, zero bytes, a broken gzip) is named alone, set aside, and never
+blocks its table: lakeloader.engine.unreadable finds it after a read failed naming no file, and
+`lakeloader run` loads the others, lists it with its reason, exits 1, and retries it next time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lakeloader.cli import main
+from lakeloader.errors import UnreadableFilesError
+from lakeloader.spark import CATALOG
+from tests.spark.merge_batches import DMS, FULL, at, change, load, rows
+
+pytestmark = pytest.mark.spark
+
+LOAD = "src/LOAD00000001.parquet"
+CDC = ["src/20261101-0900.parquet", "src/20261101-1000.parquet", "src/20261101-1100.parquet"]
+
+
+def truncate(path: Path) -> None:
+    """As an interrupted upload leaves a file: its first half."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def land_batch(raw) -> None:
+    """A full load of keys 1-3, then three CDC files: update 2; update 3 (to be cut); insert 4, delete 1."""
+    raw.write_parquet(LOAD, [{"id": i, "name": f"n{i}", "last_update_time": at(0)} for i in (1, 2, 3)], FULL)
+    raw.write_parquet(CDC[0], [change("U", 2, "two", 1)], DMS)
+    raw.write_parquet(CDC[1], [change("U", 3, "three", 2)], DMS)
+    raw.write_parquet(CDC[2], [change("I", 4, "n4", 3), change("D", 1, None, 3)], DMS)
+
+
+class Lake:
+    """A config file on the session's warehouse, run through the CLI's own `main` in this process."""
+
+    def __init__(self, spark, raw, table_spec: dict, config: Path):
+        self.spark, self.raw, self.config = spark, raw, config
+        warehouse = spark.conf.get(f"spark.sql.catalog.{CATALOG}.warehouse")
+        config.write_text(
+            yaml.safe_dump({"raw_root": str(raw.root), "warehouse": warehouse, "tables": [table_spec]})
+        )
+
+    def run(self, *args: str, capsys) -> tuple[int, str]:
+        partitions = self.spark.conf.get("spark.sql.shuffle.partitions")
+        try:
+            code = main(["run", "--config", str(self.config), *args])
+        finally:  # the CLI's session settings are a laptop's; the test session keeps its own
+            self.spark.conf.set("spark.sql.shuffle.partitions", partitions)
+        return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def lake(spark, raw, make_table, tmp_path) -> tuple[Lake, object]:
+    table = make_table()
+    spec = table.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    return Lake(spark, raw, spec, tmp_path / "tables.yaml"), table
+
+
+def input_log(spark, table) -> list[tuple]:
+    query = (
+        f"SELECT name, status, reason FROM {CATALOG}.lakeloader_meta.input_files "
+        f"WHERE table_id = '{table.id}' AND status IN ('set_aside', 'skipped') ORDER BY logged_at, name"
+    )
+    return [tuple(r) for r in spark.sql(query).collect()]
+
+
+def test_a_truncated_file_is_set_aside_the_others_load_and_the_fixed_file_loads_next_run(
+    spark, raw, lake, capsys
+):
+    lake, table = lake
+    land_batch(raw)
+    truncate(raw.root / CDC[1])
+
+    code, out = lake.run(capsys=capsys)
+
+    assert code == 1
+    # every good file applied: 1 deleted, 2 updated, 4 inserted; 3 waits for its file
+    assert rows(spark, table) == [(2, "two"), (3, "n3"), (4, "n4")]
+    errors = [line for line in out.splitlines() if line.startswith("!")]
+    assert any(f"file '{CDC[1]}': cannot be read" in line and "Parquet" in line for line in errors), out
+    for other in (LOAD, CDC[0], CDC[2]):  # the error names the guilty file only
+        assert other not in out, out
+    (aside,) = input_log(spark, table)
+    assert aside[:2] == (CDC[1], "set_aside") and "Parquet" in aside[2]
+
+    raw.write_parquet(CDC[1], [change("U", 3, "three", 2)], DMS)  # re-exported under the same name
+    code, out = lake.run(capsys=capsys)
+
+    assert code == 0, out
+    assert rows(spark, table) == [(2, "two"), (3, "three"), (4, "n4")]
+
+
+def test_run_skip_gives_up_a_file_for_good_with_its_reason(spark, raw, lake, capsys):
+    lake, table = lake
+    land_batch(raw)
+    truncate(raw.root / CDC[1])
+
+    code, out = lake.run("--skip", str(raw.root / CDC[1]), "--reason", "lost upstream", capsys=capsys)
+
+    assert code == 0, out
+    assert rows(spark, table) == [(2, "two"), (3, "n3"), (4, "n4")]
+    assert input_log(spark, table) == [(CDC[1], "skipped", "lost upstream")]
+    assert lake.run(capsys=capsys)[0] == 0  # a later run does not take it again
+    assert main(["run", "--config", str(lake.config), "--skip", str(raw.root / CDC[1])]) == 2  # no --reason
+
+
+def truncated_gzip_json(raw, name: str) -> None:
+    data = gzip.compress(
+        b"".join(json.dumps({"id": i, "name": f"n{i}"}).encode() + b"\n" for i in range(200))
+    )
+    (raw.root / name).write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize(
+    ("fmt", "spoil"),
+    [
+        ("parquet", lambda raw, name: (raw.root / name).write_bytes(b"")),  # a zero-byte object
+        ("parquet", lambda raw, name: truncate(raw.root / name)),
+        ("json", truncated_gzip_json),
+    ],
+    ids=["zero-byte parquet", "truncated parquet", "truncated gzip json"],
+)
+def test_the_finder_names_exactly_the_unreadable_files(spark, raw, make_table, fmt, spoil):
+    table = make_table(source={"format": fmt, "cdc": "none"})
+    suffix = ".parquet" if fmt == "parquet" else ".json.gz"
+    names = [f"src/part-{n}{suffix}" for n in range(6)]
+    for n, name in enumerate(names):
+        good = [{"id": n, "name": f"n{n}"}]
+        if fmt == "parquet":
+            raw.write_parquet(name, good)
+        else:
+            raw.write_text(name, "")  # its folder
+            (raw.root / name).write_bytes(gzip.compress(json.dumps(good[0]).encode() + b"\n"))
+    for bad in (names[1], names[4]):
+        spoil(raw, bad)
+
+    with pytest.raises(UnreadableFilesError) as error:
+        load(spark, table, raw)
+
+    assert list(error.value.reasons) == [names[1], names[4]]
+    assert all(error.value.reasons.values())  # each with the reader's reason
+
+
+def test_a_failure_no_single_file_explains_blames_no_file(spark, raw, make_table):
+    """Two files each readable alone whose schemas cannot be merged: the batch fails naming none."""
+    table = make_table(source={"format": "parquet", "cdc": "none"})
+    raw.write_parquet("src/part-0.parquet", [{"id": 1, "name": "a"}])
+    raw.write_parquet("src/part-1.parquet", [{"id": 2, "name": 5}])
+
+    with pytest.raises(Exception) as error:
+        load(spark, table, raw)
+
+    assert not isinstance(error.value, UnreadableFilesError), error.value
