@@ -1,13 +1,16 @@
 """The `lakeloader` command line: run, sql, tables, erase, maintain, rebuild on a config file; status,
 requeue, skip, backfill, rebuild on a deployed stage (lakeloader.cli.stage).
 
-Exit codes: 0 success, 1 a table failed (status: a table is stuck), 2 a usage or configuration error.
+Exit codes: 0 success, 1 a table failed (status: a table is stuck), 2 a usage or configuration error,
+141 the output's reader went away (`lakeloader ... | head`), as for any Unix tool SIGPIPE ends.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import select
 import sys
 from datetime import date, datetime
 from decimal import Decimal
@@ -312,8 +315,35 @@ def configure(args: argparse.Namespace) -> LakeConfig:
     return config.model_copy(update=overrides) if overrides else config
 
 
+READER_GONE = 128 + 13  # the exit status of a process SIGPIPE ended
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        code = _main(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # a short output is written here, not at exit where nothing could catch it
+        return code
+    except BrokenPipeError:
+        gone = _pipes_without_reader()
+        if not gone:  # not our output's pipe: a real error
+            raise
+        # `lakeloader ... | head`: the reader has what it wanted. Later writes (the interpreter's
+        # flush at exit) go nowhere instead of failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in gone:
+            os.dup2(devnull, fd)
+        return READER_GONE
+
+
+def _pipes_without_reader() -> list[int]:
+    """Standard output and error, if either is a pipe whose reader has closed it."""
+    poller = select.poll()
+    for fd in (sys.stdout.fileno(), sys.stderr.fileno()):
+        poller.register(fd, select.POLLOUT)
+    return [fd for fd, events in poller.poll(0) if events & (select.POLLERR | select.POLLHUP)]
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command in stage.COMMANDS:
