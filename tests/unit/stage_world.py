@@ -1,0 +1,110 @@
+"""A deployed stage for the operator verbs' tests: its raw bucket, config, ledger and run tables on the
+session's moto server (HTTP), and a CloudFormation stack whose outputs name them, so `lakeloader
+status|requeue|skip|backfill --stage NAME` find the stage as they do on AWS (DeployedStage.from_stack).
+
+Test modules take the ``stage`` fixture with ``stage = stage_world.stage`` (and the moto fixtures the
+same way), as pytest finds fixtures by module attribute."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
+import aws_fixtures  # noqa: E402
+from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
+
+from lakeloader import cli  # noqa: E402
+from lakeloader.config import parse_config  # noqa: E402
+from lakeloader.config_table import config_items  # noqa: E402
+from lakeloader.dynamodb import encode_item  # noqa: E402
+from lakeloader.ledger import Ledger, ObjectRef  # noqa: E402
+from lakeloader.stage import DeployedStage  # noqa: E402
+
+moto_server = aws_fixtures.moto_server
+aws_endpoint = aws_fixtures.aws_endpoint
+
+TABLES = [
+    {"id": "crm.customers", "source": {"prefix": "crm/customers/"}, "target": {"database": "crm"}},
+    {"id": "crm.vip", "source": {"prefix": "crm/customers/vip/"}, "target": {"database": "crm"}},
+    {"id": "sales.orders", "source": {"prefix": "sales/orders/"}, "target": {"database": "sales"}},
+    {"id": "old.archive", "enabled": False, "source": {"prefix": "old/"}, "target": {"database": "old"}},
+]
+
+
+@dataclass
+class Stage:
+    """One deployed stage: its name for `--stage`, what its outputs name, and a ledger on its tables."""
+
+    name: str
+    deployed: DeployedStage
+    ledger: Ledger
+
+    def cli(self, capsys, verb: str, *args: str) -> tuple[int, str]:
+        """`lakeloader VERB --stage NAME ARGS...` as a user types it: the exit code and stdout."""
+        capsys.readouterr()
+        code = cli.main([verb, "--stage", self.name, *args])
+        return code, capsys.readouterr().out
+
+    def record(self, table_id: str, key: str, **ref: object) -> ObjectRef:
+        """An object the trigger recorded (pending), as its S3 event described it."""
+        obj = ObjectRef(self.deployed.raw_bucket, key, **{"etag": key, **ref})
+        assert self.ledger.record_object(table_id, obj, correlation_id="event-1")
+        return obj
+
+
+def _config_table(dynamodb) -> str:
+    config = parse_config(
+        {
+            "tables": [
+                {**t, "target": {**t["target"], "table": t["id"].split(".")[1]}, "keys": ["id"]}
+                for t in TABLES
+            ]
+        }
+    )
+    table = create_dynamodb_table(dynamodb, unique_name("config"), "table_id")
+    for item in config_items(config):
+        dynamodb.put_item(TableName=table, Item=encode_item(item))
+    return table
+
+
+@pytest.fixture
+def stage(aws_endpoint: str) -> Stage:
+    dynamodb, s3 = boto3.client("dynamodb"), boto3.client("s3")
+    raw = unique_name("raw")
+    s3.create_bucket(Bucket=raw)
+    s3.put_bucket_versioning(Bucket=raw, VersioningConfiguration={"Status": "Enabled"})
+    deployed = DeployedStage(
+        raw_bucket=raw,
+        warehouse="s3://curated/warehouse/",
+        config_table=_config_table(dynamodb),
+        ledger_table=create_dynamodb_table(dynamodb, unique_name("ledger"), "table_id", "object_id"),
+        runs_table=create_dynamodb_table(
+            dynamodb, unique_name("runs"), "table_id", "run_id", ttl_attribute="expires_at"
+        ),
+        ingest_job="lakeloader-ingest",
+        arrival_function="lakeloader-s3-arrival",
+    )
+    outputs = {
+        "RawBucketName": deployed.raw_bucket,
+        "Warehouse": deployed.warehouse,
+        "ConfigTableName": deployed.config_table,
+        "LedgerTableName": deployed.ledger_table,
+        "RunsTableName": deployed.runs_table,
+        "IngestJobName": deployed.ingest_job,
+        "ArrivalFunctionName": deployed.arrival_function,
+    }
+    name = unique_name("stage")
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    boto3.client("cloudformation").create_stack(
+        StackName=f"lakeloader-{name}", TemplateBody=json.dumps(template)
+    )
+    return Stage(name, deployed, deployed.ledger())
