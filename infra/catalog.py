@@ -30,6 +30,7 @@ from infra.settings import SettingsError, Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
 from lakeloader.config import LakeConfig
 
+GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `Stage.role_name(GLUE_JOB_ROLE)` (infra.processing)
 DATABASE_TABLE_ACTIONS = [
     "glue:GetDatabase",
     "glue:GetTable",
@@ -71,10 +72,17 @@ def glue_name(value: str) -> str:
     return re.sub(r"[^a-z0-9_]", "_", value.lower())
 
 
-def glue_job_log_groups(security_configuration: str) -> list[str]:
-    """The log groups Glue 5.x jobs write to under a security configuration that encrypts
-    CloudWatch Logs: Glue appends `-<security configuration>` to its default names."""
-    return [f"/aws-glue/jobs/{kind}-{security_configuration}" for kind in ("error", "output", "logs-v2")]
+def glue_job_log_groups(security_configuration: str, role_name: str) -> list[str]:
+    """The log groups Glue jobs running as `role_name` write to under a security configuration that
+    encrypts CloudWatch Logs. Continuous logs: `/aws-glue/jobs/logs-v2-<configuration>` ("Enabling
+    continuous logging for AWS Glue jobs", security configuration section). The error and output logs
+    move under the role and the configuration (the Glue API's JobRun.LogGroupName: "a role name and
+    SecurityConfiguration name"), as `/aws-glue/jobs/<configuration>-role/<role name>/{error,output}`;
+    not `/aws-glue/jobs/{error,output}-<configuration>`, which nothing writes to."""
+    nested = f"/aws-glue/jobs/{security_configuration}-role/{role_name}"
+    # (In this order, the continuous logs' group keeps its logical id from when the others were misnamed:
+    # an update replaces only those two, and no new group takes a name an old one still holds.)
+    return [f"{nested}/error", f"{nested}/output", f"/aws-glue/jobs/logs-v2-{security_configuration}"]
 
 
 def glue_crawler_log_group(role_name: str, security_configuration: str) -> str:
@@ -109,7 +117,9 @@ class Catalog(Construct):
         )
         self.job_log_groups = [
             stage_log_group(self, f"GlueJobLogs{index}", stage=stage, name=name, key=storage.key)
-            for index, name in enumerate(glue_job_log_groups(self.security_configuration_name))
+            for index, name in enumerate(
+                glue_job_log_groups(self.security_configuration_name, stage.role_name(GLUE_JOB_ROLE))
+            )
         ]
 
         # Config database name -> the stage's Glue database (its physical name).

@@ -44,6 +44,7 @@ from lakeloader.contract import (
 FIVE_MINUTES = Duration.minutes(5)
 GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]
 EMR_FAILED_STATES = ["FAILED"]
+PUBLISHER_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey*"]
 
 
 class AlarmTopic(Construct):
@@ -58,17 +59,25 @@ class AlarmTopic(Construct):
             master_key=key,
             enforce_ssl=True,
         )
-        # CloudWatch alarms and EventBridge rules of this account publish to the encrypted topic.
+        # CloudWatch alarms and EventBridge rules publish to the encrypted topic (Amazon SNS's "Enable
+        # compatibility between event sources from AWS services and encrypted topics"). The alarms'
+        # statement is held to this account; EventBridge's request to the key carries no
+        # aws:SourceAccount, so a condition on it would drop every failure notification silently.
         storage.allow_on_key(
             iam.PolicyStatement(
-                sid="AllowAlarmPublishersOfThisAccount",
-                principals=[
-                    iam.ServicePrincipal("cloudwatch.amazonaws.com"),
-                    iam.ServicePrincipal("events.amazonaws.com"),
-                ],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                sid="AllowAlarmsOfThisAccount",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=PUBLISHER_KEY_ACTIONS,
                 resources=["*"],
                 conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        storage.allow_on_key(
+            iam.PolicyStatement(
+                sid="AllowEventBridgeRules",
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=PUBLISHER_KEY_ACTIONS,
+                resources=["*"],
             )
         )
         if stage.settings.alarm_email:

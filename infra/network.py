@@ -41,6 +41,16 @@ INTERFACE_ENDPOINTS = {
     "Monitoring": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
     "Kms": ec2.InterfaceVpcEndpointAwsService.KMS,
 }
+
+
+def lake_formation_endpoints(stage: Stage) -> dict[str, ec2.InterfaceVpcEndpointAwsService]:
+    """Lake Formation mode: the jobs' catalog asks Lake Formation for each table's credentials
+    (lakeformation:GetDataAccess), so a VPC with no route out needs its endpoint too."""
+    if not stage.settings.lake_formation:
+        return {}
+    return {"LakeFormation": ec2.InterfaceVpcEndpointAwsService.LAKE_FORMATION}
+
+
 # What a VPC-bound Glue job's or Lambda's role needs to put its network interfaces in the subnets.
 ENI_ACTIONS = [
     "ec2:CreateNetworkInterface",
@@ -95,7 +105,7 @@ class StageNetwork(Construct):
             self.security_group_ids = [group.security_group_id]
             self.workload_group = group
         if network.create_vpc:
-            self._add_endpoints(stage)
+            self._add_endpoints(stage, INTERFACE_ENDPOINTS | lake_formation_endpoints(stage))
         self.glue_connections = [
             glue.CfnConnection(
                 self,
@@ -153,7 +163,7 @@ class StageNetwork(Construct):
             vpc.add_gateway_endpoint(name, service=service)
         return vpc
 
-    def _add_endpoints(self, stage: Stage) -> None:
+    def _add_endpoints(self, stage: Stage, services: dict[str, ec2.InterfaceVpcEndpointAwsService]) -> None:
         endpoints = ec2.SecurityGroup(
             self,
             "Endpoints",
@@ -163,7 +173,7 @@ class StageNetwork(Construct):
             allow_all_outbound=False,
         )
         endpoints.add_ingress_rule(self.workload_group, ec2.Port.tcp(443), "HTTPS from the workload")
-        for name, service in INTERFACE_ENDPOINTS.items():
+        for name, service in services.items():
             self.vpc.add_interface_endpoint(
                 name,
                 service=service,

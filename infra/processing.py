@@ -17,7 +17,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.catalog import Catalog
+from infra.catalog import GLUE_JOB_ROLE, Catalog
 from infra.config_store import ConfigStore
 from infra.emr import EmrServerless
 from infra.job_access import grant_lake_access, lake_access_findings
@@ -28,6 +28,7 @@ from infra.settings import GlueJobSettings, SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
 
+S3A_REGION = "spark.hadoop.fs.s3a.endpoint.region"
 _GLUE_VERSIONS = {"4.0": glue.GlueVersion.V4_0, "5.0": glue.GlueVersion.V5_0, "5.1": glue.GlueVersion.V5_1}
 
 
@@ -54,6 +55,14 @@ _WORKER_TYPES = {
     "R.4X": glue.WorkerType.R_4X,
     "R.8X": glue.WorkerType.R_8X,
 }
+
+
+def s3a_region_conf(region: str) -> dict[str, str]:
+    """Glue 5.1 (and EMR 7.10+) read `s3://` through S3A instead of EMRFS; S3A without
+    `fs.s3a.endpoint.region` does not use the job's own region, so in a VPC whose only route to S3 is
+    its gateway endpoint the raw reads and quarantine writes would time out (AWS Glue's "Migrating AWS
+    Glue for Spark jobs to AWS Glue version 5.1")."""
+    return {S3A_REGION: region}
 
 
 def glue_conf_argument(conf: dict[str, str]) -> str:
@@ -103,8 +112,9 @@ class Processing(Construct):
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
         self.glue_wheels = GlueWheelsAsset(self, "GlueWheels", path=str(glue_wheels_zip()))
 
-        # Both engines' Spark settings for Iceberg tables in the Glue Data Catalog.
+        # Both engines' Spark settings: Iceberg tables in the Glue Data Catalog, and the region S3A calls.
         iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
+        iceberg_conf |= s3a_region_conf(Aws.REGION)
         if settings.lake_formation:
             iceberg_conf |= contract.lake_formation_catalog_conf(
                 contract.GLUE_CATALOG, Aws.ACCOUNT_ID, Aws.REGION
@@ -130,7 +140,7 @@ class Processing(Construct):
         self.glue_role = iam.Role(
             self,
             "GlueJobRole",
-            role_name=stage.role_name("glue-job"),
+            role_name=stage.role_name(GLUE_JOB_ROLE),
             description=f"{stage.prefix} Glue jobs (ingest, maintain)",
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
         )

@@ -10,7 +10,8 @@ Each reader gets:
   (`warehouse/<glue database>.db/<table>/`); in Lake Formation mode, `SELECT` and `DESCRIBE` grants
   (with the columns of `exclude_columns` left out) and `lakeformation:GetDataAccess`, with no S3
   grant of its own;
-* an Athena workgroup `<project>-<stage>-reader-<role name>` (engine version 3, which reads Iceberg)
+* an Athena workgroup `<project>-<stage>-reader-<role name>` (engine version 3, which reads Iceberg;
+  a `+`, `=`, `,` or `@` of the role name becomes `_`, which Athena allows in a workgroup name)
   whose results go, encrypted with the stage's key, to `s3://<results bucket>/<role name>/`, where
   they expire after `query_results_expiration_days`. The workgroup's settings override the client's,
   so a reader cannot send its results elsewhere or read another reader's.
@@ -163,7 +164,7 @@ class Readers(Construct):
         reader: ReaderSettings,
         tables: list[str],
     ) -> None:
-        name = reader.role_name
+        name, query_name = reader.role_name, reader.query_name
         stack = Stack.of(self)
         units = grant_units(lake, tables, reader.exclude_columns)
         physical = [(stage.glue_database(d), t) for d, names in units.items() for t in names]
@@ -171,7 +172,7 @@ class Readers(Construct):
         workgroup = athena.CfnWorkGroup(
             self,
             f"Workgroup-{name}",
-            name=stage.resource_name(f"reader-{name}"),
+            name=stage.resource_name(f"reader-{query_name}"),
             description=f"{stage.prefix}: queries of {reader.role_arn}",
             state="ENABLED",
             recursive_delete_option=not stage.settings.retain,
@@ -182,7 +183,7 @@ class Readers(Construct):
                     selected_engine_version=ATHENA_ENGINE
                 ),
                 result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
-                    output_location=f"s3://{self.results.bucket_name}/{name}/",
+                    output_location=f"s3://{self.results.bucket_name}/{query_name}/",
                     encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
                         encryption_option="SSE_KMS", kms_key=storage.key.key_arn
                     ),
@@ -209,13 +210,13 @@ class Readers(Construct):
             iam.PolicyStatement(
                 sid="OwnQueryResults",
                 actions=RESULTS_OBJECT_ACTIONS,
-                resources=[self.results.arn_for_objects(f"{name}/*")],
+                resources=[self.results.arn_for_objects(f"{query_name}/*")],
             ),
             iam.PolicyStatement(
                 sid="ListOwnQueryResults",
                 actions=["s3:ListBucket"],
                 resources=[self.results.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{name}/", f"{name}/*"]}},
+                conditions={"StringLike": {"s3:prefix": [f"{query_name}/", f"{query_name}/*"]}},
             ),
             iam.PolicyStatement(
                 sid="BucketLocations",
@@ -276,7 +277,7 @@ class Readers(Construct):
             roles=[iam.Role.from_role_arn(self, f"Role-{name}", reader.role_arn)],
         )
         self.workgroups[name] = workgroup
-        findings = [f"Resource::{arn_ref(self.results)}/{name}/*"]
+        findings = [f"Resource::{arn_ref(self.results)}/{query_name}/*"]
         findings += [
             f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
             for d, t in physical

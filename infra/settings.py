@@ -163,6 +163,42 @@ class ReaderSettings(_Strict):
     def role_name(self) -> str:
         return self.role_arn.rsplit("/", 1)[1]
 
+    @property
+    def query_name(self) -> str:
+        """The role name in the characters an Athena workgroup name allows ([a-zA-Z0-9._-]; IAM also
+        allows +=,@ in a role name): it names the reader's workgroup and its results prefix."""
+        return re.sub(r"[^A-Za-z0-9._-]", "_", self.role_name)
+
+
+class WriterSettings(_Strict):
+    """A role that lands files in the raw bucket: a DMS endpoint's service-access role or an S3 sink
+    connector's role (docs/sources.md). It may write under its prefixes and nothing else."""
+
+    role_arn: str = Field(
+        pattern=ROLE_ARN,
+        description="The writer's IAM role, in the stage's account (the stack attaches a policy to it)",
+    )
+    prefixes: list[str] = Field(
+        min_length=1,
+        description='Raw-bucket key prefixes it writes under, each ending in "/" (a DMS endpoint\'s '
+        "BucketFolder, a sink's topics.dir)",
+    )
+
+    @field_validator("prefixes")
+    @classmethod
+    def _prefixes(cls, value: list[str]) -> list[str]:
+        for prefix in value:
+            if not re.match(r"^[A-Za-z0-9!_.*'()=-]+(/[A-Za-z0-9!_.*'()=-]+)*/$", prefix):
+                raise ValueError(
+                    f"{prefix!r} is not a raw-bucket folder: give a relative key prefix ending in '/', "
+                    "e.g. crm/"
+                )
+        return value
+
+    @property
+    def role_name(self) -> str:
+        return self.role_arn.rsplit("/", 1)[1]
+
 
 class SubnetSettings(_Strict):
     id: str = Field(pattern=r"^subnet-[0-9a-f]{8,17}$")
@@ -293,6 +329,11 @@ class StageSettings(_Strict):
         description="Roles that may query the tables, each with its own Athena workgroup (docs/query.md); "
         "[] (default): none",
     )
+    writers: list[WriterSettings] = Field(
+        default_factory=list,
+        description="Roles that land files in the raw bucket (a DMS endpoint, an S3 sink), each with its "
+        "prefixes (docs/sources.md); [] (default): none",
+    )
     query_results_expiration_days: int = Field(
         default=7, ge=1, description="Days the readers' Athena query results are kept"
     )
@@ -327,12 +368,34 @@ class StageSettings(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _flex_workers(self) -> StageSettings:
+        if self.batching.execution_class == "FLEX" and self.ingest.worker_type not in FLEX_WORKER_TYPES:
+            raise ValueError(flex_refusal("batching.execution_class", self.ingest.worker_type))
+        return self
+
+    @model_validator(mode="after")
+    def _writers(self) -> StageSettings:
+        names = [writer.role_name for writer in self.writers]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"writers: role name {twice[0]!r} appears twice (give one entry its prefixes)")
+        return self
+
+    @model_validator(mode="after")
     def _readers(self) -> StageSettings:
         names = [reader.role_name for reader in self.readers]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ValueError(
                 f"readers: role name {twice[0]!r} appears twice (it names the reader's workgroup)"
+            )
+        queries = [reader.query_name for reader in self.readers]
+        clash = sorted({name for name in queries if queries.count(name) > 1})
+        if clash:
+            roles = [r.role_name for r in self.readers if r.query_name == clash[0]]
+            raise ValueError(
+                f"readers: roles {' and '.join(repr(r) for r in roles)} would share the Athena workgroup "
+                f"name suffix {clash[0]!r} (a workgroup name has no +=,@)"
             )
         for index, reader in enumerate(self.readers):
             if reader.exclude_columns and not self.lake_formation:
@@ -353,6 +416,29 @@ class StageSettings(_Strict):
     @property
     def retain(self) -> bool:
         return self.removal == "retain"
+
+
+# Glue runs FLEX job runs on these worker types only ("Job run execution class" in the Glue job
+# documentation; CDK's Job construct refuses the others the same way).
+FLEX_WORKER_TYPES = ("G.1X", "G.2X")
+
+
+def flex_refusal(where: str, worker_type: str) -> str:
+    return (
+        f"{where} FLEX runs on the ingest job, whose worker_type is {worker_type}: Glue runs FLEX only "
+        f"on {' or '.join(FLEX_WORKER_TYPES)} (set ingest.worker_type to one of them, or use STANDARD)"
+    )
+
+
+def check_flex_tables(stage: Stage, lake: LakeConfig) -> None:
+    """Refuse tables whose runs are FLEX when the ingest job's workers cannot run FLEX."""
+    worker_type = stage.settings.ingest.worker_type
+    flex = [t.id for t in lake.tables if t.engine == "glue" and t.trigger.execution_class == "FLEX"]
+    if flex and worker_type not in FLEX_WORKER_TYPES:
+        raise SettingsError(
+            f"cdk.json context lakeloader:stages.{stage.name}.ingest.worker_type: "
+            + flex_refusal(f"table {flex[0]} has trigger.execution_class FLEX;", worker_type)
+        )
 
 
 def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings) -> LakeConfig:

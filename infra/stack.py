@@ -18,9 +18,10 @@ from infra.network import StageNetwork
 from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing
 from infra.readers import Readers
-from infra.settings import Stage
+from infra.settings import Stage, check_flex_tables
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
+from infra.writers import Writers
 from lakeloader.config import LakeConfig
 
 
@@ -74,6 +75,7 @@ class LakeloaderStack(Stack):
             network=self.network,
         )
         check_emr_tables(stage, lake, self.processing.emr.lakeloader_conf)
+        check_flex_tables(stage, lake)
         self.lake_formation = None
         if stage.settings.lake_formation:
             self.lake_formation = LakeFormationAccess(
@@ -89,6 +91,9 @@ class LakeloaderStack(Stack):
             self.readers = Readers(
                 self, "Readers", stage=stage, lake=lake, storage=self.storage, catalog=self.catalog
             )
+        self.writers = None
+        if stage.settings.writers:
+            self.writers = Writers(self, "Writers", stage=stage, storage=self.storage)
         self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, storage=self.storage)
         self.maintenance = MaintenanceWorkflow(
             self,

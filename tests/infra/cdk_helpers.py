@@ -85,6 +85,13 @@ READERS = [
 ]
 
 
+# Two writers of the raw bucket: a DMS endpoint's role, and a sink connector's (with a path in its ARN).
+WRITERS = [
+    {"role_arn": "arn:aws:iam::123456789012:role/dms-s3-target", "prefixes": ["crm/", "sales/"]},
+    {"role_arn": "arn:aws:iam::123456789012:role/service-role/msk-s3-sink", "prefixes": ["shop/events/"]},
+]
+
+
 def join(value: Any) -> str:
     """A template value (string or Fn::Join of strings and refs) as one readable string."""
     if isinstance(value, str):

@@ -189,6 +189,11 @@ def role_statements(template: dict[str, Any], role_logical_id: str) -> list[Stat
     return [s for document in documents for s in _statements(role_logical_id, document, resolve)]
 
 
+def _resolved(resolve: Resolver, value: Any) -> Any:
+    """A condition value: intrinsics resolved, plain values (strings, booleans) as they are."""
+    return resolve(value) if isinstance(value, dict) else value
+
+
 def _statements(owner: str, document: dict[str, Any], resolve: Resolver) -> list[Statement]:
     found = []
     for raw in document["Statement"]:
@@ -200,7 +205,10 @@ def _statements(owner: str, document: dict[str, Any], resolve: Resolver) -> list
                 effect=raw["Effect"],
                 actions=tuple(_as_list(raw["Action"])),
                 resources=tuple(resolve(r) for r in _as_list(raw["Resource"])),
-                condition=raw.get("Condition", {}),
+                condition={
+                    operator: {k: [_resolved(resolve, v) for v in _as_list(vs)] for k, vs in clause.items()}
+                    for operator, clause in raw.get("Condition", {}).items()
+                },
             )
         )
     return found

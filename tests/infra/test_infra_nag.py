@@ -6,7 +6,7 @@ import pytest
 from cdk_nag import AwsSolutionsChecks
 
 import infra.nag
-from tests.infra.cdk_helpers import CREATED_VPC, READERS, synthesize, with_settings
+from tests.infra.cdk_helpers import CREATED_VPC, READERS, WRITERS, synthesize, with_settings
 
 
 def findings(app) -> list[tuple[str, str, str, str]]:
@@ -39,11 +39,9 @@ def test_no_findings_in_a_created_vpc(synth):
 
 
 @pytest.mark.parametrize("lake_formation", ["false", "true"])
-def test_no_findings_with_readers(synth, lake_formation):
-    assert (
-        findings(synth("dev", lake_formation=lake_formation, **with_settings("dev", readers=READERS)).app)
-        == []
-    )
+def test_no_findings_with_readers_and_writers(synth, lake_formation):
+    settings = with_settings("dev", readers=READERS, writers=WRITERS)
+    assert findings(synth("dev", lake_formation=lake_formation, **settings).app) == []
 
 
 def test_every_acknowledgement_matches_a_finding(tmp_path, monkeypatch):
@@ -62,7 +60,7 @@ def test_every_acknowledgement_matches_a_finding(tmp_path, monkeypatch):
             recorded.extend((self.path, ack.id) for ack in acks)
 
     monkeypatch.setattr(infra.nag, "Validations", Recorder)
-    everything = with_settings("dev", readers=READERS, network=CREATED_VPC)
+    everything = with_settings("dev", readers=READERS, writers=WRITERS, network=CREATED_VPC)
     synthesized = synthesize(tmp_path, "dev", lake_formation="true", **everything)
     found = {(rule, path) for _, rule, path, _ in findings(synthesized.app)}
     unused = [

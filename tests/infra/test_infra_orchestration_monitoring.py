@@ -64,14 +64,14 @@ def test_state_machine_can_publish_to_the_encrypted_topic(dev):
 
 
 def test_alarm_publishers_may_use_the_key(dev):
+    """CloudWatch alarms of this account and EventBridge rules (no source condition: see
+    test_infra_first_deploy) may use the key of the encrypted topic."""
     _, key = dev.resource("AWS::KMS::Key")
-    [statement] = [
-        s
-        for s in key["Properties"]["KeyPolicy"]["Statement"]
-        if s.get("Sid") == "AllowAlarmPublishersOfThisAccount"
-    ]
-    assert statement["Principal"] == {"Service": ["cloudwatch.amazonaws.com", "events.amazonaws.com"]}
-    assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    by_sid = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    alarms, rules = by_sid["AllowAlarmsOfThisAccount"], by_sid["AllowEventBridgeRules"]
+    assert alarms["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert alarms["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert rules["Principal"] == {"Service": "events.amazonaws.com"}
 
 
 def test_alarm_topic_is_encrypted_and_tls_only(stage_synth):

@@ -22,6 +22,7 @@ EXPECTED_CONF = (
     " --conf spark.sql.catalog.glue_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
     " --conf spark.sql.catalog.glue_catalog.warehouse=s3://${CURATED}/warehouse/"
     " --conf spark.sql.catalog.glue_catalog.io.manifest.cache-enabled=true"
+    " --conf spark.hadoop.fs.s3a.endpoint.region=${AWS::Region}"
 )
 
 

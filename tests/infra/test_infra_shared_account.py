@@ -180,7 +180,12 @@ def test_state_machine_logs_to_a_log_group_of_the_stack(stage_synth):
 
 
 def test_glue_writes_only_to_log_groups_the_stack_owns(stage_synth):
-    """With CloudWatch encryption in the security configuration, Glue appends `-<configuration>`."""
+    """With CloudWatch encryption in the security configuration, Glue's continuous logs go to
+    `/aws-glue/jobs/logs-v2-<configuration>` ("Enabling continuous logging for AWS Glue jobs",
+    https://docs.aws.amazon.com/glue/latest/dg/monitor-continuous-logging-enable.html, security
+    configuration section), its error and output logs under the role and the configuration (JobRun's
+    LogGroupName, https://docs.aws.amazon.com/glue/latest/webapi/API_JobRun.html), and a crawler's to
+    `/aws-glue/crawlers-role/<role>-<configuration>`."""
     names = {
         join(g["Properties"]["LogGroupName"]) for g in stage_synth.resources("AWS::Logs::LogGroup").values()
     }
@@ -189,12 +194,15 @@ def test_glue_writes_only_to_log_groups_the_stack_owns(stage_synth):
         assert job["Properties"]["SecurityConfiguration"] == {
             "Ref": stage_synth.logical_id(stage_synth.stack.catalog.security_configuration)
         }
-    assert set(glue_job_log_groups(configuration)) == {
-        f"/aws-glue/jobs/error-{configuration}",
-        f"/aws-glue/jobs/output-{configuration}",
+    role = f"lakeloader-{stage_synth.stage}-glue-job-${{AWS::Region}}"
+    expected = {
         f"/aws-glue/jobs/logs-v2-{configuration}",
+        f"/aws-glue/jobs/{configuration}-role/{role}/error",
+        f"/aws-glue/jobs/{configuration}-role/{role}/output",
     }
-    assert set(glue_job_log_groups(configuration)) <= names
+    assert set(glue_job_log_groups(configuration, role)) == expected
+    assert expected <= names
+    assert not [n for n in names if n.startswith(("/aws-glue/jobs/error", "/aws-glue/jobs/output"))]
     if stage_synth.resources("AWS::Glue::Crawler"):
         crawler_role = f"lakeloader-{stage_synth.stage}-crawler-${{AWS::Region}}"
         assert f"/aws-glue/crawlers-role/{crawler_role}-{configuration}" in names

@@ -1,0 +1,82 @@
+"""Writers (stage setting `writers`): the roles that land files in the raw bucket, and nothing else.
+
+A DMS endpoint writes with its service-access role, an S3 sink connector (MSK Connect, Kafka Connect)
+with the connector's role. The raw bucket is encrypted with the stage's key and refuses plain HTTP, so
+such a role needs both an S3 grant and the key. Each writer gets a managed policy
+`<project>-<stage>-writer-<role name>`, attached to its role:
+
+* under each of its prefixes: `s3:PutObject` (a file), `s3:AbortMultipartUpload` (a sink uploads in
+  parts and abandons a part-written file on failure), `s3:PutObjectTagging` and `s3:DeleteObject` (the
+  DMS endpoint's S3 target tags what it writes and deletes the file its connection test writes: "Using
+  Amazon S3 as a target for AWS Database Migration Service", prerequisites);
+* `s3:ListBucket` of the raw bucket, for its prefixes only (DMS lists the folder it writes to);
+* the stage's key for S3 only (`kms:ViaService`) and for the raw bucket only (its encryption context,
+  the bucket's ARN with S3 Bucket Keys on): `kms:GenerateDataKey` for each new object, and
+  `kms:Decrypt`, which S3 needs of the uploader to complete a multipart upload with SSE-KMS ("Multipart
+  upload API and permissions", Amazon S3 User Guide).
+
+No `s3:GetObject`: a writer cannot read the raw zone, its own files included.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.nag import acknowledge_wildcards, arn_ref
+from infra.settings import Stage, WriterSettings
+from infra.storage import LakeStorage
+
+WRITE_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging", "s3:DeleteObject"]
+KEY_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"]
+
+
+class Writers(Construct):
+    """One managed policy per writer role: write under its raw prefixes, with the stage's key via S3."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage, storage: LakeStorage) -> None:
+        super().__init__(scope, construct_id)
+        self.policies: dict[str, iam.ManagedPolicy] = {}
+        for writer in stage.settings.writers:
+            self.policies[writer.role_name] = self._writer(stage, storage, writer)
+
+    def _writer(self, stage: Stage, storage: LakeStorage, writer: WriterSettings) -> iam.ManagedPolicy:
+        name, raw = writer.role_name, storage.raw
+        prefixes = sorted(writer.prefixes)
+        policy = iam.ManagedPolicy(
+            self,
+            f"Policy-{name}",
+            managed_policy_name=stage.resource_name(f"writer-{name}"),
+            description=f"{stage.prefix}: land raw files under {', '.join(prefixes)}",
+            statements=[
+                iam.PolicyStatement(
+                    sid="WriteUnderOwnPrefixes",
+                    actions=WRITE_ACTIONS,
+                    resources=[raw.arn_for_objects(f"{p}*") for p in prefixes],
+                ),
+                iam.PolicyStatement(
+                    sid="ListOwnPrefixes",
+                    actions=["s3:ListBucket"],
+                    resources=[raw.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}},
+                ),
+                iam.PolicyStatement(
+                    sid="StageKeyThroughS3ForRawOnly",
+                    actions=KEY_ACTIONS,
+                    resources=[storage.key.key_arn],
+                    conditions={
+                        "StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"},
+                        "ArnLike": {"kms:EncryptionContext:aws:s3:arn": raw.bucket_arn},
+                    },
+                ),
+            ],
+            roles=[iam.Role.from_role_arn(self, f"Role-{name}", writer.role_arn)],
+        )
+        acknowledge_wildcards(
+            policy,
+            [f"Resource::{arn_ref(raw)}/{p}*" for p in prefixes],
+            "A writer (a DMS endpoint, an S3 sink) names the files it lands under its own raw prefixes at "
+            "run time; it may write there only, and use the stage's key only through S3 for the raw bucket.",
+        )
+        return policy
