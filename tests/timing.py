@@ -54,6 +54,8 @@ class SuiteClock:
     def _write(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            if reporter._tw.width_of_current_line:  # after -q's progress dots: a line of its own
+                reporter._tw.line()
             reporter.write_line(line)
             reporter._tw.flush()
 
