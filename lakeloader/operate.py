@@ -187,6 +187,11 @@ class BackfillResult:
             f"{self.already_known.get(table_id, 0)} already in the ledger"
             for table_id in sorted(set(self.recorded) | set(self.already_known))
         ]
+        if self.already_known and not any(self.recorded.values()):
+            lines.append(
+                "  nothing new: the ledger has every object found (the S3 trigger records each file that "
+                "lands while the stack exists; docs/operate.md says how to land files it never saw)"
+            )
         return "\n".join(
             [*lines, f"  {self.passed_over} passed over (folder markers, hidden, older than --since)"]
         )
@@ -235,7 +240,8 @@ def backfill(
                 event_time=utc_now_iso(version["LastModified"].timestamp()),
             )
             refs.append((table.id, ref))
-    progress(f"backfill: {len(refs)} object(s) to record for {len(selected)} table(s)")
+    # found, not "to record": objects the trigger already recorded are only counted
+    progress(f"backfill: {len(refs)} object(s) under the prefixes of {len(selected)} table(s)")
     ledger = stage.ledger()
 
     def record(item: tuple[str, ObjectRef]) -> tuple[str, bool]:

@@ -1,7 +1,8 @@
 """``python -m lakeloader_dev.local up|deploy|env|status|down``: the embedded AWS emulator, detached.
 
     python -m lakeloader_dev.local up        # start the emulator (moto, extended) on 127.0.0.1, detached
-    python -m lakeloader_dev.local deploy    # synthesize the CDK app and deploy it to the emulator
+    python -m lakeloader_dev.local deploy    # synthesize the CDK app and deploy it (again: an update)
+    python -m lakeloader_dev.local deploy --config my_tables.yaml   # with your own table config
     eval "$(python -m lakeloader_dev.local env)"   # AWS_ENDPOINT_URL + test credentials for your shell
     python -m lakeloader_dev.local down      # stop it (all state is in memory: gone)
 
@@ -114,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0, help="up: port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--stage", default="dev", help="deploy: the stage (cdk.json context), default dev")
     parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="deploy: the table config to synthesize with (CDK context `config`; default config/tables.yaml)",
+    )
+    parser.add_argument(
         "--endpoint", help="deploy: an AWS endpoint (default: the emulator, else AWS_ENDPOINT_URL)"
     )
     return parser
@@ -137,11 +143,21 @@ def main(args: argparse.Namespace) -> int:
     elif args.action == "deploy":
         from lakeloader_dev.emulator.deploy import DeployError, deploy
 
+        context = {}
+        if args.config:
+            config = Path(args.config).resolve()  # synth runs in the repository's root
+            if not config.is_file():
+                print(f"python -m lakeloader_dev.local deploy: no config file {args.config}", file=sys.stderr)
+                return 2
+            context["config"] = str(config)
         endpoint = _endpoint(args)
         os.environ.update(aws_env(endpoint))
         try:
             deployment = deploy(
-                endpoint=endpoint, stage=args.stage, progress=lambda m: print(f"  {m}", flush=True)
+                endpoint=endpoint,
+                stage=args.stage,
+                context=context,
+                progress=lambda m: print(f"  {m}", flush=True),
             )
         except DeployError as exc:
             print(f"python -m lakeloader_dev.local deploy: {exc}", file=sys.stderr)

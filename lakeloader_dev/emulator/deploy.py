@@ -6,8 +6,9 @@
    ``/cdk-bootstrap/hnb659fds/version``), if absent;
 3. publish the file assets named by the asset manifest (folders zipped, files as-is) to
    their destinations;
-4. create the stack from the unchanged template through CloudFormation and wait for it
-   (custom resources — the config sync, bucket notifications — answer asynchronously).
+4. create the stack from the unchanged template through CloudFormation, or update it when the
+   stack exists (a template that has not changed is left alone), and wait for it (custom
+   resources — the config sync, bucket notifications — answer asynchronously).
 
 Only boto3 against ``AWS_ENDPOINT_URL``: nothing here is specific to moto.
 """
@@ -33,6 +34,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 QUALIFIER = "hnb659fds"
 BOOTSTRAP_VERSION = "30"
 CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
+# A stack whose creation failed: CloudFormation updates none of these; it must be deleted first.
+NOT_UPDATABLE = ("CREATE_FAILED", "ROLLBACK_IN_PROGRESS", "ROLLBACK_FAILED", "ROLLBACK_COMPLETE")
 
 
 class DeployError(RuntimeError):
@@ -171,6 +174,31 @@ def publish_assets(
     return count
 
 
+def deployed_stack(cfn: Any, stack_name: str) -> dict | None:
+    """The stack as described, or None when no stack of that name exists (a first deploy)."""
+    try:
+        return cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
+    except cfn.exceptions.ClientError as exc:
+        if "does not exist" in str(exc):
+            return None
+        raise
+
+
+def _submit(cfn: Any, action: str, stack_name: str, template: str) -> str:
+    """create_stack or update_stack (not a change set: moto's come back without Outputs); the stack id."""
+    try:
+        submit = getattr(cfn, action)
+        response = submit(StackName=stack_name, TemplateBody=template, Capabilities=CAPABILITIES)
+    except cfn.exceptions.ClientError as exc:
+        raise DeployError(f"{action} {stack_name}: {exc.response['Error'].get('Message', exc)}") from None
+    return response["StackId"]
+
+
+def _template_of(cfn: Any, stack_name: str) -> Any:
+    body = cfn.get_template(StackName=stack_name)["TemplateBody"]
+    return json.loads(body) if isinstance(body, str) else body
+
+
 def wait_for_stack(
     cfn: Any, stack_name: str, timeout: float, failures: Callable[[str], str | None] | None
 ) -> dict:
@@ -236,14 +264,28 @@ def deploy(
 
     cfn = session.client("cloudformation")
     name = stack["stackName"]
-    _say(progress, f"creating stack {name} through CloudFormation")
-    response = cfn.create_stack(StackName=name, TemplateBody=template, Capabilities=CAPABILITIES)
-    described = wait_for_stack(cfn, name, timeout, failures)
+    existing = deployed_stack(cfn, name)
+    if existing is None:
+        _say(progress, f"creating stack {name} through CloudFormation")
+        stack_id = _submit(cfn, "create_stack", name, template)
+        described = wait_for_stack(cfn, name, timeout, failures)
+    elif existing["StackStatus"] in NOT_UPDATABLE:
+        raise DeployError(
+            f"stack {name} is {existing['StackStatus']} (an earlier deploy failed) and cannot be updated: "
+            "delete it first (on the emulator: `python -m lakeloader_dev.local down`, then `up`)"
+        )
+    elif json.loads(template) == _template_of(cfn, name):
+        _say(progress, f"stack {name} is up to date: the template has not changed")
+        stack_id, described = existing["StackId"], existing
+    else:
+        _say(progress, f"updating stack {name} through CloudFormation")
+        stack_id = _submit(cfn, "update_stack", name, template)
+        described = wait_for_stack(cfn, name, timeout, failures)
     outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in described.get("Outputs", [])}
     resources = {
         r["LogicalResourceId"]: r.get("PhysicalResourceId", "")
         for r in cfn.describe_stack_resources(StackName=name)["StackResources"]
     }
-    deployment = Deployment(name, response["StackId"], outputs, resources, time.monotonic() - started)
+    deployment = Deployment(name, stack_id, outputs, resources, time.monotonic() - started)
     _say(progress, f"stack {name} is {described['StackStatus']} ({deployment.seconds:.0f} s)")
     return deployment

@@ -14,6 +14,11 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    ``Custom::S3AutoDeleteObjects`` (a Node.js provider; the emulator runs Python only)
    is answered natively: Create/Update need no work, and the emulator's state is
    discarded on ``down``.
+   On a stack update moto sends custom resources nothing (it has no update for them) and
+   leaves None in place of any resource whose type it cannot update -> a changed custom
+   resource gets CloudFormation's Update request (old and new properties), a failed one
+   leaves the stack UPDATE_FAILED with the reason, and a resource moto cannot update keeps
+   its first properties (no crash on the next describe).
 4. CloudFormation types moto skips (Glue, EMR Serverless, policies, alarms) -> the
    models of ``cfn_models``.
 5. Step Functions: with ``execute_state_machine`` on, the API reads the parser backend,
@@ -39,8 +44,10 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+import uuid
 from typing import Any
 from urllib.parse import urlparse
 
@@ -82,7 +89,6 @@ def s3_get(uri: str) -> bytes:
 def apply(runtime: Any, port: int) -> None:
     """Install the patches (once per process) and point them at ``runtime``."""
     global _APPLIED, _RUNTIME
-    import os
 
     _RUNTIME = runtime
     os.environ["MOTO_PORT"] = str(port)
@@ -191,11 +197,13 @@ def _patch_custom_resources() -> None:
                 resource
             )
             resource.set_data({})
-            return resource
-        props["ServiceToken"] = token
-        resource = original_without_invoke(
-            cls, resource_name, cloudformation_json, account_id, region_name, **kwargs
-        )
+        else:
+            props["ServiceToken"] = token
+            resource = original_without_invoke(
+                cls, resource_name, cloudformation_json, account_id, region_name, **kwargs
+            )
+        resource.stack_id, resource.resource_type = kwargs["StackId"], kwargs["ResourceType"]
+        resource.properties = props  # what an Update sends as OldResourceProperties
         return resource
 
     def original_without_invoke(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):  # type: ignore[no-untyped-def]
@@ -240,8 +248,16 @@ def _patch_custom_resources() -> None:
     original_response = CloudFormationResponse.process_cfn_response
 
     def process_cfn_response(self: Any) -> Any:
+        stack_id = self._get_param("StackId")
+        if stack_id in _UPDATING:  # an Update's answer: the stack's own update sets its status
+            logical_id = self._get_param("LogicalResourceId")
+            if self._get_param("Status") == "FAILED":
+                CFN_FAILURES[stack_id] = f"{logical_id}: {self._get_param('Reason')}"
+            else:
+                stack = self.cloudformation_backend.get_stack(stack_id)
+                stack.get_custom_resource(logical_id).set_data(self._get_param("Data"))
+            return 200, {"status": 200}, json.dumps("{}")
         if self._get_param("Status") == "FAILED":
-            stack_id = self._get_param("StackId")
             reason = f"{self._get_param('LogicalResourceId')}: {self._get_param('Reason')}"
             CFN_FAILURES[stack_id] = reason
             try:
@@ -254,6 +270,76 @@ def _patch_custom_resources() -> None:
         return original_response(self)
 
     CloudFormationResponse.process_cfn_response = process_cfn_response  # type: ignore[method-assign]
+    _patch_stack_updates()
+
+
+_UPDATING: set[str] = set()  # ids of the stacks an update is applying
+
+
+def _patch_stack_updates() -> None:
+    from moto.awslambda.utils import get_backend as lambda_backend
+    from moto.cloudformation import cloudformation_backends, parsing
+    from moto.cloudformation.custom_model import CustomModel
+    from moto.cloudformation.models import Stack
+
+    def update_custom(  # type: ignore[no-untyped-def]
+        cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name
+    ):
+        """CloudFormation's Update request, answered before the update goes on (moto's is synchronous)."""
+        old = original_resource
+        props = _stringify(dict(cloudformation_json.get("Properties") or {}))
+        stack = cloudformation_backends[account_id][region_name].get_stack(old.stack_id)
+        new = CustomModel(region_name, str(uuid.uuid4()), old.logical_id, old.resource_name)
+        new.stack_id, new.resource_type, new.properties = old.stack_id, old.resource_type, props
+        stack.add_custom_resource(new)  # the handler's answer lands on the new one
+        if old.resource_type in NATIVE_CUSTOM_RESOURCES:
+            new.set_data(old.data)
+            return new
+        fn = lambda_backend(account_id, region_name).get_function(props["ServiceToken"])
+        event = {
+            "RequestType": "Update",
+            "ServiceToken": props["ServiceToken"],
+            "ResponseURL": f"http://127.0.0.1:{os.environ['MOTO_PORT']}/cloudformation_{region_name}"
+            f"/cfnresponse?stack={old.stack_id}",
+            "StackId": old.stack_id,
+            "RequestId": new.request_id,
+            "LogicalResourceId": old.logical_id,
+            "ResourceType": old.resource_type,
+            "PhysicalResourceId": old.physical_resource_id,
+            "ResourceProperties": props,
+            "OldResourceProperties": old.properties,
+        }
+        _payload, errored, logs = invoke_lambda(_RUNTIME, fn, event, trigger="cloudformation")
+        if errored and not new.is_created():
+            CFN_FAILURES[old.stack_id] = (
+                f"{old.logical_id}: custom resource handler {fn.function_name} failed: {logs[-800:]}"
+            )
+        return new
+
+    CustomModel.update_from_cloudformation_json = classmethod(update_custom)  # type: ignore[method-assign,assignment]
+
+    original_update_resource = parsing.parse_and_update_resource
+
+    def parse_and_update_resource(logical_id, resource_json, resources_map, account_id, region_name):  # type: ignore[no-untyped-def]
+        updated = original_update_resource(logical_id, resource_json, resources_map, account_id, region_name)
+        return resources_map[logical_id] if updated is None else updated
+
+    parsing.parse_and_update_resource = parse_and_update_resource
+
+    original_stack_update = Stack.update
+
+    def update_stack(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        CFN_FAILURES.pop(self.stack_id, None)
+        _UPDATING.add(self.stack_id)
+        try:
+            original_stack_update(self, *args, **kwargs)
+        finally:
+            _UPDATING.discard(self.stack_id)
+        if self.stack_id in CFN_FAILURES:  # AWS would roll back; the emulator keeps what it applied
+            self.status = "UPDATE_FAILED"
+            self._add_stack_event("UPDATE_FAILED", resource_status_reason=CFN_FAILURES[self.stack_id])
+
+    Stack.update = update_stack  # type: ignore[method-assign]
 
 
 class _ThreadingShim:
