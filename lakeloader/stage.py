@@ -28,6 +28,13 @@ def stack_name(stage: str, project: str = DEFAULT_PROJECT) -> str:
     return f"{project}-{stage}"
 
 
+def stage_options(config_table: str) -> list[str]:
+    """`--stage` (and `--project`) naming the stack whose config table this is: a stage's resources
+    are `<project>-<stage>-<what>` (infra.settings.Stage.resource_name), its stack `<project>-<stage>`."""
+    project, _, stage = config_table.removesuffix("-config").rpartition("-")
+    return ["--stage", stage] if project == DEFAULT_PROJECT else ["--project", project, "--stage", stage]
+
+
 @dataclass(frozen=True)
 class DeployedStage:
     """The outputs the operator verbs and drivers need (from ``describe_stacks`` or a deployment)."""

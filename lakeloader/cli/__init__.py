@@ -299,7 +299,11 @@ def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def configure(args: argparse.Namespace) -> LakeConfig:
     """The config file with the command line's overrides: warehouse, raw root, database prefix."""
+    from lakeloader import next_step
+
     config = load_config(args.config)
+    warehouse = ["--warehouse", args.warehouse] if getattr(args, "warehouse", None) else []
+    next_step.address("--config", args.config, *warehouse)  # a hint's command acts on the same tables
     overrides: dict[str, Any] = {
         k: v
         for k, v in (

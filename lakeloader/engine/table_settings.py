@@ -12,7 +12,7 @@ import json
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg
+from lakeloader import iceberg, next_step
 from lakeloader.config import TableConfig
 from lakeloader.config.target import PARTITION_TRANSFORM
 from lakeloader.errors import LakeloaderError
@@ -93,7 +93,7 @@ def apply_table_settings(
     if refused:
         raise ConfigChangeError(
             f"table {table.id!r}: {' and '.join(refused)} cannot change in place; "
-            f"run `lakeloader rebuild --table {table.id}` to build the table again from its raw files"
+            f"build the table again from its raw files: {next_step.rebuild_command(table.id)}"
         )
     notes = []
     changed = iceberg.ensure_properties(spark, name, config_properties(table), current=current)

@@ -84,8 +84,11 @@ def _missing_args(args: Mapping[str, str]) -> str | None:
 def _start(args: Mapping[str, str]) -> JobStart:
     import boto3
 
+    from lakeloader import next_step
     from lakeloader.config_table import load_tables_from_dynamodb
+    from lakeloader.stage import stage_options
 
+    next_step.address(*stage_options(args[contract.ARG_CONFIG_TABLE]))
     dynamodb = boto3.client("dynamodb")
     tables = load_tables_from_dynamodb(args[contract.ARG_CONFIG_TABLE], client=dynamodb)
     config = LakeConfig(
