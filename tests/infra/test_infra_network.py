@@ -161,3 +161,29 @@ def test_inconsistent_network_settings_fail_synth_with_one_line(tmp_path, networ
     with pytest.raises(SettingsError, match=message) as raised:
         synthesize(tmp_path, "dev", **with_settings("dev", network=network))
     assert "\n" not in str(raised.value)
+
+
+def test_interface_endpoints_answer_the_sdks_default_names_inside_the_subnets(created):
+    """Private DNS makes `glue.<region>.amazonaws.com` (what the SDKs call) resolve to the endpoint in the
+    VPC; the endpoints sit in every subnet, behind the group that admits HTTPS from the workload only.
+    The gateway endpoints (S3, DynamoDB) route from every subnet's route table."""
+    (vpc_id, vpc) = next(iter(created.resources("AWS::EC2::VPC").items()))
+    assert vpc["Properties"]["EnableDnsSupport"] is True and vpc["Properties"]["EnableDnsHostnames"] is True
+    subnets = sorted(created.resources("AWS::EC2::Subnet"))
+    groups = {k: v["Properties"] for k, v in created.resources("AWS::EC2::SecurityGroup").items()}
+    (endpoints_group,) = [k for k, g in groups.items() if g["GroupName"] == "lakeloader-dev-endpoints"]
+    assert groups[endpoints_group]["SecurityGroupEgress"][0]["CidrIp"] == "255.255.255.255/32"  # none out
+    route_tables = sorted(created.resources("AWS::EC2::RouteTable"))
+    interface, gateway = [], []
+    for endpoint in created.resources("AWS::EC2::VPCEndpoint").values():
+        props = endpoint["Properties"]
+        assert props["VpcId"] == {"Ref": vpc_id}
+        (interface if props["VpcEndpointType"] == "Interface" else gateway).append(props)
+    assert len(interface) >= 5 and len(gateway) == 2
+    for props in interface:
+        assert props["PrivateDnsEnabled"] is True, props["ServiceName"]
+        assert sorted(s["Ref"] for s in props["SubnetIds"]) == subnets, props["ServiceName"]
+        assert [g["Fn::GetAtt"] for g in props["SecurityGroupIds"]] == [[endpoints_group, "GroupId"]]
+    for props in gateway:
+        assert props["VpcEndpointType"] == "Gateway"
+        assert sorted(r["Ref"] for r in props["RouteTableIds"]) == route_tables
