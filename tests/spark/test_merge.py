@@ -313,8 +313,9 @@ def test_one_failing_table_does_not_stop_the_others(spark, raw, make_table):
     inputs = {t.id: list_inputs(str(raw.root), t.source.prefix) for t in (bad, good)}
     results = run_tables(spark, [bad, good], inputs, catalog=CATALOG, run_id="r", progress=lambda m: None)
     assert [r.status for r in results] == ["failed", "ok"]
-    assert "file(s) other/20261101-0900.parquet" in results[0].error
-    assert "not a Parquet file" in results[0].error  # the JVM's root cause, not py4j's wrapper
+    (error,) = results[0].bad_files.values()
+    assert "file 'other/20261101-0900.parquet': cannot be read" in error
+    assert "not a Parquet file" in error  # the JVM's root cause, not py4j's wrapper
     assert rows(spark, good) == [(1, "a")]
     assert (raw.root / "other/20261101-0900.parquet").exists()
 
