@@ -28,6 +28,7 @@ from constructs import Construct
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.settings import SettingsError, Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
+from lakeloader.canary import is_canary
 from lakeloader.config import LakeConfig
 
 GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `Stage.role_name(GLUE_JOB_ROLE)` (infra.processing)
@@ -56,9 +57,9 @@ def source_of(prefix: str) -> str:
 
 
 def sources(lake: LakeConfig) -> dict[str, list[str]]:
-    """Source folder -> the table prefixes under it, both sorted."""
+    """Source folder -> the table prefixes under it, both sorted (not the canaries': nothing to crawl)."""
     found: dict[str, list[str]] = {}
-    for table in lake.tables:
+    for table in (t for t in lake.tables if not is_canary(t)):
         found.setdefault(source_of(table.source.prefix), []).append(table.source.prefix)
     return {source: sorted(prefixes) for source, prefixes in sorted(found.items())}
 

@@ -22,6 +22,7 @@ from infra.settings import Stage, check_flex_tables
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
 from infra.writers import Writers
+from lakeloader.canary import with_canaries
 from lakeloader.config import LakeConfig
 
 
@@ -47,6 +48,8 @@ class LakeloaderStack(Stack):
             **kwargs,
         )
         self.stage = stage
+        users = lake  # the config's own tables: what the EMR and Flex checks and the alarms are about
+        lake = with_canaries(lake)  # `lakeloader verify` (lakeloader.cli.verify) lands its canary files here
         # (Dashboards: CloudFormation's tag support for them is too new for cfn-lint's schema; Glue
         # connections take no tags in CloudFormation.)
         untagged = ["AWS::CloudWatch::Dashboard", "AWS::Glue::Connection"]
@@ -74,8 +77,8 @@ class LakeloaderStack(Stack):
             raw_prefixes=sorted(t.source.prefix for t in lake.tables),
             network=self.network,
         )
-        check_emr_tables(stage, lake, self.processing.emr.lakeloader_conf)
-        check_flex_tables(stage, lake)
+        check_emr_tables(stage, users, self.processing.emr.lakeloader_conf)  # the EMR canary runs only
+        check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
         self.lake_formation = None
         if stage.settings.lake_formation:
             self.lake_formation = LakeFormationAccess(
@@ -124,7 +127,7 @@ class LakeloaderStack(Stack):
             emr_application_id=self.processing.emr.application.attr_application_id,
             maintenance=self.maintenance.state_machine,
             ledger_table_name=self.config_store.ledger_table.table_name,
-            tables=lake.tables,
+            tables=users.tables,  # a failed verify says so itself
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
         self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)

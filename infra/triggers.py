@@ -33,18 +33,21 @@ from infra.processing import Processing
 from infra.settings import SettingsError, Stage
 from infra.storage import LakeStorage
 from lakeloader import contract
+from lakeloader.canary import CANARY_PREFIX
 from lakeloader.config import LakeConfig
 
 BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
 
 def event_prefixes(stage: Stage, lake: LakeConfig) -> list[str]:
-    """The key prefixes whose object-created events invoke the Lambda (no two overlapping)."""
+    """The key prefixes whose object-created events invoke the Lambda (no two overlapping); the
+    canaries' always (lakeloader verify)."""
     configured = stage.settings.raw_event_prefixes
     if not configured:
         wanted = [f"{source}/" for source in sources(lake)]
     else:
         wanted = [p.lstrip("/") for p in configured]
+    wanted.append(CANARY_PREFIX)
     if "" in wanted:
         return [""]
     # S3 rejects overlapping filters of the same event type: keep only the outermost prefixes.

@@ -18,7 +18,7 @@ def test_one_glue_database_per_target_database(stage_synth):
         if "_raw_" not in r["Properties"]["DatabaseInput"]["Name"]
     }
     prefix = f"lakeloader_{stage_synth.stage}_"  # stage-scoped: stages share no database
-    assert names == {f"{prefix}crm", f"{prefix}sales", f"{prefix}inventory"}
+    assert names == {f"{prefix}crm", f"{prefix}sales", f"{prefix}inventory", f"{prefix}lakeloader_canary"}
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
     crm = f"{prefix}crm"
     db = stage_synth.resource("AWS::Glue::Database", lambda p: p["DatabaseInput"]["Name"] == crm)[1]
@@ -102,6 +102,7 @@ def test_lake_formation_mode_registers_the_warehouse_and_grants_the_job_roles(sy
     assert sorted(g["Resource"]["Table"]["DatabaseName"] for g in tables) == [
         "lakeloader_dev_crm",
         "lakeloader_dev_inventory",
+        "lakeloader_dev_lakeloader_canary",
         "lakeloader_dev_sales",
     ]
     assert all(g["Permissions"] == ["ALL"] for g in tables), "full table access: a job that writes needs ALL"

@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match
 
 from infra.app import config_path
 from infra.settings import with_stage_defaults
+from lakeloader.canary import with_canaries
 from lakeloader.config import TableConfig, load_config
 from tests.infra.cdk_helpers import as_list, statements
 
@@ -58,8 +59,11 @@ def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth
         load_config(config_path(stage_synth.app)), stage_synth.stack.stage.settings.batching
     )
     items = json.loads(props["Items"])
-    assert [i["table_id"] for i in items] == ["crm.customers", "sales.order_lines", "inventory.products"]
-    for item, table in zip(items, lake.tables, strict=True):
+    assert [i["table_id"] for i in items] == [
+        *("crm.customers", "sales.order_lines", "inventory.products"),
+        *("lakeloader_canary.glue", "lakeloader_canary.emr"),  # always (lakeloader.canary)
+    ]
+    for item, table in zip(items, with_canaries(lake).tables, strict=True):
         # what the jobs load back (config_table.load_tables_from_dynamodb) and the trigger routes by
         assert TableConfig.model_validate(json.loads(item["config"])) == table
         assert (item["prefix"], item["enabled"], item["engine"]) == (
@@ -81,7 +85,7 @@ def test_a_config_change_changes_the_template(synth, tmp_path):
     items = json.loads(
         synth("dev", config=str(changed)).resource("Custom::LakeloaderConfigSync")[1]["Properties"]["Items"]
     )
-    assert [i["prefix"] for i in items][-1] == "inventory/items/"
+    assert {i["table_id"]: i["prefix"] for i in items}["inventory.products"] == "inventory/items/"
 
 
 def test_sync_function_may_only_write_the_config_table(dev):

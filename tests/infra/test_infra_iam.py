@@ -96,6 +96,8 @@ def test_job_roles_reach_only_their_prefixes(dev, role):
         f"${{{raw}.Arn}}/crm/public/customers/*",
         f"${{{raw}.Arn}}/inventory/products/*",
         f"${{{raw}.Arn}}/sales/public/order_lines/*",
+        f"${{{raw}.Arn}}/lakeloader-canary/glue/*",  # the canary tables every stage deploys
+        f"${{{raw}.Arn}}/lakeloader-canary/emr/*",
         f"${{{curated}.Arn}}",
         f"${{{curated}.Arn}}/warehouse/*",
         f"${{{quarantine}.Arn}}",

@@ -15,7 +15,7 @@ from infra.settings import ArrivalLambdaSettings, SettingsError
 from infra.storage import bucket_name_problem
 from tests.infra.cdk_helpers import as_list, join, statements
 
-PREFIXED = {name: f"lakeloader_dev_{name}" for name in ("crm", "inventory", "sales")}
+PREFIXED = {name: f"lakeloader_dev_{name}" for name in ("crm", "inventory", "lakeloader_canary", "sales")}
 
 
 def stages_with(stage: str, **settings) -> dict:
@@ -79,7 +79,7 @@ def test_dev_teardown_drops_only_the_stages_own_databases(dev):
 
 def test_database_prefix_is_configurable_per_stage(synth):
     custom = synth("dev", **{"lakeloader:stages": stages_with("dev", database_prefix="acme_")})
-    assert glue_databases(custom) == {"acme_crm", "acme_inventory", "acme_sales"}
+    assert glue_databases(custom) == {"acme_crm", "acme_inventory", "acme_lakeloader_canary", "acme_sales"}
     assert {args["--lakeloader_database_prefix"] for args in job_arguments(custom)} == {"acme_"}
     arns = catalog_resources(custom, custom.stack.processing.glue_role)
     assert any(a.endswith(":table/acme_crm/*") for a in arns)
@@ -288,7 +288,7 @@ def test_the_deploy_guide_names_every_resource_a_failed_prod_deploy_leaves_behin
             .replace("lakeloader-prod-", "lakeloader-<stage>-")
             .replace("lakeloader-prod/", "lakeloader-<stage>/")
         )
-        pattern = re.sub(r"^lakeloader_prod_[a-z]+$", "lakeloader_<stage>_<database>", pattern)
+        pattern = re.sub(r"^lakeloader_prod_[a-z_]+$", "lakeloader_<stage>_<database>", pattern)  # canary too
         pattern = re.sub(r"BucketNotificationsHandler\w+$", "BucketNotificationsHandler...", pattern)
         assert f"`{pattern}`" in guide, name
     assert {r["Type"] for r in retained} - set(RETAINED_NAME) == {"AWS::KMS::Key"}  # unnamed: no clash

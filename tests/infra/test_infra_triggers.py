@@ -111,7 +111,7 @@ def test_s3_notification_filters_on_the_raw_source_prefixes(stage_synth):
     filters = sorted(
         r["Value"] for c in configs for r in c["Filter"]["Key"]["FilterRules"] if r["Name"] == "prefix"
     )
-    assert filters == ["crm/", "inventory/", "sales/"]
+    assert filters == ["crm/", "inventory/", "lakeloader-canary/", "sales/"]
     stage_synth.template.has_resource_properties(
         "AWS::Lambda::Permission",
         {
@@ -176,12 +176,13 @@ def stage_with(prefixes):
     return resolve_stage(context)
 
 
-def test_event_prefixes_default_to_source_folders():
-    assert event_prefixes(stage_with([]), LAKE) == ["crm/", "hr/"]
+def test_event_prefixes_default_to_source_folders_and_the_canaries():
+    assert event_prefixes(stage_with([]), LAKE) == ["crm/", "hr/", "lakeloader-canary/"]
 
 
 def test_event_prefixes_drop_nested_prefixes_s3_would_reject():
-    assert event_prefixes(stage_with(["crm/public/", "crm/", "hr/c/"]), LAKE) == ["crm/", "hr/c/"]
+    wanted = ["crm/public/", "crm/", "hr/c/"]
+    assert event_prefixes(stage_with(wanted), LAKE) == ["crm/", "hr/c/", "lakeloader-canary/"]
     assert event_prefixes(stage_with(["", "crm/"]), LAKE) == [""]
 
 
