@@ -5,9 +5,13 @@
   LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml``.
 * otherwise: the embedded emulator (``lakeloader_dev.emulator``) starts in this process.
 
-Module-scoped (each suite is one module), so the AWS environment it exports ends with it. The
-emulator's own tests (test_emulator_*.py) use ``emulator`` (a bare embedded emulator) and
-``function`` (an echo Lambda function on it) instead of a deployed stack.
+The stack is deployed once for the package (``deployed``: a deploy is a CDK synth, asset uploads and
+a CloudFormation stack, about two minutes on 2 cores) and shared by every module that asks for
+``e2e``; each module's scenarios use tables and databases of their own. ``e2e`` is module-scoped and
+exports the stack's AWS environment for that module only, so nothing leaks into other suites. The
+emulator's own tests (test_emulator_*.py) use ``emulator`` (a bare embedded emulator) and ``function``
+(an echo Lambda function on it) instead of a deployed stack; moto's backends are process-global, so
+``emulator`` first stops a shared stack that is up (the next ``e2e`` module deploys it again).
 """
 
 from __future__ import annotations
@@ -41,54 +45,105 @@ class E2E:
     env: dict[str, str]
 
 
-@pytest.fixture(scope="module")
-def e2e() -> Iterator[E2E]:
-    from lakeloader.stage import DeployedStage
+class SharedStack:
+    """The stack the e2e modules share: deployed on first use, stopped by ``close``."""
 
-    external = os.environ.get("AWS_ENDPOINT_URL")
-    with pytest.MonkeyPatch.context() as patch:
-        emulator = None
-        if external:
-            for name, value in TEST_CREDENTIALS.items():
-                if name not in os.environ:
-                    patch.setenv(name, value)
-            patch.setenv("AWS_REGION", os.environ.get("AWS_REGION", "us-east-1"))
-            patch.setenv("AWS_DEFAULT_REGION", os.environ.get("AWS_REGION", "us-east-1"))
-            endpoint = external
-        else:
-            from lakeloader_dev.emulator import Emulator, aws_env
+    def __init__(self) -> None:
+        self.deployed: E2E | None = None  # env: only the variables a module exports while it runs
 
-            emulator = Emulator().start()
-            endpoint = emulator.endpoint
-            for name, value in aws_env(endpoint).items():
-                patch.setenv(name, value)
-        patch.delenv("AWS_PROFILE", raising=False)
-        try:
-            existing = os.environ.get("LAKELOADER_E2E_STACK")
-            if existing:
-                stack = DeployedStage.from_stack(existing)
+    def get(self) -> E2E:
+        if self.deployed is None:
+            self.deployed = self._deploy()
+        return self.deployed
+
+    def close(self) -> None:
+        if self.deployed is not None and self.deployed.emulator is not None:
+            self.deployed.emulator.stop()
+        self.deployed = None
+
+    @staticmethod
+    def _deploy() -> E2E:
+        from lakeloader.stage import DeployedStage
+
+        external = os.environ.get("AWS_ENDPOINT_URL")
+        with pytest.MonkeyPatch.context() as patch:
+            emulator = None
+            exported: dict[str, str] = {}
+            if external:
+                exported = {name: os.environ.get(name, value) for name, value in TEST_CREDENTIALS.items()}
+                region = os.environ.get("AWS_REGION", "us-east-1")
+                exported.update({"AWS_REGION": region, "AWS_DEFAULT_REGION": region})
+                endpoint = external
             else:
-                from lakeloader_dev.emulator import patches
-                from lakeloader_dev.emulator.deploy import deploy
+                from lakeloader_dev.emulator import Emulator, aws_env
 
-                deployment = deploy(
-                    endpoint=endpoint,
-                    context={"config": E2E_CONFIG},
-                    failures=patches.CFN_FAILURES.get if emulator else None,
-                    timeout=300,
-                )
-                stack = DeployedStage.from_outputs(deployment.outputs)
-            yield E2E(stack=stack, endpoint=endpoint, emulator=emulator, env=dict(os.environ))
-        finally:
-            if emulator is not None:
-                emulator.stop()
+                emulator = Emulator()
+                exported = aws_env("")  # set before start, so the emulator's defaults end with this block
+                for name, value in exported.items():
+                    patch.setenv(name, value)
+                emulator.start()
+                endpoint = emulator.endpoint
+                exported = aws_env(endpoint)
+            for name, value in exported.items():
+                patch.setenv(name, value)
+            patch.delenv("AWS_PROFILE", raising=False)
+            try:
+                existing = os.environ.get("LAKELOADER_E2E_STACK")
+                if existing:
+                    stack = DeployedStage.from_stack(existing)
+                else:
+                    from lakeloader_dev.emulator import patches
+                    from lakeloader_dev.emulator.deploy import deploy
+
+                    deployment = deploy(
+                        endpoint=endpoint,
+                        context={"config": E2E_CONFIG},
+                        failures=patches.CFN_FAILURES.get if emulator else None,
+                        timeout=300,
+                    )
+                    stack = DeployedStage.from_outputs(deployment.outputs)
+            except BaseException:
+                if emulator is not None:
+                    emulator.stop()
+                raise
+        return E2E(stack=stack, endpoint=endpoint, emulator=emulator, env=exported)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """This package's tests on a bare emulator first, then those on the shared stack, so that the
+    stack is deployed once; the rest of the session keeps its order."""
+    here = Path(__file__).parent
+    slots = [i for i, item in enumerate(items) if here in item.path.parents]
+    on_stack = [items[i] for i in slots]
+    on_stack.sort(key=lambda item: "e2e" in getattr(item, "fixturenames", ()))
+    for i, item in zip(slots, on_stack, strict=True):
+        items[i] = item
+
+
+@pytest.fixture(scope="package")
+def deployed() -> Iterator[SharedStack]:
+    shared = SharedStack()
+    yield shared
+    shared.close()
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[Any]:
+def e2e(deployed: SharedStack) -> Iterator[E2E]:
+    """The shared stack, its AWS environment exported for this module (``env``: the whole environment)."""
+    stack = deployed.get()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in stack.env.items():
+            patch.setenv(name, value)
+        patch.delenv("AWS_PROFILE", raising=False)
+        yield E2E(stack=stack.stack, endpoint=stack.endpoint, emulator=stack.emulator, env=dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def emulator(deployed: SharedStack) -> Iterator[Any]:
     """A bare embedded emulator, its endpoint in this module's AWS environment."""
     from lakeloader_dev.emulator import Emulator, aws_env
 
+    deployed.close()  # one emulator at a time in a process
     with pytest.MonkeyPatch.context() as patch, Emulator() as emu:
         for name, value in aws_env(emu.endpoint).items():
             patch.setenv(name, value)
