@@ -14,11 +14,11 @@ from constructs import Construct
 
 from infra.nag import acknowledge_check
 from infra.settings import LONGEST_REGION, SettingsError, Stage
+from lakeloader.contract import EMR_LOGS_PREFIX
 
 WAREHOUSE_PREFIX = "warehouse/"
 GLUE_TEMP_PREFIX = "glue/tmp/"
 SPARK_UI_PREFIX = "glue/spark-ui/"
-EMR_LOGS_PREFIX = "emr/logs/"
 
 _STORAGE_CLASSES = {
     "STANDARD_IA": s3.StorageClass.INFREQUENT_ACCESS,

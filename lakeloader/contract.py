@@ -174,6 +174,10 @@ def lake_formation_catalog_conf(catalog: str, account: str, region: str) -> dict
     }
 
 
+# Where EMR Serverless runs log, under the assets bucket (the application's S3 monitoring; EMR writes
+# applications/<app>/jobs/<run>/SPARK_DRIVER/stderr.gz below it): what `lakeloader verify` points at.
+EMR_LOGS_PREFIX = "emr/logs/"
+
 # --- run ids ------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
-"""The CLI verbs on a deployed stage: status, requeue, skip, backfill, doctor, and rebuild --stage. They read
-and change the stage's ledger through boto3 and its stack's outputs (lakeloader.operate,
+"""The CLI verbs on a deployed stage: status, requeue, skip, backfill, doctor, verify, and rebuild
+--stage. They read and change the stage's ledger through boto3 and its stack's outputs (lakeloader.operate,
 lakeloader.stage), with no Spark and no config file. docs/operate.md shows them at work.
 """
 
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from lakeloader.config import ConfigError
 
-COMMANDS = ("status", "requeue", "skip", "backfill", "doctor")
+COMMANDS = ("status", "requeue", "skip", "backfill", "doctor", "verify")
 
 
 def _add_stage(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +92,32 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     backfill.add_argument(
         "--no-sweep", action="store_true", help="record only; the sweep's schedule starts runs"
     )
+    verify = commands.add_parser(
+        "verify",
+        help="prove a deployed stage end to end with a canary file (after cdk deploy)",
+        description="Land a small canary file on the stage's canary table (raw prefix lakeloader-canary/, "
+        "never a user's table) and follow it: the arrival Lambda's ledger record, the job run (Glue, and "
+        "EMR Serverless where a table of the stage runs there), the Iceberg commit, the rows read back "
+        "through the Glue catalog and each reader's Athena workgroup; then publish a test message to the "
+        "alarm topic. Prints each hop with its time; a failed hop is named with its resource and the "
+        "first lines of its CloudWatch log, and exits 1. The canary is removed unless --keep "
+        "(docs/deploy.md#verify).",
+    )
+    verify.add_argument("--stage", required=True, metavar="NAME", help="the deployed stage (dev, prod, ...)")
+    verify.add_argument(
+        "--project",
+        default="lakeloader",
+        metavar="NAME",
+        help="cdk.json lakeloader:project (default lakeloader)",
+    )
+    verify.add_argument("--keep", action="store_true", help="leave the canary file, its records and rows")
+    verify.add_argument(
+        "--timeout",
+        type=float,
+        default=900,
+        metavar="SECONDS",
+        help="how long each hop may take (default 900)",
+    )
 
 
 def rebuild(args: argparse.Namespace) -> int:
@@ -134,14 +160,39 @@ def _tables(stage, args: argparse.Namespace) -> list:
     raise ConfigError(f"{args.command}: name the tables (--table ID) or give --all-tables")
 
 
+def verify(args: argparse.Namespace) -> int:
+    """`lakeloader verify --stage`: the hops, as they pass; the failed one; what was removed."""
+    from lakeloader.cli.verify import stack_outputs
+    from lakeloader.cli.verify import verify as verify_stage
+    from lakeloader.stage import DeployedStage, stack_name
+
+    outputs = stack_outputs(stack_name(args.stage, args.project))
+    result = verify_stage(
+        DeployedStage.from_outputs(outputs), outputs, keep=args.keep, timeout=args.timeout, say=_say
+    )
+    if result.failure is not None:
+        print(result.failure.describe(), flush=True)
+    for removed in result.removed:
+        print(f"removed {removed}")
+    if args.keep:
+        print("kept the canary (--keep): the next verify without --keep removes it")
+    return 1 if result.failure is not None else 0
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)  # each hop as it passes: a verify takes minutes
+
+
 def run(args: argparse.Namespace) -> int:
-    """status, requeue, skip, backfill, doctor."""
+    """status, requeue, skip, backfill, doctor, verify."""
     from lakeloader import operate
     from lakeloader.actor import identity
     from lakeloader.contract import new_run_id
     from lakeloader.progress import stderr_progress
     from lakeloader.stage import DeployedStage, stack_name
 
+    if args.command == "verify":
+        return verify(args)
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     tables = _tables(stage, args)
     if args.command == "doctor":

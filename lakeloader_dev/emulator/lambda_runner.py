@@ -101,4 +101,31 @@ def invoke_lambda(runtime: Runtime, fn: Any, event: Any, trigger: str = "invoke"
         payload = json.dumps({k: outcome.get(k) for k in ("errorType", "errorMessage", "stackTrace")})
         errored = True
     runtime.journal.add_invocation(record)
+    _to_cloudwatch(runtime, fn, request_id, logs)
     return payload, errored, logs
+
+
+def _to_cloudwatch(runtime: Runtime, fn: Any, request_id: str, logs: str) -> None:
+    """The invocation's output into its log group, a stream per invocation, as Lambda writes it (when
+    the group exists: Lambda creates none here), so what reads a function's log reads this one."""
+    import boto3
+
+    group = (getattr(fn, "logging_config", None) or {}).get("LogGroup") or f"/aws/lambda/{fn.function_name}"
+    lines = [line for line in logs.splitlines() if line.strip()] or ["(no output)"]
+    env = runtime.base_env()
+    client = boto3.client(
+        "logs",
+        endpoint_url=runtime.endpoint,
+        region_name=runtime.region,
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=env.get("AWS_SESSION_TOKEN"),
+    )
+    stream = f"{time.strftime('%Y/%m/%d')}/[$LATEST]{request_id.replace('-', '')}"
+    now = int(time.time() * 1000)
+    events = [{"timestamp": now, "message": line} for line in lines[:1000]]
+    try:
+        client.create_log_stream(logGroupName=group, logStreamName=stream)
+        client.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
+    except Exception:  # noqa: BLE001 - no group (Lambda creates none here), or the emulator stopping
+        return

@@ -1,0 +1,147 @@
+"""`lakeloader verify --stage` through the CLI's main on a stage on moto (HTTP): the hops it can reach
+there without a Lambda or a job (moto runs neither; tests/e2e/test_verify.py follows the whole path on
+the emulator), the canary it lands and removes, and the canary tables every stage deploys."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from lakeloader import canary
+from lakeloader.cli.verify import HopFailed, Verification, Verifier, remove_canary
+from lakeloader.config import ConfigError, parse_config
+from lakeloader.config_table import config_items
+from lakeloader.dynamodb import encode_item
+from tests.unit import stage_world
+from tests.unit.stage_world import Stage
+
+moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
+
+
+def with_canary_tables(stage: Stage) -> Stage:
+    """The canary tables in the stage's config table, as the stack's config sync writes them."""
+    dynamodb = boto3.client("dynamodb")
+    for item in config_items(canary.with_canaries(parse_config({"tables": []}))):
+        dynamodb.put_item(TableName=stage.deployed.config_table, Item=encode_item(item))
+    return stage
+
+
+def canary_keys(stage: Stage) -> list[str]:
+    listed = boto3.client("s3").list_object_versions(
+        Bucket=stage.deployed.raw_bucket, Prefix=canary.CANARY_PREFIX
+    )
+    return [v["Key"] for v in listed.get("Versions", [])]
+
+
+def test_a_stage_deployed_without_the_canary_tables_fails_naming_the_config_table(stage, capsys):
+    code, out = stage.cli(capsys, "verify", "--timeout", "1")
+
+    assert code == 1
+    assert "FAIL config" in out and f"DynamoDB table {stage.deployed.config_table}" in out
+    assert "no canary table lakeloader_canary.glue: deploy the stage" in out
+    assert canary_keys(stage) == []
+
+
+def test_a_canary_no_lambda_records_fails_the_arrival_hop_and_is_removed(stage, capsys):
+    with_canary_tables(stage)
+
+    code, out = stage.cli(capsys, "verify", "--timeout", "1")
+
+    assert code == 1, out
+    assert out.splitlines()[0].startswith("ok ") and "glue: land: s3://" in out.splitlines()[0]
+    assert "FAIL glue: arrival Lambda -> ledger" in out
+    assert f"resource: Lambda {stage.deployed.arrival_function}" in out
+    assert f"/aws/lambda/{stage.deployed.arrival_function}" in out  # where its log would be
+    assert "removed s3://" in out and canary_keys(stage) == []
+
+
+def test_keep_leaves_the_canary_file(stage, capsys):
+    with_canary_tables(stage)
+
+    code, out = stage.cli(capsys, "verify", "--timeout", "1", "--keep")
+
+    assert code == 1
+    (key,) = canary_keys(stage)
+    assert key.startswith(f"{canary.CANARY_PREFIX}glue/verify-") and "removed" not in out
+    assert (
+        boto3.client("s3").get_object(Bucket=stage.deployed.raw_bucket, Key=key)["Body"].read().count(b"\n")
+        == canary.CANARY_ROWS
+    )
+
+
+def test_a_recorded_canary_that_no_run_takes_fails_the_job_hop_naming_the_lambda(stage):
+    """The ledger record is made as the Lambda makes it; then no Glue run starts: the job hop fails,
+    and the resource named is the Lambda that should have started one."""
+    with_canary_tables(stage)
+    boto3.client("glue").create_job(
+        Name=stage.deployed.ingest_job,
+        Role="arn:aws:iam::123456789012:role/glue",
+        Command={"Name": "glueetl"},
+    )
+    said: list[str] = []
+    verifier, result = Verifier(stage.deployed, {}, timeout=1, say=said.append), Verification()
+    key = verifier.land(result, "glue")
+    stage.record(canary.canary_id("glue"), key)
+    verifier.recorded(result, "glue", key)
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.job_run(result, "glue", key, since=verifier_since())
+
+    assert failed.value.hop == "glue: job run"
+    assert failed.value.resource == f"Lambda {stage.deployed.arrival_function}"
+    assert "no glue run started within 1 s" in failed.value.detail
+    assert result.passed == ["glue: land", "glue: arrival Lambda -> ledger"]
+    assert remove_canary(stage.deployed, [key])[0].endswith(key)
+    assert stage.ledger.objects(canary.canary_id("glue")) == []
+
+
+def verifier_since():
+    from datetime import UTC, datetime, timedelta
+
+    return datetime.now(UTC) - timedelta(minutes=1)
+
+
+def test_the_alarm_topic_hop_publishes_or_names_the_topic(stage):
+    topic = boto3.client("sns").create_topic(Name="lakeloader-alarms")["TopicArn"]
+    said: list[str] = []
+    result = Verification()
+    Verifier(stage.deployed, {"AlarmTopicArn": topic}, timeout=1, say=said.append).alarm_topic(result)
+    assert result.passed == ["alarm topic"] and topic in said[0]
+
+    missing = topic.replace("lakeloader-alarms", "gone")
+    with pytest.raises(HopFailed) as failed:
+        Verifier(stage.deployed, {"AlarmTopicArn": missing}, timeout=1, say=said.append).alarm_topic(result)
+    assert failed.value.resource == f"SNS topic {missing}" and "publish refused" in failed.value.detail
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("id", "lakeloader_canary.glue", "its id"),
+        ("prefix", "lakeloader-canary/mine/", "its source.prefix"),
+        ("database", "lakeloader_canary", "its target.database"),
+    ],
+)
+def test_a_user_table_may_not_take_the_canaries_id_prefix_or_database(field, value, named):
+    table = {
+        "id": "crm.customers",
+        "source": {"prefix": "crm/"},
+        "target": {"database": "crm", "table": "customers"},
+        "keys": ["id"],
+    }
+    if field == "id":
+        table["id"] = value
+    elif field == "prefix":
+        table["source"]["prefix"] = value
+    else:
+        table["target"]["database"] = value
+    with pytest.raises(ConfigError, match=f"{named} is reserved for the stage's canary tables"):
+        canary.with_canaries(parse_config({"tables": [table]}))
+
+
+def test_the_canary_prefix_is_one_the_jobs_read():
+    """The jobs pass over path parts starting `_` or `.` (hidden files): the canary's must not."""
+    from lakeloader.inputs import _is_data_file
+
+    assert _is_data_file(f"{canary.CANARY_PREFIX}glue/verify-1.json")
+    assert not _is_data_file("_lakeloader/canary/glue/verify-1.json")  # why not such a prefix
