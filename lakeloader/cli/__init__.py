@@ -41,6 +41,7 @@ a deployed stage (its stack's outputs; no Spark):
   lakeloader skip     --stage prod --table crm.customers --key raw/key.csv --reason "test data"
   lakeloader backfill --stage prod --since 2026-01-01
   lakeloader rebuild  --stage prod --table crm.customers
+  lakeloader verify   --stage prod   # after cdk deploy: a canary file through every hop
 """
 
 
