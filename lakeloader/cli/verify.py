@@ -323,8 +323,8 @@ class Verifier:
         table = f'"{self.stage.glue_database(canary.CANARY_DATABASE)}"."{engine}"'
         for entry in listed.split(","):
             workgroup = entry.rsplit("=", 1)[-1]
-            hop = f"{engine}: Athena workgroup {workgroup}"
-            self.current = (hop, f"Athena workgroup {workgroup}")
+            hop, resource = f"{engine}: Athena workgroup {workgroup}", f"Athena workgroup {workgroup}"
+            self.current = (hop, resource)
             query = f"SELECT count(*) FROM {table} WHERE canary_id = '{self.token}'"
             qid = athena.start_query_execution(QueryString=query, WorkGroup=workgroup)["QueryExecutionId"]
 
@@ -333,13 +333,18 @@ class Verifier:
                 return status if status["State"] in ("SUCCEEDED", "FAILED", "CANCELLED") else None
 
             status = self.wait(
-                probe, lambda hop=hop, qid=qid: HopFailed(hop, "Athena", f"query still running: {qid}")
+                probe, lambda h=hop, r=resource, q=qid: HopFailed(h, r, f"query {q} still running")
             )
+            if status["State"] != "SUCCEEDED":
+                raise HopFailed(
+                    hop, resource, f"query {qid} {status['State']}: {status.get('StateChangeReason')}"
+                )
             rows = athena.get_query_results(QueryExecutionId=qid)["ResultSet"].get("Rows", [])
-            count = rows[1]["Data"][0].get("VarCharValue") if len(rows) > 1 else None
-            if status["State"] != "SUCCEEDED" or count != str(canary.CANARY_ROWS):
-                reason = status.get("StateChangeReason", f"{count} rows")
-                raise HopFailed(hop, f"Athena query {qid}", f"{status['State']}: {reason}")
+            count = rows[1]["Data"][0].get("VarCharValue") if len(rows) > 1 else None  # rows[0]: the header
+            if count != str(canary.CANARY_ROWS):
+                raise HopFailed(
+                    hop, resource, f"query {qid} counted {count} canary rows, wanted {canary.CANARY_ROWS}"
+                )
             self.passed(result, hop, f"{count} rows")
 
     def alarm_topic(self, result: Verification) -> None:

@@ -145,3 +145,38 @@ def test_the_canary_prefix_is_one_the_jobs_read():
 
     assert _is_data_file(f"{canary.CANARY_PREFIX}glue/verify-1.json")
     assert not _is_data_file("_lakeloader/canary/glue/verify-1.json")  # why not such a prefix
+
+
+def queue_athena_results(endpoint: str, *counts: str) -> None:
+    """What moto's Athena answers the next queries (it executes no SQL): a header row, then the count."""
+    import json
+    import urllib.request
+
+    results = [
+        {"rows": [{"Data": [{"VarCharValue": "_col0"}]}, {"Data": [{"VarCharValue": c}]}]} for c in counts
+    ]
+    request = urllib.request.Request(
+        f"{endpoint}/moto-api/static/athena/query-results",
+        data=json.dumps({"results": results}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    urllib.request.urlopen(request).read()
+
+
+def test_each_readers_workgroup_counts_the_canary_rows_or_fails_naming_it(stage, aws_endpoint):
+    athena = boto3.client("athena")
+    for name in ("lakeloader-dev-analyst", "lakeloader-dev-auditor"):
+        athena.create_work_group(Name=name, Configuration={})
+    outputs = {"ReaderWorkgroups": "analyst=lakeloader-dev-analyst,auditor=lakeloader-dev-auditor"}
+    said: list[str] = []
+    verifier, result = Verifier(stage.deployed, outputs, timeout=5, say=said.append), Verification()
+
+    queue_athena_results(aws_endpoint, str(canary.CANARY_ROWS), "0")
+    with pytest.raises(HopFailed) as failed:
+        verifier.athena(result, "glue")
+
+    assert result.passed == ["glue: Athena workgroup lakeloader-dev-analyst"]
+    assert f"{canary.CANARY_ROWS} rows" in said[0]
+    assert failed.value.resource == "Athena workgroup lakeloader-dev-auditor"
+    assert f"counted 0 canary rows, wanted {canary.CANARY_ROWS}" in failed.value.detail
