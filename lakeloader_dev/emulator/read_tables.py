@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from typing import Any
+
+from lakeloader_dev.jvm import short_jvm_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +62,7 @@ def read_tables(
         ],
         capture_output=True,
         text=True,
-        env=env,
+        env={**(os.environ if env is None else env), **short_jvm_env(env or os.environ)},
         check=False,
     )
     if result.returncode != 0:

@@ -26,6 +26,7 @@ from typing import Any
 
 from lakeloader.spark import JARS_ENV
 from lakeloader_dev.jars import spark_conf
+from lakeloader_dev.jvm import short_jvm_env
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 DEV_STUB = SHIM_DIR / "dev"  # a `lakeloader_dev` that raises ImportError, first on every run's PYTHONPATH
@@ -212,6 +213,7 @@ class Runtime:
                 "LAKELOADER_DRIVER_MEMORY": os.environ.get("LAKELOADER_DRIVER_MEMORY", "1g"),
                 # the jars Glue/EMR provide, built here: the deployed zip holds no jar assembly
                 JARS_ENV: spark_conf().get("spark.jars", ""),
+                **short_jvm_env(),  # a job run here is a minute on small data: start its JVM cheaply
             }
         )
         python = [self.python, "-S"] if image else [self.python]

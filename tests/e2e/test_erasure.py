@@ -22,6 +22,8 @@ import boto3
 import pyarrow.parquet as pq
 import pytest
 
+from lakeloader_dev.jvm import short_jvm_env
+
 pytestmark = pytest.mark.e2e
 
 DATABASE, TABLE = "e2e_erasure", "people"
@@ -112,7 +114,7 @@ def _run_scenario(e2e, stderr, log) -> dict[str, Any]:
         stdout=subprocess.PIPE,
         stderr=stderr,
         text=True,
-        env=e2e.env,
+        env={**e2e.env, **short_jvm_env(e2e.env)},
     )
     # A scenario that hangs (Spark waiting on the emulator, say) fails with its log, instead of
     # blocking the read of its output and with it the rest of the suite.

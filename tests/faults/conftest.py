@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lakeloader_dev.jvm import short_jvm_env
 from tests.faults.oracle import STATS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +82,7 @@ class Lake:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "LAKELOADER_DRIVER_MEMORY": "1g",
             "LAKELOADER_SPARK_MASTER": "local[1]",
+            **short_jvm_env(),
         }
         env.pop("LAKELOADER_CRASH_AT", None)
         if crash_at:
