@@ -1,14 +1,26 @@
-"""The `lakeloader` command as a user runs it: a separate process, on the shipped examples."""
+"""The `lakeloader` command as a user runs it, on the shipped examples.
+
+Its own behaviour (commands, output, exit codes) runs in this process through ``main(argv)``, each
+call on a new SparkSession of the suite's JVM: SQL settings and catalogs of its own, as a new process
+would have, without a JVM start per command. What ``lakeloader`` (not ``cli``) calls proves that the
+command works as a process of its own: validation and errors without Spark, a run with its own JVM.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from lakeloader.cli import main
+from lakeloader_dev.jvm import short_jvm_env
 
 pytestmark = pytest.mark.spark
 
@@ -16,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def lakeloader(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    """`python -m lakeloader.cli ARGS`: a process of its own (a JVM of its own when it needs Spark)."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **short_jvm_env()}
     return subprocess.run(
         [sys.executable, "-m", "lakeloader.cli", *args],
         cwd=cwd,
@@ -25,6 +38,28 @@ def lakeloader(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
         text=True,
         timeout=600,
     )
+
+
+@pytest.fixture
+def cli(spark: Any, monkeypatch: pytest.MonkeyPatch):
+    """`lakeloader ARGS` in this process: main(argv) with its output captured, its Spark a new session
+    (``getOrCreate`` answers it) so that the command's settings and catalog end with the call."""
+    from pyspark.sql import SparkSession
+
+    monkeypatch.chdir(ROOT)
+
+    def call(*args: str) -> subprocess.CompletedProcess:
+        out, err = io.StringIO(), io.StringIO()
+        previous = SparkSession._instantiatedSession
+        SparkSession._instantiatedSession = spark.newSession()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(list(args))
+        finally:
+            SparkSession._instantiatedSession = previous
+        return subprocess.CompletedProcess(["lakeloader", *args], code, out.getvalue(), err.getvalue())
+
+    return call
 
 
 def test_tables_validates_and_lists_without_spark():
@@ -44,21 +79,21 @@ def test_invalid_config_is_one_clear_error(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_run_then_sql_on_the_examples_gives_the_expected_rows(tmp_path):
+def test_run_then_sql_on_the_examples_gives_the_expected_rows(cli, tmp_path):
     warehouse = str(tmp_path / "warehouse")
-    # One process runs everything; a second run must find nothing new.
-    run = lakeloader("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
+    # One run loads everything; a second run must find nothing new.
+    run = cli("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
     assert run.returncode == 0, run.stderr
     assert "crm.customers" in run.stdout and "failed" not in run.stdout
     # a rebuild from the same raw files, same config: the same rows (checked below), nothing loaded twice
-    rebuild = lakeloader(
+    rebuild = cli(
         "rebuild", "--config", "examples/tables.yaml", "--warehouse", warehouse, "--table", "crm.customers"
     )
     assert rebuild.returncode == 0, rebuild.stderr
     assert "crm.customers: rebuilt from" in rebuild.stdout, rebuild.stdout
 
     query = "SELECT customer_id, name, email, tier FROM crm.customers ORDER BY customer_id"
-    sql = lakeloader("sql", "--config", "examples/tables.yaml", "--warehouse", warehouse, query)
+    sql = cli("sql", "--config", "examples/tables.yaml", "--warehouse", warehouse, query)
     assert sql.returncode == 0, sql.stderr
     rows = [json.loads(line) for line in sql.stdout.splitlines()]
     assert rows == [
@@ -70,7 +105,7 @@ def test_run_then_sql_on_the_examples_gives_the_expected_rows(tmp_path):
         {"customer_id": 7, "name": "Ken", "email": "ken@example.net", "tier": "silver"},
     ]
 
-    lines = lakeloader(
+    lines = cli(
         "sql",
         "--config",
         "examples/tables.yaml",
@@ -85,19 +120,20 @@ def test_run_then_sql_on_the_examples_gives_the_expected_rows(tmp_path):
         (103, 1, 7),
     ]
 
-    missing = lakeloader(
+    missing = cli(
         "sql", "--config", "examples/tables.yaml", "--warehouse", warehouse, "SELECT * FROM crm.nope"
     )
     assert missing.returncode == 2 and "TABLE_OR_VIEW_NOT_FOUND" in missing.stderr
     assert "Traceback" not in missing.stderr
 
-    again = lakeloader("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
+    again = cli("run", "--config", "examples/tables.yaml", "--warehouse", warehouse)
     assert again.returncode == 0 and again.stdout.count("skipped") == 3
 
 
-def test_debezium_envelopes_through_the_cli(tmp_path):
+def test_debezium_envelopes_through_the_cli(cli, tmp_path):
     """`cdc: debezium_envelope` as a user runs it: wrapped PostgreSQL events with a Kafka tombstone,
-    then a file with an undecodable decimal, which fails the table with one line and exit code 1."""
+    then a file with an undecodable decimal, which fails the table with one line and exit code 1.
+    The first run is a process of its own (its own JVM): the command as installed, on Spark."""
     from tests.spark.debezium_events import decimal_bytes, lines, postgres
 
     raw = tmp_path / "raw" / "inventory" / "public" / "stock"
@@ -122,14 +158,14 @@ def test_debezium_envelopes_through_the_cli(tmp_path):
     assert run.returncode == 0, run.stderr
 
     query = "SELECT id, first_name, balance FROM inventory.stock ORDER BY id"
-    sql = lakeloader("sql", "--config", str(config), query)
+    sql = cli("sql", "--config", str(config), query)
     assert sql.returncode == 0, sql.stderr
     assert [json.loads(line) for line in sql.stdout.splitlines()] == [
         {"id": 1, "first_name": "bolts", "balance": "11.99"}
     ]
 
     (raw / "stock+0+0000000005.json").write_text(lines([postgres("c", 3, "x", 3000, 30, balance="%%")]))
-    bad = lakeloader("run", "--config", str(config))
+    bad = cli("run", "--config", str(config))
     assert bad.returncode == 1
     said = bad.stdout + bad.stderr
     assert "file 'inventory/public/stock/stock+0+0000000005.json', column 'balance'" in said
