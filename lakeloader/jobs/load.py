@@ -186,7 +186,7 @@ def _load_setting_aside(
         result.status, result.bad_files = "failed", aside
         result.error = (
             f"{len(aside)} file(s) set aside, the others loaded; a later run retries them "
-            f"(lakeloader run --skip FILE --reason TEXT gives one up){also}"
+            f"(lakeloader run --skip FILE --reason TEXT gives one up): {'; '.join(aside.values())}{also}"
         )
     result.seconds = seconds
     return result
@@ -252,6 +252,5 @@ def summary_table(results: list[TableResult]) -> str:
     for r in results:
         if r.error:
             lines.append(f"! {r.table_id}: {r.error}")
-        lines.extend(f"!   {error}" for error in r.bad_files.values())
         lines.extend(f"  {r.table_id}: {note}" for note in r.notes)
     return "\n".join(lines)
