@@ -10,28 +10,39 @@ STAGE  ?= dev
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SPARK_LOCAL_IP := 127.0.0.1
+# Every set-up step says how long it took (bash's `time`), so a slow CI log shows where set-up went.
+SHELL := /bin/bash
+export TIMEFORMAT := set-up step took %1R s (%1U s user, %1S s system)
 
-.PHONY: setup test lint unit spark infra e2e faults demo demo-local synth clean mutate
+.PHONY: setup test check lint unit spark infra e2e faults demo demo-local synth clean mutate
 
 setup: $(STAMP)
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt requirements-scan.txt pyproject.toml package.json package-lock.json
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps -e .
-	npm ci --no-audit --no-fund --loglevel=error
-	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
-	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt  # checkov, beside cdk-nag
-	$(PY) -m lakeloader_dev.jars > /dev/null
-	$(PY) -m infra.prefetch > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
+	time (test -x $(PY) || $(PYTHON) -m venv $(VENV))
+	time $(PY) -m pip install --quiet --upgrade pip
+	time $(PY) -m pip install --quiet -r requirements-dev.txt
+	time $(PY) -m pip install --quiet --no-deps -e .
+	time npm ci --no-audit --no-fund --loglevel=error
+	time (test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV))
+	time $(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt  # checkov, beside cdk-nag
+	time $(PY) -m lakeloader_dev.jars > /dev/null
+	time $(PY) -m infra.prefetch > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
+	time $(PY) -m lakeloader_dev.jvm > /dev/null  # class-data archive: the emulator's and tests' short Spark JVMs start cheaper
 	touch $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# The machine and its load first: the per-module lines and durations that follow are read against it.
 test: lint
+	@echo "make test: $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)"
 	$(PY) -m pytest tests
+
+# The inner loop, a few minutes: lint, the unit tests, the infra assertions that need no synth and
+# the Spark tests not marked `slow` (pyproject.toml's markers). `make test` runs every test.
+check: lint
+	$(PY) -m pytest tests/unit tests/infra tests/spark -m "not slow and not synth"
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit

@@ -19,6 +19,14 @@ def pytest_configure(config: pytest.Config) -> None:
     timing.register(config)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that synthesizes the app (its fixtures reach tests/infra's `synth`) is marked `synth`, so
+    `make check` can leave out every synth without each test saying so."""
+    for item in items:
+        if "synth" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.synth)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from lakeloader.spark import SparkSettings, build_session

@@ -8,7 +8,8 @@ import pytest
 
 from lakeloader.spark import CATALOG
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): a table written, its manifest removed, planned again
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_a_session_reads_each_manifest_once(spark):

@@ -22,7 +22,8 @@ import pytest
 from lakeloader.cli import main
 from lakeloader_dev.jvm import short_jvm_env
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): every command end to end, on the shipped examples
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 

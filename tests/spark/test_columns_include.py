@@ -14,6 +14,7 @@ from tests.spark.test_shaping import WIDE, columns_of, wide
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.slow
 def test_dms_updates_and_deletes_apply_with_an_include_list(spark, raw, make_table):
     table = make_table(columns={"include": ["name"]})
     raw.write_parquet(
@@ -32,6 +33,7 @@ def test_dms_updates_and_deletes_apply_with_an_include_list(spark, raw, make_tab
     assert rows(spark, table) == [(1, "a2"), (3, "c3")]
 
 
+@pytest.mark.slow
 def test_debezium_updates_and_deletes_apply_with_an_include_list(spark, raw, make_table):
     table = make_table(
         source={"format": "json", "cdc": "debezium"}, keys=["id"], columns={"include": ["name"]}

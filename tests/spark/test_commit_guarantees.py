@@ -15,7 +15,8 @@ from lakeloader.spark import CATALOG
 from lakeloader.sql import timestamp_literal
 from tests.spark.merge_batches import DMS, change, rows, snapshots
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): every mode through snapshot expiry and the commit's last check
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 MODES = ["merge", "append", "overwrite", "scd2"]
 

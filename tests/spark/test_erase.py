@@ -15,7 +15,8 @@ from lakeloader.inputs import list_inputs
 from lakeloader.jobs.erase import ErasureError, erase, parse_keys
 from lakeloader.spark import CATALOG
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): erasures verified through expiry, orphan removal and time travel
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 T0 = datetime(2026, 11, 1, 8, 0, 0)
 DMS = pa.schema(

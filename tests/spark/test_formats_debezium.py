@@ -21,6 +21,7 @@ def envelope_table(make_table, **overrides):
     return make_table(**{**overrides, "source": {**ENVELOPE, **overrides.get("source", {})}})
 
 
+@pytest.mark.slow
 def test_wrapped_postgres_events_merge_with_their_encodings_decoded(spark, raw, make_table):
     table = envelope_table(make_table)
     raw.write_text(
@@ -76,6 +77,7 @@ def test_wrapped_postgres_events_merge_with_their_encodings_decoded(spark, raw, 
     ]
 
 
+@pytest.mark.slow
 def test_late_and_tied_postgres_events_are_ordered_by_ts_ms_then_lsn(spark, raw, make_table):
     table = envelope_table(make_table)
     raw.write_text(
@@ -100,6 +102,7 @@ def test_late_and_tied_postgres_events_are_ordered_by_ts_ms_then_lsn(spark, raw,
     assert rows(spark, table, "id, first_name") == [(1, "newest")]
 
 
+@pytest.mark.slow
 def test_mysql_events_are_ordered_by_binlog_position_and_decoded_from_source_schema(spark, raw, make_table):
     table = envelope_table(
         make_table,
@@ -130,6 +133,7 @@ def test_mysql_events_are_ordered_by_binlog_position_and_decoded_from_source_sch
     ]
 
 
+@pytest.mark.slow
 def test_an_undecodable_decimal_names_file_column_and_value_and_commits_nothing(spark, raw, make_table):
     table = envelope_table(make_table)
     raw.write_text("src/0001.json", lines([postgres("c", 1, "Anne", 1000, 10)]))
@@ -147,6 +151,7 @@ def test_an_undecodable_decimal_names_file_column_and_value_and_commits_nothing(
     assert rows(spark, table, "id, first_name") == [(1, "Anne")]
 
 
+@pytest.mark.slow
 def test_a_truncate_fails_the_batch_by_default_and_is_dropped_with_ignore(spark, raw, make_table):
     table = envelope_table(make_table)
     raw.write_text(

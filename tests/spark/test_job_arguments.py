@@ -36,7 +36,8 @@ from lakeloader.spark import table_exists  # noqa: E402
 from tests.spark.test_parallel_tables import record_and_read_locally  # noqa: E402
 from tests.spark.test_shaping import WIDE, wide  # noqa: E402
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): the ingest job end to end on the ledger and run history
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint
 PREFIX = "stage_dev_"

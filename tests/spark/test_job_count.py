@@ -35,6 +35,7 @@ def jobs_of(spark, table, raw, run_id: str):
     return result, len(context.statusTracker().getJobIdsForGroup(run_id))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("one_task_rows", "max_jobs"),
     [(merge.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],

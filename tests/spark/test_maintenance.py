@@ -16,7 +16,8 @@ from lakeloader.inputs import list_inputs
 from lakeloader.jobs.maintenance import maintain_table, sort_order_sql, summary_table
 from lakeloader.spark import CATALOG
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): compaction, rewrites, expiry and orphan removal on real tables
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 T0 = datetime(2026, 11, 1, 8, 0, 0)
 DMS = pa.schema(

@@ -40,6 +40,7 @@ def probe(request, spark, monkeypatch):
     return request.param
 
 
+@pytest.mark.slow
 def test_full_load_then_cdc_inserts_updates_and_deletes(spark, raw, make_table, probe):
     table = make_table()
     raw.write_parquet(
@@ -60,6 +61,7 @@ def test_full_load_then_cdc_inserts_updates_and_deletes(spark, raw, make_table, 
     assert rows(spark, table) == [(1, "one"), (3, "n3"), (4, "four")]
 
 
+@pytest.mark.slow
 def test_delete_then_reinsert_in_one_batch_and_across_batches(spark, raw, make_table, probe):
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1), change("I", 2, "b", 1)], DMS)
@@ -73,6 +75,7 @@ def test_delete_then_reinsert_in_one_batch_and_across_batches(spark, raw, make_t
     assert rows(spark, table) == [(1, "a2"), (2, "b2")]
 
 
+@pytest.mark.slow
 def test_late_file_never_overwrites_newer_rows(spark, raw, make_table, probe):
     table = make_table()
     raw.write_parquet(
@@ -88,6 +91,7 @@ def test_late_file_never_overwrites_newer_rows(spark, raw, make_table, probe):
     assert rows(spark, table) == [(1, "new"), (2, "keep")]
 
 
+@pytest.mark.slow
 def test_deleting_a_missing_key_is_a_no_op(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)
@@ -111,6 +115,7 @@ def test_same_input_twice_leaves_the_table_unchanged(spark, raw, make_table):
     assert (rows(spark, table), snapshots(spark, table)) == before
 
 
+@pytest.mark.slow
 def test_redelivered_full_load_updates_rather_than_duplicates(spark, raw, make_table):
     table = make_table(sequence_by="version", source={"cdc": "none"})
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -123,6 +128,7 @@ def test_redelivered_full_load_updates_rather_than_duplicates(spark, raw, make_t
     assert rows(spark, table) == [(1, "a"), (2, "B")]
 
 
+@pytest.mark.slow
 def test_composite_keys_csv_and_partitioned_target(spark, raw, make_table):
     table = make_table(
         keys=["order_id", "line_no"],
@@ -157,6 +163,7 @@ def test_composite_keys_csv_and_partitioned_target(spark, raw, make_table):
     assert spec == ["order_date_day", "order_id_bucket"]
 
 
+@pytest.mark.slow
 def test_headerless_dms_csv_with_leading_op_column(spark, raw, make_table):
     table = make_table(
         source={"format": "csv", "csv": {"header": False, "columns": ["id", "name", "last_update_time"]}},
@@ -350,6 +357,7 @@ def test_input_log_outlives_expiry_so_an_erasure_is_not_undone(spark, raw, make_
     assert again.files == 0 and rows(spark, table) == []
 
 
+@pytest.mark.slow
 def test_a_batch_of_a_thousand_files_loads_in_one_commit(spark, raw, make_table):
     """A run takes up to trigger.max_files_per_run (1000) files: a backfill's first run does. Each row
     is tagged with its file's position for the order of changes; that tagging must not grow with the

@@ -95,6 +95,7 @@ def test_within_a_batch_the_tuple_decides_before_file_and_row_order(spark, raw, 
     assert rows(spark, table) == [(1, "newest"), (2, "t")]
 
 
+@pytest.mark.slow
 def test_a_tie_breaker_column_appearing_later_is_added_and_orders_from_then_on(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)  # no header column yet
@@ -112,6 +113,7 @@ def test_a_tie_breaker_column_appearing_later_is_added_and_orders_from_then_on(s
     assert rows(spark, table, "id, name, AR_H_CHANGE_SEQ") == [(1, "c", f"2026110108000000{6:019d}")]
 
 
+@pytest.mark.slow
 def test_debezium_source_position_breaks_equal_source_times(spark, raw, make_table):
     table = make_table(source={"format": "json", "cdc": "debezium"})
     raw.write_json(

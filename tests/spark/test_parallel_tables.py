@@ -56,6 +56,7 @@ def record_and_read_locally(ledger, raw, tables, monkeypatch) -> None:
     )
 
 
+@pytest.mark.slow
 def test_tables_drained_side_by_side_commit_their_own_files_and_fail_alone(
     spark, raw, make_table, ledger, monkeypatch
 ):
@@ -123,6 +124,7 @@ def test_a_file_with_bad_input_is_set_aside_and_the_rest_of_its_batch_commits(
     assert result.status == "failed" and result.inserted == 2
 
 
+@pytest.mark.slow
 def test_a_keys_change_stops_the_drain_until_a_rebuild_run_re_keys_the_table_from_the_ledger(
     spark, raw, make_table, ledger, monkeypatch
 ):

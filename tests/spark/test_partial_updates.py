@@ -73,6 +73,7 @@ def mode(request) -> str:
     return request.param
 
 
+@pytest.mark.slow
 def test_debezium_placeholder_keeps_the_current_value(spark, raw, make_table, mode):
     table = debezium_table(make_table, mode)  # placeholder: Debezium's by default
     first = [dbz("c", 1, "a", "long text", 1), dbz("c", 2, "b", "x", 1)]
@@ -83,6 +84,7 @@ def test_debezium_placeholder_keeps_the_current_value(spark, raw, make_table, mo
     assert live(spark, table) == [(1, "a2", "long text"), (2, "b2", "y")]
 
 
+@pytest.mark.slow
 def test_dms_null_lob_is_kept_only_in_the_chosen_columns(spark, raw, make_table, mode):
     table = make_table(mode=mode, partial_updates={"columns": ["body"], "ignore_nulls": True})
     raw.write_parquet("src/0001.parquet", [dms("I", 1, "a", "lob", 1)], DMS)
@@ -92,6 +94,7 @@ def test_dms_null_lob_is_kept_only_in_the_chosen_columns(spark, raw, make_table,
     assert live(spark, table) == [(1, None, "lob")]  # name is not a partial column: NULL is NULL
 
 
+@pytest.mark.slow
 def test_within_batch_chain_takes_the_last_real_value_in_sequence_order(spark, raw, make_table, mode):
     table = debezium_table(make_table, mode)
     start = [dbz("c", k, f"n{k}", f"v0-{k}", 1) for k in (1, 2, 3, 4)]
@@ -141,6 +144,7 @@ def test_a_value_older_than_the_row_held_does_not_replace_it(spark, raw, make_ta
     assert live(spark, table) == [(1, "b", "held")]
 
 
+@pytest.mark.slow
 def test_scd2_opens_no_version_for_an_update_that_changes_nothing_it_carries(spark, raw, make_table):
     table = debezium_table(make_table, "scd2")
     raw.write_parquet("src/0001.parquet", [dbz("c", 1, "a", "long", 1)], DEBEZIUM)

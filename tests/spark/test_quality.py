@@ -87,6 +87,7 @@ def test_passing_batch_is_published_from_the_audit_branch(spark, raw, make_table
     assert summary["lakeloader.run-id"] == "r1"
 
 
+@pytest.mark.slow
 def test_the_last_check_runs_after_the_audit_and_right_before_publishing(spark, raw, make_table):
     """`before_publish` (the drain's lock re-check) runs once, when the audit branch holds the checked
     batch and `main` is about to move: not before the write to the branch. Raising there publishes
@@ -111,6 +112,7 @@ def test_the_last_check_runs_after_the_audit_and_right_before_publishing(spark, 
     assert rows(spark, table) == [(1, "a@x", 30)]
 
 
+@pytest.mark.slow
 def test_quarantine_sets_failing_rows_aside_and_publishes_the_rest(spark, raw, make_table):
     table = make_table(quality={"rules": RULES, "on_failure": "quarantine"})
     raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30), row("I", 2, "b@x", 40)], DMS)
@@ -158,6 +160,7 @@ def test_quarantine_sets_failing_rows_aside_and_publishes_the_rest(spark, raw, m
     assert "quality quarantined" in text and "adult_or_unknown: FAILED" in text
 
 
+@pytest.mark.slow
 def test_fail_leaves_main_untouched_and_fails_the_table(spark, raw, make_table):
     table = make_table(quality={"rules": RULES, "on_failure": "fail"})
     raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30)], DMS)
@@ -190,6 +193,7 @@ def test_table_level_rule_fails_even_under_quarantine(spark, raw, make_table):
     assert "main" not in refs(spark, table)  # the new table never got a published snapshot
 
 
+@pytest.mark.slow
 def test_unique_over_a_non_key_column_blames_the_new_duplicates(spark, raw, make_table):
     table = make_table(quality={"rules": [{"unique": ["email"]}]})
     raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30), row("I", 2, "b@x", 40)], DMS)

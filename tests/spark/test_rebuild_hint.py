@@ -16,7 +16,8 @@ import pytest
 
 from lakeloader.cli import main
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): a run, a refused run and the rebuild the hint names
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 

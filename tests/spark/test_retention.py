@@ -16,7 +16,8 @@ from lakeloader.spark import CATALOG
 from lakeloader.sql import timestamp_literal
 from tests.spark.merge_batches import DMS, change, load
 
-pytestmark = pytest.mark.spark
+# slow (make check leaves it out): snapshots expired and files removed by each retention setting
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 HOUR = timedelta(hours=1)
 ONLY = {"compaction": {"enabled": False}, "rewrite_delete_files": False, "rewrite_manifests": False}

@@ -61,6 +61,7 @@ def snapshots(spark, table) -> int:
     return spark.sql(f"SELECT * FROM {target(table)}.snapshots").count()
 
 
+@pytest.mark.slow
 def test_update_noop_and_delete_across_batches(spark, raw, make_table):
     table = scd2_table(make_table)
     raw.write_parquet(
@@ -97,6 +98,7 @@ def test_update_noop_and_delete_across_batches(spark, raw, make_table):
     assert sorted(tuple(r) for r in current) == [(1, 1), (2, 1), (3, 1)]
 
 
+@pytest.mark.slow
 def test_several_changes_to_one_key_in_one_batch_make_a_chain(spark, raw, make_table):
     table = scd2_table(make_table)
     # rows out of order, split over two files: the sequence column decides
@@ -132,6 +134,7 @@ def test_several_changes_to_one_key_in_one_batch_make_a_chain(spark, raw, make_t
     ]
 
 
+@pytest.mark.slow
 def test_late_changes_are_ignored_and_counted(spark, raw, make_table):
     table = scd2_table(make_table)
     raw.write_parquet(
@@ -203,6 +206,7 @@ def test_point_in_time_lookup_in_sql_and_through_lakeloader_sql(spark, raw, make
     assert lines == [{"id": 1, "name": "a2"}, {"id": 2, "name": "b"}]
 
 
+@pytest.mark.slow
 def test_custom_columns_tracked_subset_and_surrogate_keys(spark, raw, make_table):
     table = scd2_table(
         make_table,
@@ -249,6 +253,7 @@ def test_custom_columns_tracked_subset_and_surrogate_keys(spark, raw, make_table
     assert spark.table(target(untracked)).count() == 1
 
 
+@pytest.mark.slow
 def test_new_source_column_keeps_history_and_hashes(spark, raw, make_table):
     table = scd2_table(make_table)
     raw.write_parquet("src/a.parquet", [change("I", 1, "a", 0), change("I", 2, "b", 0)], DMS)
@@ -301,6 +306,7 @@ def seq_change(op: str, id_: int, name: str | None, minute: int, change_no: int)
     return {**change(op, id_, name, minute), "AR_H_CHANGE_SEQ": f"2026110108000000{change_no:019d}"}
 
 
+@pytest.mark.slow
 def test_equal_time_with_a_higher_change_sequence_in_a_later_batch_replaces_that_version(
     spark, raw, make_table
 ):
@@ -319,6 +325,7 @@ def test_equal_time_with_a_higher_change_sequence_in_a_later_batch_replaces_that
     assert len({r.version_key for r in keys}) == 2
 
 
+@pytest.mark.slow
 def test_exact_replay_and_replayed_earlier_change_with_an_equal_time_are_late(spark, raw, make_table):
     table = scd2_table(make_table)
     raw.write_parquet(
@@ -352,6 +359,7 @@ def test_within_a_batch_the_tuple_decides_before_file_and_row_order(spark, raw, 
     assert versions(spark, table) == [(1, "last", at(0), None, True)]
 
 
+@pytest.mark.slow
 def test_a_delete_at_the_current_versions_own_instant_closes_it(spark, raw, make_table):
     table = scd2_table(make_table)
     raw.write_parquet("src/20261101-0900.parquet", [seq_change("I", 1, "a", 5, 1)], DMS_SEQ)

@@ -74,6 +74,7 @@ def base_row(op: str, id_: int, minute: int, **values) -> dict:
     return row
 
 
+@pytest.mark.slow
 def test_add_widen_rename_drop_and_case_across_batches(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/20261101-0800.parquet", [base_row("I", 1, 0), base_row("I", 2, 0)], BASE)
@@ -208,6 +209,7 @@ def test_add_widen_rename_drop_and_case_across_batches(spark, raw, make_table):
     assert tuple(got) == ("Bo", "b@x", "Bergen", None)
 
 
+@pytest.mark.slow
 def test_freeze_ignores_new_columns_and_reports_them(spark, raw, make_table):
     table = make_table(schema_evolution="freeze")
     raw.write_parquet("src/20261101-0800.parquet", [base_row("I", 1, 0)], BASE)
@@ -284,6 +286,7 @@ def test_incompatible_changes_fail_under_every_policy_and_change_nothing(spark, 
     assert (snapshots(spark, table), types(spark, table), schema_count(spark, table)) == before
 
 
+@pytest.mark.slow
 def test_an_incompatible_change_fails_only_its_own_table(spark, raw, make_table):
     good = make_table()
     string_to_int = make_table(source={"prefix": "typed/"})
@@ -322,6 +325,7 @@ def test_an_incompatible_change_fails_only_its_own_table(spark, raw, make_table)
     assert spark.sql(f"SELECT email FROM {target(good)}").first()[0] == "ok"
 
 
+@pytest.mark.slow
 def test_array_elements_gain_struct_fields(spark, raw, make_table):
     table = make_table(source={"format": "json", "cdc": "debezium"})
     raw.write_json(

@@ -54,6 +54,7 @@ def test_include_keeps_the_listed_columns_and_what_the_merge_needs(spark, raw, m
     assert sorted(columns_of(spark, table)) == ["id", "last_update_time", "name"]
 
 
+@pytest.mark.slow
 def test_delete_when_turns_soft_deletes_into_deletes_with_a_tombstone(spark, raw, make_table):
     table = make_table(delete_when="is_deleted = true")
     raw.write_parquet("src/0001.parquet", [wide("I", 1, "a", 1), wide("I", 2, "b", 1)], WIDE)

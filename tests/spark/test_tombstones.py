@@ -56,6 +56,7 @@ def mode(request) -> str:
     return request.param
 
 
+@pytest.mark.slow
 def test_late_update_after_a_delete_stays_deleted_across_batches(spark, raw, make_table, mode):
     table = make_table(mode=mode)
     raw.write_parquet("src/20261101-0800.parquet", [change("I", 5, "a", 0), change("I", 6, "b", 0)], DMS)
@@ -71,6 +72,7 @@ def test_late_update_after_a_delete_stays_deleted_across_batches(spark, raw, mak
     assert any("late change(s)" in note for note in result.notes)
 
 
+@pytest.mark.slow
 def test_late_insert_after_deleting_a_key_the_table_never_held(spark, raw, make_table, mode):
     table = make_table(mode=mode)
     raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0)], DMS)
@@ -85,6 +87,7 @@ def test_late_insert_after_deleting_a_key_the_table_never_held(spark, raw, make_
     assert result.inserted == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delete_first", [True, False], ids=["delete-file-first", "insert-file-first"])
 def test_within_one_batch_in_either_file_order(spark, raw, make_table, mode, delete_first):
     table = make_table(mode=mode)
@@ -105,6 +108,7 @@ def test_within_one_batch_in_either_file_order(spark, raw, make_table, mode, del
     assert live(spark, table) == [(1, "a2")]
 
 
+@pytest.mark.slow
 def test_a_newer_change_brings_the_key_back(spark, raw, make_table, mode):
     table = make_table(mode=mode)
     raw.write_parquet("src/20261101-0800.parquet", [change("I", 5, "a", 0)], DMS)
@@ -117,6 +121,7 @@ def test_a_newer_change_brings_the_key_back(spark, raw, make_table, mode):
     assert live(spark, table) == [(5, "back")] and result.inserted == 1
 
 
+@pytest.mark.slow
 def test_a_replayed_delete_and_a_replayed_older_insert_change_nothing(spark, raw, make_table, mode):
     table = make_table(mode=mode)
     raw.write_parquet("src/20261101-0800.parquet", [change("D", 5, None, 120)], DMS)
@@ -132,6 +137,7 @@ def test_a_replayed_delete_and_a_replayed_older_insert_change_nothing(spark, raw
     assert result.inserted == 0
 
 
+@pytest.mark.slow
 def test_maintain_purges_only_expired_tombstones(spark, raw, make_table):
     table = make_table(tombstones={"retain_days": 7})
     raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0), change("I", 2, "b", 0)], DMS)
@@ -151,6 +157,7 @@ def test_maintain_purges_only_expired_tombstones(spark, raw, make_table):
     assert iceberg.table_properties(spark, side)[merge_at] == tombstones.PROPERTIES[merge_at]
 
 
+@pytest.mark.slow
 def test_the_side_table_merges_its_manifests_so_the_skip_check_stays_cheap(spark, raw, make_table):
     """Each append leaves a manifest; the side table merges them before there are more than 8."""
     table = make_table()
@@ -164,6 +171,7 @@ def test_the_side_table_merges_its_manifests_so_the_skip_check_stays_cheap(spark
     assert spark.sql(f"SELECT count(*) FROM {side}.manifests").first()[0] <= 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["key", "where"])
 def test_erase_removes_the_subjects_tombstones_from_all_history(spark, raw, make_table, how):
     from lakeloader.jobs.erase import erase
@@ -193,6 +201,7 @@ def test_erase_removes_the_subjects_tombstones_from_all_history(spark, raw, make
     assert rows(spark, table) == [(1, "ann-again"), (3, "cy")]
 
 
+@pytest.mark.slow
 def test_erase_by_a_where_on_other_columns_finds_the_keys_through_the_rows(spark, raw, make_table):
     from lakeloader.jobs.erase import erase
 
@@ -230,6 +239,7 @@ def not_probed(spark, raw, table, twin) -> tuple:
     return skipped, without
 
 
+@pytest.mark.slow
 def test_a_batch_whose_keys_cannot_have_a_tombstone_does_not_probe_them(spark, raw, make_table, monkeypatch):
     """The tombstones hold keys 50 and 51: a batch of keys 1..10 cannot meet one, so it runs no probe --
     as many Spark jobs as with tombstones off. One that reaches key 50 is probed: its late change stays
@@ -257,6 +267,7 @@ def test_a_batch_whose_keys_cannot_have_a_tombstone_does_not_probe_them(spark, r
     assert rows(spark, table) == [*[(i, "c") for i in range(1, 10)], (10, "b")]
 
 
+@pytest.mark.slow
 def test_composite_string_keys_are_buried_whichever_column_tells_them_apart(spark, raw, make_table):
     """Keys (region, id): a batch whose regions lie outside the tombstones' skips the probe; one that
     reaches a tombstoned (region, id) is probed, whichever column's range alone would look disjoint."""
@@ -357,6 +368,7 @@ def test_a_batch_reports_key_ranges_only_where_every_order_agrees(spark, raw, ma
     assert mixed.key_ranges == {"id": (3, 9)}
 
 
+@pytest.mark.slow
 def test_a_batch_newer_than_every_tombstone_does_not_probe_them(spark, raw, make_table, monkeypatch):
     """Tombstones of keys 1..10 at minute 120: re-inserting the same keys at minute 130 cannot be buried,
     so it runs no probe, as many Spark jobs as with tombstones off. One change older than the tombstones,

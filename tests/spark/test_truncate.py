@@ -17,6 +17,7 @@ def event(op: str, id_: int, name: str, ts_ms: int) -> dict:
     return postgres(op, id_, name, ts_ms, lsn=ts_ms * 10, wrapped=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("truncate_file", ["src/0002.json", "src/0000.json"])
 def test_merge_keeps_only_what_follows_the_truncate(spark, raw, make_table, truncate_file):
     """The truncate's file sorts after or before the others: its sequence decides, not the file."""
@@ -37,6 +38,7 @@ def test_merge_keeps_only_what_follows_the_truncate(spark, raw, make_table, trun
     assert rows(spark, table, "id, first_name") == [(2, "after"), (4, "after")]
 
 
+@pytest.mark.slow
 def test_scd2_closes_every_current_version_at_the_truncate(spark, raw, make_table):
     table = make_table(**EMPTY, mode="scd2")
     raw.write_text("src/0001.json", lines([event("c", 1, "a", 1000), event("c", 2, "b", 1000)]))

@@ -71,6 +71,7 @@ def input_log(spark, table) -> list[tuple]:
     return [tuple(r) for r in spark.sql(query).collect()]
 
 
+@pytest.mark.slow
 def test_a_truncated_file_is_set_aside_the_others_load_and_the_fixed_file_loads_next_run(
     spark, raw, lake, capsys
 ):

@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:  # benchmarks/ is a top-level folder, not an insta
 sys.path.append(str(ROOT / "tests"))
 
 import aws_fixtures  # noqa: E402
+import pytest  # noqa: E402
 
 from benchmarks.cost import __main__ as cli  # noqa: E402
 from benchmarks.cost.sim import RunModel, Scenario, Simulation  # noqa: E402
@@ -29,6 +30,7 @@ def simulate(endpoint: str, scenario: Scenario):
     return Simulation(endpoint, scenario, MODEL, minutes=12, warmup_minutes=2).run()
 
 
+@pytest.mark.slow
 def test_today_a_run_per_arrival_batched_shared_runs_nothing_lost_or_doubled(aws_endpoint):
     today = simulate(aws_endpoint, Scenario("today", 2, 2, sweep_seconds=600))
     batched = simulate(
@@ -46,6 +48,7 @@ def test_today_a_run_per_arrival_batched_shared_runs_nothing_lost_or_doubled(aws
     assert max(batched.freshness) > max(today.freshness)
 
 
+@pytest.mark.slow
 def test_the_report_prints_a_row_per_table_count_and_behaviour(aws_endpoint, capsys):
     code = cli.main(
         [

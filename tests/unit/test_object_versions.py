@@ -87,6 +87,7 @@ def test_purge_stays_under_its_prefix(s3):
     assert listed(client, bucket, side)[:2] == ([], [])
 
 
+@pytest.mark.slow
 def test_many_versions_are_deleted_in_batches_of_a_thousand(s3):
     client, bucket = s3
     prefix = "warehouse/big.db/t/"

@@ -167,6 +167,7 @@ def test_emr_archive_is_an_installed_site_packages_tree():
     assert not [n for n in names if ".data/" in n or n.startswith("bin/") or n.endswith(".pyc")]
 
 
+@pytest.mark.slow
 def test_artifacts_are_byte_identical_across_builds(tmp_path, monkeypatch):
     """Same inputs, same bytes: the CDK asset hash (and so the deployment) changes only with content."""
     built = []

@@ -132,6 +132,7 @@ def spark_dir(tmp_path_factory) -> Path:
     return _spark_dir(tmp_path_factory.mktemp("platform") / "spark")
 
 
+@pytest.mark.slow
 def test_glue_zip_of_wheels_installs_with_no_index_and_runs_every_entry_point(tmp_path, spark_dir):
     """As Glue 5.1: its image has Spark and boto3 & co.; pip --no-index installs the zip of wheels."""
     wheels = fetch_wheels()
@@ -168,6 +169,7 @@ def _unmet_requirements(site: Path) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_emr_archive_on_pythonpath_runs_every_entry_point(tmp_path, spark_dir):
     """As EMR Serverless: a bare Python 3.11, the archive unpacked as ./deps in the working directory,
     PYTHONPATH = Spark's own paths, then ./deps (no pip, no site-packages)."""
