@@ -21,7 +21,15 @@ from lakeloader.config import LakeConfig, load_config
 
 CDK_JSON = REPO_ROOT / "cdk.json"
 DEFAULT_CONFIG = "config/tables.yaml"
-CONTEXT_KEYS = ("stage", "config", "lakeloader:project", "lakeloader:stages", "lake_formation", "alarm_email")
+CONTEXT_KEYS = (
+    "stage",
+    "config",
+    "lakeloader:project",
+    "lakeloader:stages",
+    "lake_formation",
+    "alarm_email",
+    "max_attempts",
+)
 
 
 def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:

@@ -525,6 +525,8 @@ def resolve_stage(context: dict[str, Any]) -> Stage:
         raw["lake_formation"] = _as_bool(context["lake_formation"], "lake_formation")
     if context.get("alarm_email"):
         raw["alarm_email"] = context["alarm_email"]
+    if context.get("max_attempts") is not None:  # e.g. -c max_attempts=1: quarantine at the first failure
+        raw["max_attempts"] = context["max_attempts"]
     try:
         return Stage(project=context.get("lakeloader:project") or "lakeloader", name=name, settings=raw)
     except ValidationError as exc:

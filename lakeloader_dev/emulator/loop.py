@@ -15,9 +15,10 @@ from typing import Any
 import boto3
 
 from lakeloader.contract import ARG_TABLE_ID, SWEEP_EVENT, glue_arg
-from lakeloader.ledger import DONE, FAILED, Ledger, LedgerObject, RunRecord
+from lakeloader.ledger import DONE, FAILED, QUARANTINED, SKIPPED, Ledger, LedgerObject, RunRecord
 from lakeloader.stage import DeployedStage
 
+SETTLED = (DONE, FAILED, QUARANTINED, SKIPPED)  # what a run leaves an object at (failed: until the next)
 TERMINAL_GLUE_STATES = {"SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"}
 TERMINAL_EMR_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 
@@ -93,8 +94,8 @@ def wait_for_objects(
     fail_fast: bool = False,
     expected_failures: Iterable[str] = (),
 ) -> dict[str, dict[str, str]]:
-    """Wait until every expected (table id -> raw keys) object is done or failed in the ledger
-    and no ingest run is active any more.
+    """Wait until every expected (table id -> raw keys) object is settled in the ledger (done, failed,
+    quarantined or skipped) and no ingest run is active any more.
 
     While nothing runs and objects stay pending for ``sweep_after`` seconds, fire the
     sweep (the schedule's job on AWS). Returns {table_id: {key: status}}. With ``fail_fast``,
@@ -127,7 +128,7 @@ def wait_for_objects(
             ]
             if errors:
                 raise RunFailed("; ".join(errors))
-        open_count = sum(s not in (DONE, FAILED) for t in statuses.values() for s in t.values())
+        open_count = sum(s not in SETTLED for t in statuses.values() for s in t.values())
         running = active_runs(stack)
         line = f"{open_count} object(s) open, {len(running)} run(s) active"
         if progress and line != last_line:

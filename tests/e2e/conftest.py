@@ -2,7 +2,9 @@
 
 * AWS_ENDPOINT_URL set (LocalStack or any compatible endpoint): the suite deploys the
   app there (synth + assets + CloudFormation, like ``python -m lakeloader_dev.local deploy``), unless
-  LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml``.
+  LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml -c
+  max_attempts=1`` (E2E_CONTEXT: the e2e stage quarantines a file at its first failure, so one run
+  shows a bad file's whole path).
 * otherwise: the embedded emulator (``lakeloader_dev.emulator``) starts in this process.
 
 The stack is deployed once for the package (``deployed``: a deploy is a CDK synth, asset uploads and
@@ -30,6 +32,7 @@ from tests.e2e.emulated import ROLE, zip_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E_CONFIG = "tests/e2e/tables.yaml"
+E2E_CONTEXT = {"config": E2E_CONFIG, "max_attempts": "1"}  # what the suite deploys with (-c KEY=VALUE)
 TEST_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -97,7 +100,7 @@ class SharedStack:
 
                     deployment = deploy(
                         endpoint=endpoint,
-                        context={"config": E2E_CONFIG},
+                        context=E2E_CONTEXT,
                         failures=patches.CFN_FAILURES.get if emulator else None,
                         timeout=300,
                     )

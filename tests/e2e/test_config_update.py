@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakeloader_dev.emulator.loop import latest_runs, upload, wait_for_objects
-from tests.e2e.conftest import E2E_CONFIG, ROOT
+from tests.e2e.conftest import E2E_CONFIG, E2E_CONTEXT, ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +78,7 @@ def test_keys_edited_deployed_again_refused_then_rebuilt_by_the_hinted_command(e
     assert edited.read_text() != config
     deployment = deploy(
         endpoint=e2e.endpoint,
-        context={"config": str(edited)},
+        context={**E2E_CONTEXT, "config": str(edited)},
         failures=patches.CFN_FAILURES.get if e2e.emulator else None,
     )
     assert (

@@ -215,10 +215,10 @@ def test_full_loads_are_iceberg_tables_in_the_glue_catalog(e2e, wave1):
 
 
 def test_malformed_file_fails_its_table_only_with_a_clear_error_and_stays_in_s3(e2e, wave1):
-    assert wave1["audit.events"][BAD_KEY] == "failed"
+    assert wave1["audit.events"][BAD_KEY] == "quarantined"  # the e2e stage's max_attempts is 1
     ledger = e2e.stack.ledger()
     obj = find_object(ledger, "audit.events", BAD_KEY)
-    assert obj is not None and obj.status == "failed" and obj.error, obj
+    assert obj is not None and obj.status == "quarantined" and obj.error, obj
     (run,) = latest_runs(e2e.stack, ["audit.events"])["audit.events"][:1]
     assert run.status == "failed" and run.error, run
     glue_runs = runs_of(e2e, "audit.events")
@@ -435,11 +435,19 @@ def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_tri
     # status shows the malformed file of wave 1 and why it is stuck
     stuck = status_of("audit.events")
     assert not stuck["healthy"] and stuck["last_run"]["status"] == "failed"
-    assert [(s["key"], s["status"]) for s in stuck["stuck"]] == [(BAD_KEY, "failed")]
+    assert [(s["key"], s["status"]) for s in stuck["stuck"]] == [(BAD_KEY, "quarantined")]
     assert "not a Parquet file" in stuck["stuck"][0]["error"]
 
     code, out = lakeloader(
-        "skip", "--stage", "dev", "--table", "audit.events", "--status", "failed", "--reason", "not Parquet"
+        "skip",
+        "--stage",
+        "dev",
+        "--table",
+        "audit.events",
+        "--status",
+        "quarantined",
+        "--reason",
+        "not Parquet",
     )
     assert code == 0 and "audit.events: 1 skipped" in out, out
     skipped = find_object(e2e.stack.ledger(), "audit.events", BAD_KEY)

@@ -67,6 +67,20 @@ def test_unknown_stage_and_bad_settings_fail_synth():
         build(App(context=context), nag=False)
 
 
+def test_max_attempts_from_the_command_line_overrides_the_stage():
+    """`-c max_attempts=1` (a string, as the CDK CLI passes it): what the e2e stage deploys with."""
+    from infra.app import load_stage_and_config
+
+    def max_attempts(**context: str) -> int:
+        stage, _, _ = load_stage_and_config(App(context={**cdk_json_context(), **context}))
+        return stage.settings.max_attempts
+
+    assert max_attempts(max_attempts="1") == 1
+    assert max_attempts() == 3
+    with pytest.raises(SettingsError, match=r"lakeloader:stages\.dev\.max_attempts: Input should be greater"):
+        max_attempts(max_attempts="0")
+
+
 def test_app_py_synthesizes_the_selected_stage(tmp_path):
     result = run_app(tmp_path, stage="prod")
     assert result.returncode == 0, result.stderr[-3000:]
