@@ -81,6 +81,7 @@ def test_max_attempts_from_the_command_line_overrides_the_stage():
         max_attempts(max_attempts="0")
 
 
+@pytest.mark.synth  # a whole synth in a process of its own
 def test_app_py_synthesizes_the_selected_stage(tmp_path):
     result = run_app(tmp_path, stage="prod")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -91,6 +92,7 @@ def test_app_py_synthesizes_the_selected_stage(tmp_path):
     assert (tmp_path / "cdk.out" / "lakeloader-prod.template.json").is_file()
 
 
+@pytest.mark.synth  # a whole synth in a process of its own
 def test_build_registers_cdk_nag_so_a_finding_fails_synth(tmp_path):
     app = App(context=cdk_json_context(), outdir=str(tmp_path))
     stack = build(app)

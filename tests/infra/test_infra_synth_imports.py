@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 BLOCKED = ("pyspark", "py4j", "lakeloader_dev")
 SYNTH = f"""
@@ -30,6 +32,7 @@ print("synthesized", sorted(m for m in sys.modules if m.split(".")[0] == "lakelo
 """
 
 
+@pytest.mark.synth  # a whole synth in a process of its own
 def test_synth_imports_neither_spark_nor_the_development_tooling(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", SYNTH, str(tmp_path), "prod"],
