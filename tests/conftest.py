@@ -99,3 +99,31 @@ def make_table(raw: RawZone) -> Callable[..., Any]:
         return TableConfig.model_validate(spec)
 
     return build
+
+
+@pytest.fixture
+def cli(spark: Any, monkeypatch: pytest.MonkeyPatch):
+    """`lakeloader ARGS` in this process: main(argv) with its output captured, its Spark a new session
+    (``getOrCreate`` answers it) so that the command's settings and catalog end with the call."""
+    import contextlib
+    import io
+    import subprocess
+
+    from pyspark.sql import SparkSession
+
+    from lakeloader.cli import main
+
+    monkeypatch.chdir(ROOT)
+
+    def call(*args: str) -> subprocess.CompletedProcess:
+        out, err = io.StringIO(), io.StringIO()
+        previous = SparkSession._instantiatedSession
+        SparkSession._instantiatedSession = spark.newSession()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(list(args))
+        finally:
+            SparkSession._instantiatedSession = previous
+        return subprocess.CompletedProcess(["lakeloader", *args], code, out.getvalue(), err.getvalue())
+
+    return call

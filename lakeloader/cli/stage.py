@@ -14,7 +14,7 @@ from lakeloader.config import ConfigError
 COMMANDS = ("status", "requeue", "skip", "backfill", "doctor", "verify")
 
 
-def _add_stage(parser: argparse.ArgumentParser) -> None:
+def _add_stage(parser: argparse.ArgumentParser, *, tables: bool = True) -> None:
     parser.add_argument("--stage", required=True, metavar="NAME", help="the deployed stage (dev, prod, ...)")
     parser.add_argument(
         "--project",
@@ -22,7 +22,8 @@ def _add_stage(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="cdk.json lakeloader:project (default lakeloader)",
     )
-    parser.add_argument("--table", action="append", metavar="ID", help="only this table (repeatable)")
+    if tables:
+        parser.add_argument("--table", action="append", metavar="ID", help="only this table (repeatable)")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -103,13 +104,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "first lines of its CloudWatch log, and exits 1. The canary is removed unless --keep "
         "(docs/deploy.md#verify).",
     )
-    verify.add_argument("--stage", required=True, metavar="NAME", help="the deployed stage (dev, prod, ...)")
-    verify.add_argument(
-        "--project",
-        default="lakeloader",
-        metavar="NAME",
-        help="cdk.json lakeloader:project (default lakeloader)",
-    )
+    _add_stage(verify, tables=False)
     verify.add_argument("--keep", action="store_true", help="leave the canary file, its records and rows")
     verify.add_argument(
         "--timeout",

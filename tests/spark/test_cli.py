@@ -8,18 +8,14 @@ command works as a process of its own: validation and errors without Spark, a ru
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from lakeloader.cli import main
 from lakeloader_dev.jvm import short_jvm_env
 
 # slow (make check leaves it out): every command end to end, on the shipped examples
@@ -39,28 +35,6 @@ def lakeloader(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
         text=True,
         timeout=600,
     )
-
-
-@pytest.fixture
-def cli(spark: Any, monkeypatch: pytest.MonkeyPatch):
-    """`lakeloader ARGS` in this process: main(argv) with its output captured, its Spark a new session
-    (``getOrCreate`` answers it) so that the command's settings and catalog end with the call."""
-    from pyspark.sql import SparkSession
-
-    monkeypatch.chdir(ROOT)
-
-    def call(*args: str) -> subprocess.CompletedProcess:
-        out, err = io.StringIO(), io.StringIO()
-        previous = SparkSession._instantiatedSession
-        SparkSession._instantiatedSession = spark.newSession()
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(list(args))
-        finally:
-            SparkSession._instantiatedSession = previous
-        return subprocess.CompletedProcess(["lakeloader", *args], code, out.getvalue(), err.getvalue())
-
-    return call
 
 
 def test_tables_validates_and_lists_without_spark():

@@ -4,17 +4,12 @@ and that command, pasted as it is, rebuilds the table with the new keys. `lakelo
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from lakeloader.cli import main
 
 # slow (make check leaves it out): a run, a refused run and the rebuild the hint names
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -22,23 +17,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def lakeloader(spark: Any, *args: str) -> tuple[int, str]:
-    """`lakeloader ARGS`: the exit code and what it printed (stdout and stderr)."""
-    from pyspark.sql import SparkSession
+def test_the_hint_of_a_keys_change_is_the_command_that_rebuilds_the_table(cli, tmp_path):
+    def lakeloader(*args: str) -> tuple[int, str]:
+        done = cli(*args)
+        return done.returncode, done.stdout + done.stderr
 
-    out = io.StringIO()
-    previous = SparkSession._instantiatedSession
-    SparkSession._instantiatedSession = spark.newSession()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = main(list(args))
-    finally:
-        SparkSession._instantiatedSession = previous
-    return code, out.getvalue()
-
-
-def test_the_hint_of_a_keys_change_is_the_command_that_rebuilds_the_table(spark, tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)
     raw, warehouse = tmp_path / "raw", str(tmp_path / "warehouse")
     customers = raw / "crm/public/customers"
     customers.mkdir(parents=True)
@@ -48,22 +31,22 @@ def test_the_hint_of_a_keys_change_is_the_command_that_rebuilds_the_table(spark,
     first, edited = tmp_path / "tables.yaml", tmp_path / "edited tables.yaml"  # a space: the hint quotes it
     first.write_text(text)
     code, out = lakeloader(
-        spark, "run", "--config", str(first), "--table", "crm.customers", "--warehouse", warehouse
+        "run", "--config", str(first), "--table", "crm.customers", "--warehouse", warehouse
     )
     assert code == 0, out
 
     edited.write_text(text.replace("keys: [customer_id]", "keys: [customer_id, email]"))
     shutil.copy(customers / "LOAD00000001.parquet", customers / "LOAD00000002.parquet")  # a new file to load
     code, out = lakeloader(
-        spark, "run", "--config", str(edited), "--table", "crm.customers", "--warehouse", warehouse
+        "run", "--config", str(edited), "--table", "crm.customers", "--warehouse", warehouse
     )
 
     hint = f"lakeloader rebuild --table crm.customers --config '{edited}' --warehouse {warehouse}"
     assert code == 1 and hint in out, out
-    code, out = lakeloader(spark, *shlex.split(hint)[1:])
+    code, out = lakeloader(*shlex.split(hint)[1:])
     assert code == 0 and "crm.customers: rebuilt from" in out, out
     code, out = lakeloader(
-        spark, "sql", "--config", str(edited), "--warehouse", warehouse, "SHOW TBLPROPERTIES crm.customers"
+        "sql", "--config", str(edited), "--warehouse", warehouse, "SHOW TBLPROPERTIES crm.customers"
     )
     properties = {row["key"]: row["value"] for row in map(json.loads, out.splitlines())}
     assert json.loads(properties["lakeloader.keys"]) == ["customer_id", "email"], out

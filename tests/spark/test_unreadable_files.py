@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lakeloader.cli import main
 from lakeloader.errors import UnreadableFilesError
 from lakeloader.spark import CATALOG
 from tests.spark.merge_batches import DMS, FULL, at, change, load, rows
@@ -38,32 +37,37 @@ def land_batch(raw) -> None:
 
 
 class Lake:
-    """A config file on the session's warehouse, run through the CLI's own `main` in this process."""
+    """A config file on the session's warehouse, run as `lakeloader run` through the CLI's own `main`
+    in this process (tests/conftest.py's `cli`)."""
 
-    def __init__(self, spark, raw, table_spec: dict, config: Path):
-        self.spark, self.raw, self.config = spark, raw, config
+    def __init__(self, spark, cli, raw, table_spec: dict, config: Path):
+        self.spark, self.cli, self.config = spark, cli, config
         warehouse = spark.conf.get(f"spark.sql.catalog.{CATALOG}.warehouse")
+        tables = [table_spec]
         config.write_text(
-            yaml.safe_dump({"raw_root": str(raw.root), "warehouse": warehouse, "tables": [table_spec]})
+            yaml.safe_dump({"raw_root": str(raw.root), "warehouse": warehouse, "tables": tables})
         )
 
-    def run(self, *args: str, capsys) -> tuple[int, str]:
-        partitions = self.spark.conf.get("spark.sql.shuffle.partitions")
-        try:
-            code = main(["run", "--config", str(self.config), *args])
-        finally:  # the CLI's session settings are a laptop's; the test session keeps its own
-            self.spark.conf.set("spark.sql.shuffle.partitions", partitions)
-        return code, capsys.readouterr().out
+    def run(self, *args: str) -> tuple[int, str]:
+        done = self.cli("run", "--config", str(self.config), *args)
+        return done.returncode, done.stdout
+
+
+def read(spark, table) -> list[tuple]:
+    """The table's rows as this session sees them after a command committed in a session of its own."""
+    spark.sql(f"REFRESH TABLE {CATALOG}.{table.target.database}.{table.target.table}")
+    return rows(spark, table)
 
 
 @pytest.fixture
-def lake(spark, raw, make_table, tmp_path) -> tuple[Lake, object]:
+def lake(spark, cli, raw, make_table, tmp_path) -> tuple[Lake, object]:
     table = make_table()
     spec = table.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    return Lake(spark, raw, spec, tmp_path / "tables.yaml"), table
+    return Lake(spark, cli, raw, spec, tmp_path / "tables.yaml"), table
 
 
 def input_log(spark, table) -> list[tuple]:
+    spark.sql(f"REFRESH TABLE {CATALOG}.lakeloader_meta.input_files")
     query = (
         f"SELECT name, status, reason FROM {CATALOG}.lakeloader_meta.input_files "
         f"WHERE table_id = '{table.id}' AND status IN ('set_aside', 'skipped') ORDER BY logged_at, name"
@@ -72,18 +76,16 @@ def input_log(spark, table) -> list[tuple]:
 
 
 @pytest.mark.slow
-def test_a_truncated_file_is_set_aside_the_others_load_and_the_fixed_file_loads_next_run(
-    spark, raw, lake, capsys
-):
+def test_a_truncated_file_is_set_aside_the_others_load_and_the_fixed_file_loads_next_run(spark, raw, lake):
     lake, table = lake
     land_batch(raw)
     truncate(raw.root / CDC[1])
 
-    code, out = lake.run(capsys=capsys)
+    code, out = lake.run()
 
     assert code == 1
     # every good file applied: 1 deleted, 2 updated, 4 inserted; 3 waits for its file
-    assert rows(spark, table) == [(2, "two"), (3, "n3"), (4, "n4")]
+    assert read(spark, table) == [(2, "two"), (3, "n3"), (4, "n4")]
     errors = [line for line in out.splitlines() if line.startswith("!")]
     assert any(f"file '{CDC[1]}': cannot be read" in line and "Parquet" in line for line in errors), out
     for other in (LOAD, CDC[0], CDC[2]):  # the error names the guilty file only
@@ -92,24 +94,24 @@ def test_a_truncated_file_is_set_aside_the_others_load_and_the_fixed_file_loads_
     assert aside[:2] == (CDC[1], "set_aside") and "Parquet" in aside[2]
 
     raw.write_parquet(CDC[1], [change("U", 3, "three", 2)], DMS)  # re-exported under the same name
-    code, out = lake.run(capsys=capsys)
+    code, out = lake.run()
 
     assert code == 0, out
-    assert rows(spark, table) == [(2, "two"), (3, "three"), (4, "n4")]
+    assert read(spark, table) == [(2, "two"), (3, "three"), (4, "n4")]
 
 
-def test_run_skip_gives_up_a_file_for_good_with_its_reason(spark, raw, lake, capsys):
+def test_run_skip_gives_up_a_file_for_good_with_its_reason(spark, raw, lake):
     lake, table = lake
     land_batch(raw)
     truncate(raw.root / CDC[1])
 
-    code, out = lake.run("--skip", str(raw.root / CDC[1]), "--reason", "lost upstream", capsys=capsys)
+    code, out = lake.run("--skip", str(raw.root / CDC[1]), "--reason", "lost upstream")
 
     assert code == 0, out
-    assert rows(spark, table) == [(2, "two"), (3, "n3"), (4, "n4")]
+    assert read(spark, table) == [(2, "two"), (3, "n3"), (4, "n4")]
     assert input_log(spark, table) == [(CDC[1], "skipped", "lost upstream")]
-    assert lake.run(capsys=capsys)[0] == 0  # a later run does not take it again
-    assert main(["run", "--config", str(lake.config), "--skip", str(raw.root / CDC[1])]) == 2  # no --reason
+    assert lake.run()[0] == 0  # a later run does not take it again
+    assert lake.run("--skip", str(raw.root / CDC[1]))[0] == 2  # no --reason
 
 
 def truncated_gzip_json(raw, name: str) -> None:
