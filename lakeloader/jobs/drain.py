@@ -115,10 +115,13 @@ def drain_table(
                 before_publish=still_holds_lock,
             )
             _accumulate(total, result)
-            guilty = [o for o, f in zip(batch, files, strict=True) if f.name in result.bad_files]
+            guilty = {
+                o: result.bad_files[f.name]
+                for o, f in zip(batch, files, strict=True)
+                if f.name in result.bad_files
+            }
             if result.status == "failed" and guilty:
-                errors = [result.bad_files[f.name] for o, f in zip(batch, files, strict=True) if o in guilty]
-                quarantined += _set_aside(ledger, table, batch, guilty, errors, run_id, max_attempts, cid)
+                quarantined += _set_aside(ledger, table, batch, guilty, run_id, max_attempts, cid)
                 files_left -= len(guilty)
                 bytes_left -= sum(o.size or 0 for o in guilty)
                 continue  # the others: the next batch (this run never takes its own failures again)
@@ -185,16 +188,15 @@ def _set_aside(
     ledger: Ledger,
     table: TableConfig,
     batch: list[LedgerObject],
-    guilty: list[LedgerObject],
-    errors: list[str],
+    guilty: dict[LedgerObject, str],
     run_id: str,
     max_attempts: int,
     cid: str,
 ) -> int:
-    """Finish each guilty file failed or quarantined with its own error, give the others back; how
+    """Finish each guilty file (with its own error) failed or quarantined, give the others back; how
     many were quarantined."""
     quarantined = 0
-    for obj, error in zip(guilty, errors, strict=True):
+    for obj, error in guilty.items():
         status = QUARANTINED if obj.attempts >= max_attempts else FAILED
         ledger.finish(table.id, [obj], run_id, status, error=error)
         log_event("file_" + status, table_id=table.id, key=obj.key, attempts=obj.attempts, correlation_id=cid)

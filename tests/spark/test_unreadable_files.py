@@ -41,7 +41,7 @@ class Lake:
     in this process (tests/conftest.py's `cli`)."""
 
     def __init__(self, spark, cli, raw, table_spec: dict, config: Path):
-        self.spark, self.cli, self.config = spark, cli, config
+        self.cli, self.config = cli, config
         warehouse = spark.conf.get(f"spark.sql.catalog.{CATALOG}.warehouse")
         tables = [table_spec]
         config.write_text(
