@@ -1,41 +1,145 @@
 """The runtime matrix: the one place that names the versions the cloud and the laptop run.
 
-Infra, `requirements.txt`'s pyspark and `lakeloader_dev.jars` follow it; `tests/unit/test_versions.py`
-fails when any of them drifts (table: README "Architecture"). Stdlib only: the Lambda bundle, `cdk
-synth` and the jobs all import it.
+A stage picks a runtime by name (cdk.json's `"runtime": "glue-6.0"`); its Glue jobs, its EMR
+Serverless application, the job bundle's wheels and the laptop's Spark and jars all follow that row.
+`tests/unit/test_versions.py` fails when anything pinned to a row drifts from it (table: README
+"Runtimes"). Stdlib only: the Lambda bundle, `cdk synth` and the jobs all import it.
 """
 
 from __future__ import annotations
 
-GLUE_VERSION = "5.1"
-EMR_RELEASE_LABEL = "emr-7.12.0"
-# The oldest EMR release whose bundled Iceberg is on the ICEBERG_LINE (7.12: 1.10.0).
-EMR_MIN_RELEASE = (7, 12)
-SPARK_VERSION = "3.5.6"
-SCALA_VERSION = "2.12"
-ICEBERG_VERSION = "1.10.0"
-ICEBERG_LINE = "1.10"  # major.minor every runtime must share
-LOCAL_ICEBERG_JAR_VERSION = "1.10.2"
-PYTHON_VERSION = "3.11"
+import os
+import re
+from dataclasses import dataclass
 
-# What the job bundle's wheels are built for: the runtimes' CPython and platform.
+
+@dataclass(frozen=True)
+class Runtime:
+    """One row: what AWS runs for a Glue version, and the EMR Serverless release that matches it."""
+
+    name: str
+    glue_version: str
+    spark: str
+    scala: str
+    iceberg: str
+    python: str
+    # The EMR Serverless release whose Spark and Iceberg are the ones above (AWS release pages).
+    emr_release_label: str
+    # The Hadoop client that the runtime's PySpark bundles: hadoop-aws must be the same version.
+    hadoop: str
+
+    @property
+    def spark_line(self) -> str:
+        """`3.5.6` -> `3.5`, the Spark line Iceberg's runtime jar is built for."""
+        return ".".join(self.spark.split(".")[:2])
+
+    @property
+    def iceberg_line(self) -> str:
+        return ".".join(self.iceberg.split(".")[:2])
+
+    @property
+    def wheel_python_tag(self) -> str:
+        """`3.13` -> `cp313`: the job bundle's wheels are built for this CPython."""
+        return "cp" + self.python.replace(".", "")
+
+    @property
+    def emr_python(self) -> str:
+        """The interpreter EMR Serverless's image documents for this Python."""
+        return f"/usr/bin/python{self.python}"
+
+    @property
+    def merge_reports_counts(self) -> bool:
+        """Spark 4.1+ with Iceberg 1.11+ records a MERGE's row counts in its snapshot summary."""
+        return _version(self.spark) >= (4, 1) and _version(self.iceberg) >= (1, 11)
+
+
+RUNTIMES = {
+    runtime.name: runtime
+    for runtime in (
+        # AWS Glue 5.1 release notes; EMR 7.12.0 bundles Spark 3.5.6 and Iceberg 1.10.0.
+        Runtime(
+            name="glue-5.1",
+            glue_version="5.1",
+            spark="3.5.6",
+            scala="2.12",
+            iceberg="1.10.0",
+            python="3.11",
+            emr_release_label="emr-7.12.0",
+            hadoop="3.3.4",
+        ),
+        # "Migrating AWS Glue for Spark jobs to AWS Glue version 6.0"; emr-spark-8.1.0 bundles
+        # Spark 4.1.1-amzn-0, Iceberg 1.11.0-amzn-0 and Python 3.11 and 3.13.
+        Runtime(
+            name="glue-6.0",
+            glue_version="6.0",
+            spark="4.1.1",
+            scala="2.13",
+            iceberg="1.11.0",
+            python="3.13",
+            emr_release_label="emr-spark-8.1.0",
+            hadoop="3.4.2",
+        ),
+    )
+}
+
+# The default for a stage that names no runtime, and for the laptop without RUNTIME: the one the
+# whole suite runs on (README "Runtimes" says why it is not yet glue-6.0).
+DEFAULT_RUNTIME = "glue-5.1"
+# Environment variable naming the laptop's runtime (`make test RUNTIME=glue-6.0` sets it).
+RUNTIME_ENV = "LAKELOADER_RUNTIME"
+
+# What the job bundle's wheels are built for, on every runtime.
 WHEEL_PLATFORM = "manylinux2014_x86_64"
-WHEEL_PYTHON_TAG = "cp311"
-
-# EMR Serverless: the Iceberg jar and the Python 3.11 interpreter its images document.
+# EMR Serverless: where its images keep the bundled Iceberg runtime jar (same path on 7.x and 8.x).
 EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
-EMR_PYTHON = "/usr/bin/python3.11"
 
 
-# What each Glue version runs (AWS Glue release notes): GLUE_VERSION must name a row whose Spark
-# and Iceberg are the ones above, or the jobs would run code tested against other versions.
+class UnknownRuntimeError(ValueError):
+    """A runtime name that is not a row of the matrix."""
+
+
+def runtime(name: str) -> Runtime:
+    """The row called `name`, or an error listing the rows there are."""
+    try:
+        return RUNTIMES[name]
+    except KeyError:
+        raise UnknownRuntimeError(
+            f"runtime {name!r} is not one lakeloader runs on; choose one of {', '.join(RUNTIMES)}"
+        ) from None
+
+
+def local() -> Runtime:
+    """The runtime this process runs as: $LAKELOADER_RUNTIME, else the default."""
+    return runtime(os.environ.get(RUNTIME_ENV) or DEFAULT_RUNTIME)
+
+
+def emr_release(label: str) -> tuple[int, int, int]:
+    """`emr-7.12.0` -> (7, 12, 0); `emr-spark-8.1.0` -> (8, 1, 0)."""
+    found = re.fullmatch(r"emr-(?:spark-)?(\d+)\.(\d+)\.(\d+)", label)
+    if not found:
+        raise ValueError(f"{label!r} is not an EMR release label (emr-7.12.0, emr-spark-8.1.0)")
+    major, minor, patch = (int(part) for part in found.groups())
+    return major, minor, patch
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+# Transitional names of the default row, until infra and the tests read the matrix (issue 39).
+_DEFAULT = RUNTIMES[DEFAULT_RUNTIME]
+GLUE_VERSION = _DEFAULT.glue_version
+EMR_RELEASE_LABEL = _DEFAULT.emr_release_label
+EMR_MIN_RELEASE = (7, 12)
+SPARK_VERSION = _DEFAULT.spark
+SCALA_VERSION = _DEFAULT.scala
+ICEBERG_VERSION = _DEFAULT.iceberg
+ICEBERG_LINE = _DEFAULT.iceberg_line
+LOCAL_ICEBERG_JAR_VERSION = "1.10.2"
+PYTHON_VERSION = _DEFAULT.python
+WHEEL_PYTHON_TAG = _DEFAULT.wheel_python_tag
+EMR_PYTHON = _DEFAULT.emr_python
 GLUE_RUNTIMES = {
     "5.0": {"spark": "3.5.4", "iceberg": "1.7.1", "python": "3.11"},
     "5.1": {"spark": "3.5.6", "iceberg": "1.10.0", "python": "3.11"},
 }
-
-
-def emr_release(label: str) -> tuple[int, int, int]:
-    """`emr-7.12.0` -> (7, 12, 0)."""
-    major, minor, patch = label.removeprefix("emr-").split(".")
-    return int(major), int(minor), int(patch)
