@@ -5,11 +5,13 @@
   timestamps fixed, no `__pycache__`: the same sources give the same bytes, hence the same
   asset hash.
 * Lambda bundles: `infra.lambda_code`, on the helpers here.
-* `glue_wheels_zip()` / `emr_deps_archive()`: the jobs' third-party dependencies
-  (`requirements-job.txt`) as wheels for the runtimes' CPython and platform, fetched once into
-  `.lakeloader/wheels/` (`make setup`) and checked there: Glue's "zip of wheels" (installed with
-  `pip --no-index`), and for EMR Serverless the same wheels unpacked into one directory tree that
-  `spark.archives` ships and PYTHONPATH names. Neither needs a package index at job start.
+* `glue_wheels_zip()` / `glue_venv_archive()` / `emr_deps_archive()`: the jobs' third-party
+  dependencies (`requirements-job.txt`) as wheels for a runtime's CPython (lakeloader.runtimes:
+  cp311 for glue-5.1, cp313 for glue-6.0) and platform, fetched once per runtime into
+  `.lakeloader/wheels/` (`make setup`) and checked there: Glue 5.1's "zip of wheels" (installed
+  with `pip --no-index`), Glue 6.0's packed virtual environment (`--python-virtual-env`), and for
+  EMR Serverless the same wheels unpacked into one directory tree that `spark.archives` ships and
+  PYTHONPATH names. None needs a package index at job start.
 
 Packages are written to `build/cdk-assets/<name>-<content hash>/` and never rewritten
 in place, so concurrent synths (tests, the CLI) cannot see a half-written package.
@@ -17,12 +19,15 @@ in place, so concurrent synths (tests, the CLI) cannot see a half-written packag
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable
@@ -42,8 +47,16 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 JOB_REQUIREMENTS = REPO_ROOT / "requirements-job.txt"
 WHEEL_CACHE = REPO_ROOT / ".lakeloader" / "wheels"
 GLUE_PROVIDED = "glue-provided"
-GLUE_WHEELS_NAME = "lakeloader-deps.gluewheels.zip"
+GLUE_WHEELS_SUFFIX = ".gluewheels.zip"  # how Glue tells a zip of wheels from a single wheel's zip
+GLUE_WHEELS_NAME = f"lakeloader-deps{GLUE_WHEELS_SUFFIX}"
+GLUE_VENV_SUFFIX = ".tar.gz"
+GLUE_VENV_NAME = f"lakeloader-venv{GLUE_VENV_SUFFIX}"
 EMR_DEPS_NAME = "lakeloader-deps.zip"
+
+
+def default_runtime() -> runtimes.Runtime:
+    """The runtime a stage runs on when it names none."""
+    return runtimes.runtime(runtimes.DEFAULT_RUNTIME)
 
 
 class PackagingError(RuntimeError):
@@ -188,14 +201,14 @@ def _manylinux_glibc(tag: str) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
-def check_wheel(filename: str, pin: Pin) -> None:
-    """Fail unless `filename` is `pin`'s wheel and runs on the runtimes' CPython and platform."""
+def check_wheel(filename: str, pin: Pin, runtime: runtimes.Runtime | None = None) -> None:
+    """Fail unless `filename` is `pin`'s wheel and runs on the runtime's CPython and platform."""
     match = _WHEEL_NAME.match(filename)
     if not match:
         raise PackagingError(f"{filename}: not a wheel file name")
     if canonical_name(match["name"]) != pin.key or match["version"] != pin.version:
         raise PackagingError(f"{filename}: not the wheel of {pin}")
-    python = runtimes.WHEEL_PYTHON_TAG  # cp311
+    python = (runtime or default_runtime()).wheel_python_tag  # cp311, cp313
     minor = int(python[3:])
     abis = match["abi"].split(".")
     pythons = match["python"].split(".")
@@ -229,8 +242,8 @@ def read_sums(folder: Path) -> dict[str, str]:
     return sums
 
 
-def _verified_wheels(folder: Path, pins: list[Pin]) -> dict[str, Path]:
-    """Pin key -> wheel in `folder`, each matching its pin, its tags and its recorded sha256."""
+def _verified_wheels(folder: Path, pins: list[Pin], runtime: runtimes.Runtime) -> dict[str, Path]:
+    """Pin key -> wheel in `folder`, each matching its pin, the runtime's tags and its recorded sha256."""
     sums = read_sums(folder)
     wheels: dict[str, Path] = {}
     for path in sorted(folder.glob("*.whl")):
@@ -238,7 +251,7 @@ def _verified_wheels(folder: Path, pins: list[Pin]) -> dict[str, Path]:
         pin = next((p for p in pins if p.key == key), None)
         if pin is None:
             raise PackagingError(f"{path}: no pin in {JOB_REQUIREMENTS.name} asks for it")
-        check_wheel(path.name, pin)
+        check_wheel(path.name, pin, runtime)
         if sums.get(path.name) != sha256(path):
             raise PackagingError(f"{path}: sha256 differs from {folder / 'SHA256SUMS'}; delete {folder}")
         wheels[key] = path
@@ -294,36 +307,150 @@ def cached_download(target: Path, download: Callable[[Path], None], verify: Call
     return verify(target)
 
 
-def fetch_wheels(pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE) -> dict[str, Path]:
-    """The pinned wheels, downloaded once per pin set and platform, then read from the cache.
+def fetch_wheels(
+    pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE, runtime: runtimes.Runtime | None = None
+) -> dict[str, Path]:
+    """The pinned wheels for the runtime's CPython, downloaded once per pin set and runtime, then read
+    from the cache (keyed by the runtime's wheel tag and platform: cp311-..., cp313-...).
 
     `pip download --no-deps` fetches exactly the pins (requirements-job.txt pins every transitive
     dependency); each wheel's tags are checked.
     """
     pins = job_pins() if pins is None else pins
-    platform = f"{runtimes.WHEEL_PYTHON_TAG}-{runtimes.WHEEL_PLATFORM}"
-    options = ["--no-deps", "--platform", runtimes.WHEEL_PLATFORM]
-    options += ["--python-version", runtimes.PYTHON_VERSION]
+    runtime = runtime or default_runtime()
+    platform = f"{runtime.wheel_python_tag}-{runtimes.WHEEL_PLATFORM}"
+    options = ["--no-deps", "--platform", runtimes.WHEEL_PLATFORM, "--python-version", runtime.python]
     return cached_download(
         wheel_cache_dir(cache, platform, pins),
         lambda dest: pip_download(JOB_REQUIREMENTS, dest, options, pins),
-        lambda folder: _verified_wheels(folder, pins),
+        lambda folder: _verified_wheels(folder, pins, runtime),
     )
 
 
-def glue_wheels_zip(pins: list[Pin] | None = None) -> Path:
+def glue_wheels_zip(pins: list[Pin] | None = None, runtime: runtimes.Runtime | None = None) -> Path:
     """Glue's zip of wheels: `wheels/requirements.txt` plus `wheels/*.whl`, Glue-provided pins left out.
 
     The layout of AWS Glue's "Creating a Zip of Wheels artifact"; Glue installs it with
-    `pip install --no-index`, so the requirements name only what the zip holds.
+    `pip install --no-index`, so the requirements name only what the zip holds. (Glue 5.x; 6.0 takes
+    glue_venv_archive.)
     """
     pins = job_pins() if pins is None else pins
-    wheels = fetch_wheels(pins)
+    wheels = fetch_wheels(pins, runtime=runtime)
     shipped = [p for p in pins if not p.glue_provided]
     requirements = "".join(f"{p}\n" for p in shipped).encode()
     entries = [("wheels/requirements.txt", requirements, 0o644)]
     entries += [(f"wheels/{wheels[p.key].name}", wheels[p.key].read_bytes(), 0o644) for p in shipped]
     return publish_zip("glue-wheels", GLUE_WHEELS_NAME, entries)
+
+
+# The first Glue version whose jobs take a packed virtual environment (--python-virtual-env) in place
+# of --additional-python-modules, deprecated there ("Migrating AWS Glue for Spark jobs to AWS Glue
+# version 6.0"). 5.x keeps the zip of wheels: it works there, on top of Glue's own boto3.
+GLUE_VENV_VERSION = (6, 0)
+
+
+def uses_python_venv(runtime: runtimes.Runtime) -> bool:
+    """Does the runtime's Glue get the jobs' dependencies as a virtual environment (6.0+)?"""
+    return tuple(int(part) for part in runtime.glue_version.split(".")) >= GLUE_VENV_VERSION
+
+
+# AWS Glue's own Python library (awsglue: getResolvedOptions, which glue_jobs/*.py use) as a wheel, per
+# Glue version: a venv replaces Glue's Python environment, so it must carry it ("Using Python virtual
+# environments with AWS Glue", step 1).
+GLUE_DATAPLANE = {"5.0": "5.0.0", "5.1": "5.1.0", "6.0": "6.0.0"}
+# Where the Glue venv's interpreter links to: AWS builds the venv on Amazon Linux 2023 with
+# `dnf install python3.13` and `python3.13 -m venv` (same guide, steps 2 and 5), so its bin/python3.13
+# is a link to /usr/bin/python3.13, the interpreter Glue 6.0 runs the venv with.
+GLUE_PYTHON_HOME = "/usr/bin"
+
+
+def glue_dataplane_pin(runtime: runtimes.Runtime) -> Pin:
+    if runtime.glue_version not in GLUE_DATAPLANE:
+        raise PackagingError(
+            f"runtime {runtime.name}: no AWSGlueDataplanePython version for Glue {runtime.glue_version} "
+            "in infra.packaging.GLUE_DATAPLANE (AWS's venv guide lists them)"
+        )
+    return Pin("AWSGlueDataplanePython", GLUE_DATAPLANE[runtime.glue_version], glue_provided=False)
+
+
+# A relocatable `activate` (as venv-pack writes one): the environment is the folder above bin/.
+_ACTIVATE = """\
+# Source this file from bash or zsh: puts this packed environment's bin/ first on PATH.
+_lakeloader_here="${BASH_SOURCE[0]:-${(%):-%x}}"
+VIRTUAL_ENV="$(cd "$(dirname "$_lakeloader_here")/.." && pwd)"
+export VIRTUAL_ENV
+PATH="$VIRTUAL_ENV/bin:$PATH"
+export PATH
+unset PYTHONHOME _lakeloader_here
+"""
+
+
+def glue_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime | None = None) -> Path:
+    """Glue 6.0's `--python-virtual-env`: a virtual environment of every pin plus AWSGlueDataplanePython,
+    packed as `venv-pack` packs one (a .tar.gz of the venv's folder), built here without Docker.
+
+    AWS's guide builds it in an Amazon Linux 2023 container with `python3.13 -m venv`, `pip install`
+    and `venv-pack`. What that produces is the venv's files: `pyvenv.cfg` (home /usr/bin),
+    `bin/python3.13` a link to /usr/bin/python3.13 (venv-pack keeps it: Python is not packed, the
+    target has it), `bin/python`, `bin/python3` links to it, `lib64` a link to `lib`, and every wheel
+    installed into `lib/python3.13/site-packages`. Installing a wheel into site-packages is unpacking
+    it (`.data/purelib|platlib` merged into the root; scripts are not needed): the wheels are the
+    runtime's cp313 manylinux2014_x86_64 ones, the platform AWS's guide asks for, so nothing is built
+    and the container adds nothing. Nothing is inherited from Glue's image (no boto3): the pins
+    marked glue-provided are packed too, as the guide requires.
+    """
+    runtime = runtime or default_runtime()
+    pins = job_pins() if pins is None else pins
+    dataplane = glue_dataplane_pin(runtime)
+    wheels = {**fetch_wheels(pins, runtime=runtime), **fetch_wheels([dataplane], runtime=runtime)}
+    python = f"python{runtime.python}"
+    site = f"lib/{python}/site-packages/"
+    installed = installed_tree([*pins, dataplane], wheels)
+    entries = [(f"{site}{name}", data, mode) for name, data, mode in installed]
+    config = (
+        f"home = {GLUE_PYTHON_HOME}\ninclude-system-site-packages = false\nversion = {runtime.python}\n"
+        f"executable = {GLUE_PYTHON_HOME}/{python}\n"
+    )
+    entries += [("pyvenv.cfg", config.encode(), 0o644), ("bin/activate", _ACTIVATE.encode(), 0o644)]
+    links = [
+        (f"bin/{python}", f"{GLUE_PYTHON_HOME}/{python}"),
+        ("bin/python", python),
+        ("bin/python3", python),
+        ("lib64", "lib"),
+    ]
+    return publish_tar_gz("glue-venv", GLUE_VENV_NAME, entries, links)
+
+
+def publish_tar_gz(name: str, filename: str, entries: list[Entry], links: list[tuple[str, str]]) -> Path:
+    """A deterministic .tar.gz of `entries` and symbolic `links` (name, target): sorted, fixed
+    timestamps and owners, no name or time in the gzip header; published as `name`."""
+    digest = entries_digest([*entries, *((n, f"-> {t}".encode(), 0o777) for n, t in links)])
+
+    def build(out: Path) -> None:
+        members: list[tuple[tarfile.TarInfo, bytes | None]] = []
+        for entry_name, data, mode in entries:
+            info = tarfile.TarInfo(entry_name)
+            info.size, info.mode = len(data), mode
+            members.append((info, data))
+        for link_name, target in links:
+            info = tarfile.TarInfo(link_name)
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
+            members.append((info, None))
+        with (
+            open(out / filename, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as packed,
+            tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as archive,
+        ):
+            for info, data in sorted(members, key=lambda member: member[0].name):
+                info.mtime = _TAR_DATE
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                archive.addfile(info, io.BytesIO(data) if data is not None else None)
+
+    return publish(name, digest, build) / filename
+
+
+_TAR_DATE = 315532800  # 1980-01-01, as the zips' entries
 
 
 def installed_entries(wheel: Path) -> Iterable[Entry]:
@@ -343,14 +470,8 @@ def installed_entries(wheel: Path) -> Iterable[Entry]:
             yield name, archive.read(info), mode
 
 
-def emr_deps_archive(pins: list[Pin] | None = None) -> Path:
-    """Every pinned wheel unpacked into one site-packages tree, zipped: EMR's `spark.archives`.
-
-    Unpacking a wheel is what installing it into a directory does (`.data/purelib|platlib` merged
-    into the root); the result goes on PYTHONPATH of the image's Python, so no pip runs at job start.
-    """
-    pins = job_pins() if pins is None else pins
-    wheels = fetch_wheels(pins)
+def installed_tree(pins: list[Pin], wheels: dict[str, Path]) -> list[Entry]:
+    """Every pin's wheel installed into one site-packages directory, as entries relative to it."""
     entries: dict[str, Entry] = {}
     owners: dict[str, str] = {}
     for pin in pins:
@@ -359,4 +480,15 @@ def emr_deps_archive(pins: list[Pin] | None = None) -> Path:
                 raise PackagingError(f"{name}: shipped by both {owners[name]} and {pin}")
             owners[name] = str(pin)
             entries[name] = (name, data, mode)
-    return publish_zip("emr-deps", EMR_DEPS_NAME, list(entries.values()))
+    return list(entries.values())
+
+
+def emr_deps_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime | None = None) -> Path:
+    """Every pinned wheel unpacked into one site-packages tree, zipped: EMR's `spark.archives`.
+
+    Unpacking a wheel is what installing it into a directory does (`.data/purelib|platlib` merged
+    into the root); the result goes on PYTHONPATH of the image's Python, so no pip runs at job start.
+    """
+    pins = job_pins() if pins is None else pins
+    wheels = fetch_wheels(pins, runtime=runtime)
+    return publish_zip("emr-deps", EMR_DEPS_NAME, installed_tree(pins, wheels))
