@@ -29,6 +29,7 @@ CONTEXT_KEYS = (
     "lake_formation",
     "alarm_email",
     "max_attempts",
+    "runtime",
 )
 
 

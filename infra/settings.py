@@ -7,6 +7,7 @@ Context keys read by the app:
     lakeloader:project    resource name prefix (default "lakeloader")
     lakeloader:stages     {stage: settings} - the model below; unknown keys fail synth
     lake_formation        true/false: overrides the stage's lake_formation flag
+    runtime               overrides the stage's runtime (glue-5.1, glue-6.0: lakeloader.runtimes)
     alarm_email           overrides the stage's alarm_email
 
 Every resource name is ``<project>-<stage>-<what>`` and every Glue database
@@ -20,6 +21,7 @@ import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
@@ -50,11 +52,12 @@ class GlueJobSettings(_Strict):
 
 class EmrSettings(_Strict):
     release_label: str = Field(
-        default=runtimes.EMR_RELEASE_LABEL,
-        pattern=r"^emr-\d+\.\d+\.\d+$",
-        description=f"EMR Serverless release; {runtimes.EMR_RELEASE_LABEL} or newer within its line "
-        f"(emr-{runtimes.EMR_MIN_RELEASE[0]}.{runtimes.EMR_MIN_RELEASE[1]}+ bundles Iceberg "
-        f"{runtimes.ICEBERG_LINE})",
+        # StageSettings fills in the stage runtime's release when the stage names none
+        default=runtimes.runtime(runtimes.DEFAULT_RUNTIME).emr_release_label,
+        pattern=r"^emr-(spark-)?\d+\.\d+\.\d+$",
+        description="EMR Serverless release; default: the stage runtime's (glue-5.1: emr-7.12.0, glue-6.0: "
+        "emr-spark-8.1.0). A later release of the same line is accepted (emr-7.12+ for glue-5.1, "
+        "emr-spark-8.1.x for glue-6.0); any other is refused (infra.settings.emr_release_problem)",
     )
     max_cpu: str = Field(default="16 vCPU", pattern=r"^\d+( vCPU)?$")
     max_memory: str = Field(default="64 GB", pattern=r"^\d+( GB)?$")
@@ -72,16 +75,44 @@ class EmrSettings(_Strict):
         description="Extra spark-defaults of the application (e.g. a Python venv archive)",
     )
 
-    @field_validator("release_label")
-    @classmethod
-    def _iceberg_line(cls, value: str) -> str:
-        if runtimes.emr_release(value)[:2] < runtimes.EMR_MIN_RELEASE:
-            oldest = "emr-{}.{}.0".format(*runtimes.EMR_MIN_RELEASE)
-            raise ValueError(
-                f"{value} is older than {oldest}: its bundled Iceberg is not the {runtimes.ICEBERG_LINE} "
-                f"line lakeloader is tested with; use {runtimes.EMR_RELEASE_LABEL}"
-            )
-        return value
+
+def _release_line(label: str) -> tuple:
+    """The part of an EMR release label that fixes its Spark and Iceberg lines.
+
+    All of emr-7.x runs Spark 3.5 (its Iceberg moved with the minor: 7.12+ bundle 1.10), so a 7.x
+    release is of the line of any older 7.x one. The emr-spark-8 releases change Spark with the minor
+    (emr-spark-8.0.0: Spark 4.0.2 and Iceberg 1.10.1; emr-spark-8.1.0: Spark 4.1.1 and Iceberg 1.11.0,
+    AWS's release pages), so there the minor is part of the line.
+    """
+    major, minor, _ = runtimes.emr_release(label)
+    return ("emr-spark", major, minor) if label.startswith("emr-spark-") else ("emr", major)
+
+
+def emr_release_problem(label: str, runtime: runtimes.Runtime) -> str | None:
+    """Why `label` cannot be the EMR Serverless release of a stage on `runtime`, or None if it can.
+
+    It can when it is the runtime's own release or a later one of the same line (_release_line): its
+    Spark and Iceberg are then the runtime's, which the Glue jobs and the local tests run.
+    """
+    own = runtime.emr_release_label
+    if _release_line(label) != _release_line(own):
+        others = [
+            row.name
+            for row in runtimes.RUNTIMES.values()
+            if _release_line(row.emr_release_label) == _release_line(label)
+            and runtimes.emr_release(label) >= runtimes.emr_release(row.emr_release_label)
+        ]
+        switch = f", or set runtime to {others[0]}" if others else ""
+        return (
+            f"{label} is not on runtime {runtime.name}'s line (Spark {runtime.spark_line}, Iceberg "
+            f"{runtime.iceberg_line}, as {own}): use {own} or leave release_label out{switch}"
+        )
+    if runtimes.emr_release(label) < runtimes.emr_release(own):
+        return (
+            f"{label} is older than {own}: its bundled Iceberg is not the {runtime.iceberg_line} line "
+            f"lakeloader is tested with; use {own}"
+        )
+    return None
 
 
 class ArrivalLambdaSettings(_Strict):
@@ -275,11 +306,26 @@ class EncryptionSettings(_Strict):
         return self.customer_managed_key if isinstance(self.customer_managed_key, str) else None
 
 
+FIELD_ERROR = "stage_field"
+
+
+def field_error(field: str, message: str) -> PydanticCustomError:
+    """A check of several settings that is about one of them: resolve_stage names `field` (a dotted
+    path under the stage) as the key, as it does for a check of that field alone."""
+    return PydanticCustomError(FIELD_ERROR, "{message}", {"field": field, "message": message})
+
+
 class StageSettings(_Strict):
     """Settings of one stage (a value of `lakeloader:stages` in cdk.json)."""
 
     removal: Literal["destroy", "retain"] = Field(
         description="destroy: buckets/tables/key go with the stack (dev); retain: they outlive it (prod)"
+    )
+    runtime: str = Field(
+        default=runtimes.DEFAULT_RUNTIME,
+        description="What the stage's jobs run on, a row of lakeloader.runtimes: glue-5.1 (Spark 3.5, "
+        "Iceberg 1.10, Python 3.11) or glue-6.0 (Spark 4.1, Iceberg 1.11, Python 3.13). It sets the Glue "
+        "version, the default EMR release and the Python the job bundle is built for (docs/deploy.md)",
     )
     raw_transition: RawTransition
     noncurrent_version_expiration_days: int = Field(ge=1)
@@ -348,6 +394,38 @@ class StageSettings(_Strict):
 
     # (cdk.json context passes through jsii, which drops null values: "off" and "on-demand"
     # spell "none" where a null would be lost.)
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, value: str) -> str:
+        if value not in runtimes.RUNTIMES:
+            raise ValueError(
+                f"{value!r} is not a runtime lakeloader runs on; choose one of {', '.join(runtimes.RUNTIMES)}"
+            )
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runtime_release(cls, data: Any) -> Any:
+        """An emr block without release_label gets the stage runtime's release."""
+        emr = data.get("emr") if isinstance(data, dict) else None
+        if isinstance(emr, dict) and "release_label" not in emr:
+            row = runtimes.RUNTIMES.get(data.get("runtime", runtimes.DEFAULT_RUNTIME))
+            if row is not None:  # an unknown runtime is refused by its own validator
+                data = {**data, "emr": {**emr, "release_label": row.emr_release_label}}
+        return data
+
+    @model_validator(mode="after")
+    def _release_on_the_runtime_line(self) -> StageSettings:
+        problem = emr_release_problem(self.emr.release_label, self.runtime_row)
+        if problem:
+            raise field_error("emr.release_label", problem)
+        return self
+
+    @property
+    def runtime_row(self) -> runtimes.Runtime:
+        """The stage's runtime: its Glue version, EMR release, Spark, Iceberg and Python."""
+        return runtimes.runtime(self.runtime)
 
     @field_validator("maintenance_schedule", "sweep_schedule")
     @classmethod
@@ -468,6 +546,11 @@ class Stage(_Strict):
     def prefix(self) -> str:
         return f"{self.project}-{self.name}"
 
+    @property
+    def runtime(self) -> runtimes.Runtime:
+        """The runtime the stage's jobs run on (its `runtime` setting's row)."""
+        return self.settings.runtime_row
+
     def resource_name(self, what: str) -> str:
         """``<project>-<stage>-<what>``: the name of a stage-scoped resource."""
         return f"{self.prefix}-{what}"
@@ -527,12 +610,16 @@ def resolve_stage(context: dict[str, Any]) -> Stage:
         raw["alarm_email"] = context["alarm_email"]
     if context.get("max_attempts") is not None:  # e.g. -c max_attempts=1: quarantine at the first failure
         raw["max_attempts"] = context["max_attempts"]
+    if context.get("runtime"):  # e.g. -c runtime=glue-6.0
+        raw["runtime"] = context["runtime"]
     try:
         return Stage(project=context.get("lakeloader:project") or "lakeloader", name=name, settings=raw)
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
             loc = ".".join(str(p) for p in error["loc"])
+            if error["type"] == FIELD_ERROR:
+                loc = ".".join(part for part in (loc, error["ctx"]["field"]) if part)
             where = (
                 f"lakeloader:stages.{name}.{loc.removeprefix('settings').lstrip('.')}".rstrip(".")
                 if loc.startswith("settings")
