@@ -1,8 +1,9 @@
 """EMR Serverless: the Spark application `engine: emr` tables run on, its entry points and arguments.
 
-The application runs `emr_steps/*.py` with the lakeloader zip on `spark.submit.pyFiles` and the
-jobs' wheels unpacked from `spark.archives` onto PYTHONPATH, on the image's Python 3.11 with
-its Iceberg jar. The S3-arrival Lambda starts the runs (EMR_EXTRA_ARGS: `entry_point_arguments`).
+The application runs at the stage runtime's release (emr-7.12.0 for glue-5.1, emr-spark-8.1.0 for
+glue-6.0) `emr_steps/*.py` with the lakeloader zip on `spark.submit.pyFiles` and the jobs' wheels
+unpacked from `spark.archives` onto PYTHONPATH, on the image's Python of the runtime (3.11, 3.13)
+with its Iceberg jar. The S3-arrival Lambda starts the runs (EMR_EXTRA_ARGS: `entry_point_arguments`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from lakeloader.config import LakeConfig
 EMR_DEPS_ALIAS = "deps"
 
 
-def emr_python_conf(python: str = runtimes.EMR_PYTHON) -> dict[str, str]:
-    """Run driver and executors on the image's Python 3.11 (EMR Serverless defaults to 3.9)."""
+def emr_python_conf(python: str) -> dict[str, str]:
+    """Run driver and executors on `python`, the image's interpreter of the runtime's Python
+    (`Runtime.emr_python`: emr-7.12.0 lists Python 3.9 and 3.11 and defaults to 3.9; emr-spark-8.1.0
+    lists 3.11 and 3.13). The job bundle's wheels are built for that one."""
     return {
         "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": python,
         "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": python,
@@ -47,7 +50,7 @@ def emr_dependency_conf(archive_url: str) -> dict[str, str]:
 def check_emr_tables(stage: Stage, lake: LakeConfig, spark_defaults: dict[str, str]) -> None:
     """Refuse `engine: emr` tables the stage's EMR Serverless application could not run.
 
-    (A release older than runtimes.EMR_MIN_RELEASE is refused by the settings already.)
+    (A release off the stage runtime's line is refused by the settings already.)
     """
     tables = [t.id for t in lake.tables if t.engine == "emr"]
     if not tables:
@@ -90,6 +93,7 @@ class EmrServerless:
         network: StageNetwork | None = None,
     ) -> None:
         emr = stage.settings.emr
+        runtime = stage.runtime
         stack = Stack.of(scope)
         role.add_to_policy(
             iam.PolicyStatement(
@@ -98,7 +102,9 @@ class EmrServerless:
                 resources=[storage.assets.arn_for_objects(f"{EMR_LOGS_PREFIX}*")],
             )
         )
-        self.dependencies = s3_assets.Asset(scope, "EmrDependencies", path=str(emr_deps_archive()))
+        self.dependencies = s3_assets.Asset(
+            scope, "EmrDependencies", path=str(emr_deps_archive(runtime=runtime))
+        )
         self.ingest_entry_point = s3_assets.Asset(
             scope, "EmrIngestEntryPoint", path=str(REPO_ROOT / "emr_steps" / "ingest.py")
         )
@@ -111,7 +117,7 @@ class EmrServerless:
         self.lakeloader_conf = {
             **iceberg_conf,
             "spark.jars": runtimes.EMR_ICEBERG_JAR,
-            **emr_python_conf(),
+            **emr_python_conf(runtime.emr_python),
             "spark.submit.pyFiles": library.s3_object_url,
             **emr_dependency_conf(self.dependencies.s3_object_url),
         }

@@ -3,12 +3,16 @@
 Both engines run the same code: `glue_jobs/*.py` or `emr_steps/*.py` (thin entry points)
 plus the `lakeloader` package, zipped at synth (`infra.packaging.lakeloader_zip`) and
 shipped as `--extra-py-files` (Glue) or `spark.submit.pyFiles` (EMR). Its third-party
-dependencies ship as wheels from the assets bucket, installed with no package index: Glue's
-zip of wheels (`--additional-python-modules`, `--no-index`), EMR's archive on PYTHONPATH
-(`spark.archives`). The Iceberg Glue-catalog settings are the same for both.
+dependencies ship from the assets bucket, built for the stage runtime's Python and installed with
+no package index: on Glue 5.1 a zip of wheels (`--additional-python-modules`, `--no-index`), on
+Glue 6.0 a packed virtual environment (`--python-virtual-env`, infra.packaging.glue_venv_archive),
+on EMR an archive on PYTHONPATH (`spark.archives`). The Iceberg Glue-catalog settings are the same
+for both engines and both runtimes.
 """
 
 from __future__ import annotations
+
+from pathlib import PurePath
 
 from aws_cdk import AssetStaging, Aws, Duration, Stack
 from aws_cdk import aws_glue as glue
@@ -23,23 +27,36 @@ from infra.emr import EmrServerless
 from infra.job_access import grant_lake_access, lake_access_findings
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
-from infra.packaging import REPO_ROOT, glue_wheels_zip, lakeloader_zip
+from infra.packaging import (
+    GLUE_VENV_SUFFIX,
+    GLUE_WHEELS_SUFFIX,
+    REPO_ROOT,
+    glue_venv_archive,
+    glue_wheels_zip,
+    lakeloader_zip,
+    uses_python_venv,
+)
 from infra.settings import GlueJobSettings, SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
 
 S3A_REGION = "spark.hadoop.fs.s3a.endpoint.region"
-_GLUE_VERSIONS = {"4.0": glue.GlueVersion.V4_0, "5.0": glue.GlueVersion.V5_0, "5.1": glue.GlueVersion.V5_1}
+_GLUE_VERSIONS = {
+    "4.0": glue.GlueVersion.V4_0,
+    "5.0": glue.GlueVersion.V5_0,
+    "5.1": glue.GlueVersion.V5_1,
+    "6.0": glue.GlueVersion.V6_0,
+}
 
 
-def glue_version(version: str = runtimes.GLUE_VERSION) -> glue.GlueVersion:
-    """The CDK enum of a Glue version string (lakeloader.runtimes.GLUE_VERSION by default)."""
-    if version not in _GLUE_VERSIONS:
+def glue_version(runtime: runtimes.Runtime) -> glue.GlueVersion:
+    """The CDK enum of the runtime's Glue version."""
+    if runtime.glue_version not in _GLUE_VERSIONS:
         raise SettingsError(
-            f"lakeloader.runtimes.GLUE_VERSION={version!r} is not a Glue version this stack knows "
+            f"runtime {runtime.name}'s Glue version {runtime.glue_version!r} is not one this stack knows "
             f"({', '.join(_GLUE_VERSIONS)}); add it to infra.processing._GLUE_VERSIONS"
         )
-    return _GLUE_VERSIONS[version]
+    return _GLUE_VERSIONS[runtime.glue_version]
 
 
 _WORKER_TYPES = {
@@ -61,7 +78,8 @@ def s3a_region_conf(region: str) -> dict[str, str]:
     """Glue 5.1 (and EMR 7.10+) read `s3://` through S3A instead of EMRFS; S3A without
     `fs.s3a.endpoint.region` does not use the job's own region, so in a VPC whose only route to S3 is
     its gateway endpoint the raw reads and quarantine writes would time out (AWS Glue's "Migrating AWS
-    Glue for Spark jobs to AWS Glue version 5.1")."""
+    Glue for Spark jobs to AWS Glue version 5.1"). Glue 6.0 has no EMRFS at all, and its migration
+    page says to keep setting the region; both runtimes get it."""
     return {S3A_REGION: region}
 
 
@@ -70,21 +88,26 @@ def glue_conf_argument(conf: dict[str, str]) -> str:
     return " --conf ".join(f"{key}={value}" for key, value in conf.items())
 
 
-class GlueWheelsAsset(Construct):
-    """A file asset whose S3 key ends in `.gluewheels.zip`, the suffix Glue needs for a zip of wheels.
+class SuffixedFileAsset(Construct):
+    """A file asset whose S3 key ends in `suffix`: `.gluewheels.zip` (the suffix Glue needs for a zip
+    of wheels) or `.tar.gz` (a packed venv; Spark unpacks an archive by its name's ending).
 
-    `s3_assets.Asset` names the key `<hash>.zip`; the synthesizer names it `<source hash><extension>`,
-    so the suffix rides on the source hash.
+    `s3_assets.Asset` names the key `<hash><last extension>` (`.zip`, `.gz`); the synthesizer names it
+    `<source hash><extension>`, so the rest of the suffix rides on the source hash.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, path: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, path: str, suffix: str) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         staging = AssetStaging(self, "Stage", source_path=path)
+        file_name = staging.relative_staged_path(stack)
+        extension = PurePath(file_name).suffix
+        if not suffix.endswith(extension):
+            raise ValueError(f"{path}: its asset key would end in {extension}, not {suffix}")
         location = stack.synthesizer.add_file_asset(
-            file_name=staging.relative_staged_path(stack),
+            file_name=file_name,
             packaging=staging.packaging,
-            source_hash=f"{staging.asset_hash}.gluewheels",
+            source_hash=f"{staging.asset_hash}{suffix.removesuffix(extension)}",
         )
         self.bucket = s3.Bucket.from_bucket_name(self, "AssetBucket", location.bucket_name)
         self.s3_object_key = location.object_key
@@ -109,8 +132,23 @@ class Processing(Construct):
         super().__init__(scope, construct_id)
         self.network = network
         settings = stage.settings
+        runtime = stage.runtime
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
-        self.glue_wheels = GlueWheelsAsset(self, "GlueWheels", path=str(glue_wheels_zip()))
+        # The jobs' third-party packages, for the runtime's Python: a packed venv on Glue 6.0+, where
+        # --additional-python-modules is deprecated; the zip of wheels before.
+        if uses_python_venv(runtime):
+            self.glue_dependencies = SuffixedFileAsset(
+                self, "GlueVenv", path=str(glue_venv_archive(runtime=runtime)), suffix=GLUE_VENV_SUFFIX
+            )
+            python_arguments = {"--python-virtual-env": self.glue_dependencies.s3_object_url}
+        else:
+            self.glue_dependencies = SuffixedFileAsset(
+                self, "GlueWheels", path=str(glue_wheels_zip(runtime=runtime)), suffix=GLUE_WHEELS_SUFFIX
+            )
+            python_arguments = {
+                "--additional-python-modules": self.glue_dependencies.s3_object_url,
+                "--python-modules-installer-option": "--no-index",
+            }
 
         # Both engines' Spark settings: Iceberg tables in the Glue Data Catalog, and the region S3A calls.
         iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
@@ -194,10 +232,9 @@ class Processing(Construct):
             "--enable-job-insights": "true",
             "--job-bookmark-option": "job-bookmark-disable",
             "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
-            "--additional-python-modules": self.glue_wheels.s3_object_url,
-            "--python-modules-installer-option": "--no-index",
+            **python_arguments,
         }
-        self.glue_wheels.bucket.grant_read(self.glue_role, self.glue_wheels.s3_object_key)
+        self.glue_dependencies.bucket.grant_read(self.glue_role, self.glue_dependencies.s3_object_key)
         library = glue.Code.from_bucket(self.library.bucket, self.library.s3_object_key)
         self.ingest_job = self._glue_job(
             "IngestJob",
@@ -326,7 +363,7 @@ class Processing(Construct):
             description=description,
             role=self.glue_role,
             script=glue.Code.from_bucket(script_asset.bucket, script_asset.s3_object_key),
-            glue_version=glue_version(),
+            glue_version=glue_version(stage.runtime),
             worker_configuration=glue.WorkerConfiguration(
                 worker_type=_WORKER_TYPES[job.worker_type], number_of_workers=job.number_of_workers
             ),

@@ -4,6 +4,7 @@ refusing `engine: emr` tables the stage's application cannot run."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -13,6 +14,7 @@ from aws_cdk import aws_glue as glue
 from infra.app import build, cdk_json_context
 from infra.processing import glue_version
 from infra.settings import SettingsError, resolve_stage
+from lakeloader import runtimes
 from tests.infra.cdk_helpers import join
 
 IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/lakeloader/emr-spark:7.12.0-1"
@@ -57,9 +59,11 @@ def test_release_older_than_the_iceberg_line_is_refused_in_one_line():
 
 
 def test_unknown_glue_version_fails_synth_clearly():
-    assert glue_version("5.1") is glue.GlueVersion.V5_1
-    with pytest.raises(SettingsError, match=r"GLUE_VERSION='6\.7' is not a Glue version this stack knows"):
-        glue_version("6.7")
+    assert glue_version(runtimes.runtime("glue-5.1")) is glue.GlueVersion.V5_1
+    assert glue_version(runtimes.runtime("glue-6.0")) is glue.GlueVersion.V6_0
+    future = dataclasses.replace(runtimes.runtime("glue-6.0"), name="glue-6.7", glue_version="6.7")
+    with pytest.raises(SettingsError, match=r"runtime glue-6\.7's Glue version '6\.7' is not one this stack"):
+        glue_version(future)
 
 
 def test_an_emr_table_fails_synth_when_spark_defaults_replace_what_lakeloader_needs(emr_config):

@@ -37,7 +37,7 @@ def test_glue_job_arguments(stage_synth, name):
     props = glue_job(stage_synth, name)
     args = props["DefaultArguments"]
     curated = stage_synth.logical_id(stage_synth.stack.storage.curated)
-    assert props["GlueVersion"] == runtimes.GLUE_VERSION
+    assert props["GlueVersion"] == runtimes.runtime(runtimes.DEFAULT_RUNTIME).glue_version
     assert props["Command"]["Name"] == "glueetl"
     assert join(props["Command"]["ScriptLocation"]).endswith(".py")
     assert args["--datalake-formats"] == "iceberg"
@@ -125,7 +125,7 @@ def test_emr_serverless_application(stage_synth):
     assert conf["spark.emr-serverless.driverEnv.PYSPARK_PYTHON"] == "/usr/bin/python3.11"
     assert conf["spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON"] == "/usr/bin/python3.11"
     assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "/usr/bin/python3.11"
-    assert emr_python_conf().items() <= conf.items()
+    assert emr_python_conf("/usr/bin/python3.11").items() <= conf.items()
     logs = props["MonitoringConfiguration"]["S3MonitoringConfiguration"]
     assert join(logs["LogUri"]).endswith("/emr/logs/")
 
