@@ -19,8 +19,9 @@ from lakeloader import runtimes
 from lakeloader_dev.emulator.runtime import Runtime, SparkRun, fetch, uris
 
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
-# What EMR Serverless's python3.11 provides a job beyond the standard library: Spark's own pyspark
-# and py4j. Everything else (pydantic, PyYAML, boto3) must come from the job's archive or py-files.
+# What EMR Serverless's Python (the runtime's: 3.11 on emr-7.12.0, 3.13 on emr-spark-8.1.0) provides a
+# job beyond the standard library: Spark's own pyspark and py4j. Everything else (pydantic, PyYAML,
+# boto3) must come from the job's archive or py-files.
 EMR_IMAGE_MODULES = ["pyspark", "py4j"]
 SUBMIT_FLAGS = {
     "--py-files": "spark.submit.pyFiles",
@@ -104,18 +105,22 @@ def _archive_python_path(env: dict[str, str], run_dir: Path) -> list[str]:
     """Where the driver imports unpacked archives from, as the run's ``driverEnv`` says, and pops the
     settings the emulator replaces: ``PYTHONPATH`` entries (relative ones name folders of the driver's
     working directory, where archives are unpacked), and a ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON``
-    inside an archive (a packed virtual environment: its site-packages). The image's Python
-    (``/usr/bin/python3.11``) is the venv's here."""
+    inside an archive (a packed virtual environment: its site-packages). The image's Python of the
+    runtime this process runs (``runtimes.local()``: ``/usr/bin/python3.11`` on glue-5.1's emr-7.12.0,
+    ``/usr/bin/python3.13`` on glue-6.0's emr-spark-8.1.0) is this venv's Python here; an application
+    of the other runtime would ship wheels this Python cannot load, and is refused."""
+    runtime = runtimes.local()
     found: list[str] = []
     for entry in (env.pop("PYTHONPATH", "") or "").split(os.pathsep):
         if entry:
             found.append(str(run_dir / entry) if not os.path.isabs(entry) else entry)
     for name in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"):
         interpreter = env.pop(name, "")
-        if os.path.isabs(interpreter) and interpreter != runtimes.EMR_PYTHON:
+        if os.path.isabs(interpreter) and interpreter != runtime.emr_python:
             raise ValueError(
-                f"{name}={interpreter}: the EMR Serverless image's documented Python 3.11 is "
-                f"{runtimes.EMR_PYTHON}; this emulator runs only that one"
+                f"{name}={interpreter}: this emulator runs runtime {runtime.name}, whose EMR Serverless "
+                f"image's Python is {runtime.emr_python}, and only that one (set {runtimes.RUNTIME_ENV} "
+                "or use that runtime's virtualenv for another)"
             )
         if interpreter and not os.path.isabs(interpreter):  # ./environment/bin/python
             root = (run_dir / interpreter).parent.parent

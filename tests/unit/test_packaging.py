@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import shutil
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -16,19 +17,24 @@ import pytest
 
 import infra.packaging as packaging
 from infra.packaging import (
+    GLUE_VENV_NAME,
     GLUE_WHEELS_NAME,
     PackagingError,
     Pin,
     check_wheel,
     emr_deps_archive,
     fetch_wheels,
+    glue_venv_archive,
     glue_wheels_zip,
     job_pins,
     lakeloader_zip,
+    uses_python_venv,
 )
+from lakeloader import runtimes
 from tests.unit.job_target import unmet
 
 ROOT = Path(__file__).resolve().parents[2]
+GLUE_51, GLUE_60 = runtimes.runtime("glue-5.1"), runtimes.runtime("glue-6.0")
 # AWS Glue 5.1's preinstalled modules (AWS doc "Python modules already provided in AWS Glue"), by name.
 GLUE_51_PROVIDED = {
     "aiobotocore", "aiohttp", "boto3", "botocore", "certifi", "charset-normalizer", "fsspec", "idna",
@@ -66,11 +72,12 @@ def test_local_venv_runs_the_shipped_versions(pins):
     assert installed == {p.name: p.version for p in pins}
 
 
-def test_every_transitive_dependency_is_pinned_and_satisfied(pins):
+@pytest.mark.parametrize("runtime", runtimes.RUNTIMES.values(), ids=runtimes.RUNTIMES)
+def test_every_transitive_dependency_is_pinned_and_satisfied(pins, runtime):
     pinned = {p.key: p.version for p in pins}
     problems = []
     for pin in pins:
-        problems += unmet(str(pin), importlib.metadata.requires(pin.name) or [], pinned)
+        problems += unmet(str(pin), importlib.metadata.requires(pin.name) or [], pinned, runtime)
     assert problems == []
 
 
@@ -103,31 +110,53 @@ def test_job_pins_reads_the_glue_provided_mark(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "filename",
+    ("runtime", "filename"),
     [
-        "pydantic_core-2.46.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-        "pydantic_core-2.46.4-cp38-abi3-manylinux2014_x86_64.whl",
-        "pydantic_core-2.46.4-py3-none-any.whl",
+        (GLUE_51, "pydantic_core-2.46.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+        (GLUE_51, "pydantic_core-2.46.4-cp38-abi3-manylinux2014_x86_64.whl"),
+        (GLUE_51, "pydantic_core-2.46.4-py3-none-any.whl"),
+        (GLUE_60, "pydantic_core-2.46.4-cp313-cp313-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+        (GLUE_60, "pydantic_core-2.46.4-cp38-abi3-manylinux2014_x86_64.whl"),
+        (GLUE_60, "pydantic_core-2.46.4-py3-none-any.whl"),
     ],
 )
-def test_check_wheel_accepts_the_runtimes_wheels(filename):
-    check_wheel(filename, Pin("pydantic-core", "2.46.4", False))
+def test_check_wheel_accepts_the_runtimes_wheels(runtime, filename):
+    check_wheel(filename, Pin("pydantic-core", "2.46.4", False), runtime)
 
 
 @pytest.mark.parametrize(
-    ("filename", "message"),
+    ("runtime", "filename", "message"),
     [
-        ("pydantic_core-2.46.4-cp312-cp312-manylinux2014_x86_64.whl", "no wheel for cp311"),
-        ("pydantic_core-2.46.4-cp311-cp311-macosx_11_0_arm64.whl", "no wheel for cp311"),
-        ("pydantic_core-2.46.4-cp311-cp311-manylinux_2_34_x86_64.whl", "no wheel for cp311"),
-        ("pydantic_core-2.46.4-cp311-cp311-musllinux_1_2_x86_64.whl", "no wheel for cp311"),
-        ("pydantic_core-2.46.3-cp311-cp311-manylinux2014_x86_64.whl", "not the wheel of pydantic-core=="),
-        ("pydantic_core-2.46.4.tar.gz", "not a wheel file name"),
+        (GLUE_51, "pydantic_core-2.46.4-cp312-cp312-manylinux2014_x86_64.whl", "no wheel for cp311"),
+        (GLUE_51, "pydantic_core-2.46.4-cp313-cp313-manylinux2014_x86_64.whl", "no wheel for cp311"),
+        (GLUE_51, "pydantic_core-2.46.4-cp311-cp311-macosx_11_0_arm64.whl", "no wheel for cp311"),
+        (GLUE_51, "pydantic_core-2.46.4-cp311-cp311-manylinux_2_34_x86_64.whl", "no wheel for cp311"),
+        (GLUE_51, "pydantic_core-2.46.4-cp311-cp311-musllinux_1_2_x86_64.whl", "no wheel for cp311"),
+        (GLUE_60, "pydantic_core-2.46.4-cp311-cp311-manylinux2014_x86_64.whl", "no wheel for cp313"),
+        (GLUE_60, "pydantic_core-2.46.4-cp314-cp314-manylinux2014_x86_64.whl", "no wheel for cp313"),
+        (GLUE_60, "pydantic_core-2.46.4-cp313-cp313-manylinux_2_34_x86_64.whl", "no wheel for cp313"),
+        (
+            GLUE_51,
+            "pydantic_core-2.46.3-cp311-cp311-manylinux2014_x86_64.whl",
+            "not the wheel of pydantic-core==",
+        ),
+        (GLUE_51, "pydantic_core-2.46.4.tar.gz", "not a wheel file name"),
     ],
 )
-def test_check_wheel_refuses_other_platforms_and_versions(filename, message):
+def test_check_wheel_refuses_other_platforms_and_versions(runtime, filename, message):
     with pytest.raises(PackagingError, match=message):
-        check_wheel(filename, Pin("pydantic-core", "2.46.4", False))
+        check_wheel(filename, Pin("pydantic-core", "2.46.4", False), runtime)
+
+
+def test_the_wheel_cache_is_keyed_by_the_runtimes_python(pins):
+    """Each runtime's wheels in a folder of their own: cp311 wheels never ship to a glue-6.0 stage."""
+    folders = [
+        {p.parent for p in fetch_wheels(pins, runtime=row).values()} for row in runtimes.RUNTIMES.values()
+    ]
+    assert [folder.name.split("-")[0] for (folder,) in folders] == ["cp311", "cp313"]
+    cp313 = fetch_wheels(pins, runtime=GLUE_60)
+    assert cp313["pydantic-core"].name.startswith("pydantic_core-2.46.4-cp313-cp313-manylinux")
+    assert cp313["pyyaml"].name.startswith("pyyaml-6.0.3-cp313-cp313-manylinux")
 
 
 def test_cached_wheels_are_checked_against_their_recorded_sha256(tmp_path, pins):
@@ -156,15 +185,62 @@ def test_glue_zip_of_wheels_has_the_documented_layout(pins):
     assert "boto3" not in requirements and "pydantic==2.13.4" in requirements
 
 
-def test_emr_archive_is_an_installed_site_packages_tree():
-    with zipfile.ZipFile(emr_deps_archive()) as archive:
+@pytest.mark.parametrize("runtime", runtimes.RUNTIMES.values(), ids=runtimes.RUNTIMES)
+def test_emr_archive_is_an_installed_site_packages_tree(runtime):
+    with zipfile.ZipFile(emr_deps_archive(runtime=runtime)) as archive:
         names = archive.namelist()
     assert names == sorted(names)
     for expected in ("pydantic/__init__.py", "yaml/__init__.py", "boto3/__init__.py", "six.py"):
         assert expected in names
-    assert [n for n in names if n.startswith("pydantic_core/_pydantic_core.cpython-311-x86_64")]
+    abi = f"cpython-{runtime.wheel_python_tag.removeprefix('cp')}-x86_64"  # cpython-311-x86_64, -313-
+    assert [n for n in names if n.startswith(f"pydantic_core/_pydantic_core.{abi}")]
+    assert [n for n in names if n.startswith(f"yaml/_yaml.{abi}")]
     assert "pydantic-2.13.4.dist-info/METADATA" in names
     assert not [n for n in names if ".data/" in n or n.startswith("bin/") or n.endswith(".pyc")]
+    assert not [n for n in names if n.startswith("awsglue/")]  # EMR runs no awsglue
+
+
+def test_glue_takes_a_venv_from_6_0_and_the_zip_of_wheels_before():
+    assert [name for name, row in runtimes.RUNTIMES.items() if uses_python_venv(row)] == ["glue-6.0"]
+
+
+def test_glue_venv_is_a_packed_virtual_environment_of_every_pin(pins):
+    """As venv-pack packs `python3.13 -m venv` on Amazon Linux 2023 (AWS's venv guide): the venv's
+    files, Python linked not packed, every pin and awsglue installed in its site-packages."""
+    path = glue_venv_archive(runtime=GLUE_60)
+    assert path.name == GLUE_VENV_NAME and path.name.endswith(".tar.gz")
+    assert path.read_bytes()[4:8] == b"\0\0\0\0"  # no time in the gzip header: same bytes, same asset
+    with tarfile.open(path) as archive:
+        members = archive.getmembers()
+        config = archive.extractfile("pyvenv.cfg").read().decode()
+    names = [m.name for m in members]
+    assert names == sorted(names)
+    assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(315532800, 0, 0, "", "")}
+    links = {m.name: m.linkname for m in members if m.issym()}
+    assert links == {
+        "bin/python3.13": "/usr/bin/python3.13",
+        "bin/python": "python3.13",
+        "bin/python3": "python3.13",
+        "lib64": "lib",
+    }
+    assert config.splitlines() == [
+        "home = /usr/bin",
+        "include-system-site-packages = false",
+        "version = 3.13",
+        "executable = /usr/bin/python3.13",
+    ]
+    site = "lib/python3.13/site-packages/"
+    assert all(
+        n.startswith(site) for n in names if n not in links and n not in ("pyvenv.cfg", "bin/activate")
+    )
+    installed = {n.removeprefix(site).split("/")[0] for n in names if n.startswith(site)}
+    dists = {d.split("-")[0] for d in installed if d.endswith(".dist-info")}
+    # every pin, the glue-provided ones too (a venv inherits nothing from Glue's image), and awsglue
+    assert dists == {p.key.replace("-", "_") for p in pins} | {"awsgluedataplanepython"}
+    assert "awsgluedataplanepython-6.0.0.dist-info" in installed and "awsglue" in installed
+    assert [n for n in names if n.startswith(f"{site}pydantic_core/_pydantic_core.cpython-313-x86_64")]
+    assert not [n for n in names if "pyspark" in n or "py4j" in n]  # Glue's Spark provides them
+    assert not [n for n in names if ".data/" in n or n.endswith(".pyc")]
 
 
 @pytest.mark.slow
@@ -173,7 +249,15 @@ def test_artifacts_are_byte_identical_across_builds(tmp_path, monkeypatch):
     built = []
     for run in ("one", "two"):
         monkeypatch.setattr(packaging, "BUILD_DIR", tmp_path / run)
-        built.append([glue_wheels_zip(), emr_deps_archive(), lakeloader_zip()])
+        built.append(
+            [
+                glue_wheels_zip(),
+                emr_deps_archive(),
+                glue_venv_archive(runtime=GLUE_60),
+                emr_deps_archive(runtime=GLUE_60),
+                lakeloader_zip(),
+            ]
+        )
     for first, second in zip(*built, strict=True):
         assert first != second and first.read_bytes() == second.read_bytes()
 

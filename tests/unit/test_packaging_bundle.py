@@ -1,18 +1,23 @@
 """The shipped bundle, installed as the runtimes install it, imports every shipped module.
 
-Each check starts a fresh virtual environment that holds only what the runtime would: Spark
-(pyspark + py4j, linked from this venv, as Glue and EMR provide it), for Glue also the packages Glue
-ships (boto3 and its dependencies), then the bundle installed with no package index. The shipped
-modules are imported from the lakeloader zip with `lakeloader_dev` out of reach. No JVM.
+Each check starts a fresh Python environment that holds only what the runtime would: Spark
+(pyspark + py4j, linked from this venv, as Glue and EMR provide it), for Glue 5.1 also the packages
+Glue ships (boto3 and its dependencies), then the bundle installed with no package index (Glue 5.1's
+zip of wheels, Glue 6.0's packed venv, EMR's archive). The shipped modules are imported from the
+lakeloader zip with `lakeloader_dev` out of reach. No JVM. Each runtime's check runs on a CPython of
+that runtime's version (this one, or another found on this machine: `_python`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import venv
 import zipfile
@@ -24,20 +29,21 @@ import pytest
 
 from infra.emr import EMR_DEPS_ALIAS, emr_dependency_conf
 from infra.packaging import (
+    GLUE_PYTHON_HOME,
     canonical_name,
     emr_deps_archive,
     fetch_wheels,
+    glue_venv_archive,
     glue_wheels_zip,
     job_pins,
     lakeloader_zip,
 )
+from lakeloader import runtimes
+from lakeloader.runtimes import Runtime
 from tests.unit.job_target import unmet
 
 ROOT = Path(__file__).resolve().parents[2]
-# The wheels are cp311: they install and import only in a CPython 3.11, as on Glue 5.1 / EMR 7.12.
-pytestmark = pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11), reason="the job bundle holds CPython 3.11 wheels; run under Python 3.11"
-)
+GLUE_51, GLUE_60 = runtimes.runtime("glue-5.1"), runtimes.runtime("glue-6.0")
 SHIM = ROOT / "lakeloader_dev" / "emulator" / "shim"
 
 # Imports every shipped module: the zip's lakeloader modules by name, the entry points from their
@@ -127,12 +133,37 @@ def _assert_shipped(origins: dict[str, str], deps: Path) -> None:
         assert origins[name].startswith(str(deps)), (name, origins[name])
 
 
+@functools.cache
+def _find_python(version: str) -> str | None:
+    """A CPython `version` (3.11, 3.13) interpreter: this one, one on PATH, or one of pyenv's."""
+    candidates = [sys._base_executable, shutil.which(f"python{version}")]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates += sorted(map(str, pyenv.glob(f"versions/{version}.*/bin/python{version}")))
+    for candidate in filter(None, candidates):
+        done = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.implementation.name)"],
+            capture_output=True, text=True, check=False, env=_clean_env(),
+        )  # fmt: skip
+        if done.returncode == 0 and done.stdout.split() == [version, "cpython"]:
+            return str(Path(candidate).resolve())
+    return None
+
+
+def _python(runtime: Runtime) -> str:
+    """The runtime's Python on this machine, or skip: its wheels load in no other."""
+    found = _find_python(runtime.python)
+    if found is None:
+        pytest.skip(f"no CPython {runtime.python} here for {runtime.name}'s cp{runtime.python} wheels")
+    return found
+
+
 @pytest.fixture(scope="module")
 def spark_dir(tmp_path_factory) -> Path:
     return _spark_dir(tmp_path_factory.mktemp("platform") / "spark")
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="glue-5.1's zip of cp311 wheels: run under 3.11")
 def test_glue_zip_of_wheels_installs_with_no_index_and_runs_every_entry_point(tmp_path, spark_dir):
     """As Glue 5.1: its image has Spark and boto3 & co.; pip --no-index installs the zip of wheels."""
     wheels = fetch_wheels()
@@ -158,30 +189,56 @@ def test_glue_zip_of_wheels_installs_with_no_index_and_runs_every_entry_point(tm
     assert origins["boto3"].startswith(str(glue_image))
 
 
-def _unmet_requirements(site: Path) -> list[str]:
-    """`pip check` for a directory: each distribution's requirements, met inside `site`?"""
+def _unmet_requirements(site: Path, runtime: Runtime) -> list[str]:
+    """`pip check` for a directory: each distribution's requirements on the runtime, met inside `site`?"""
     found_in_site = importlib.metadata.distributions(path=[str(site)])
     dists = {canonical_name(d.metadata["Name"]): d for d in found_in_site}
     found = {name: dist.version for name, dist in dists.items()}
     problems = []
     for name, dist in sorted(dists.items()):
-        problems += unmet(name, dist.requires or [], found)
+        problems += unmet(name, dist.requires or [], found, runtime)
     return problems
 
 
 @pytest.mark.slow
-def test_emr_archive_on_pythonpath_runs_every_entry_point(tmp_path, spark_dir):
-    """As EMR Serverless: a bare Python 3.11, the archive unpacked as ./deps in the working directory,
-    PYTHONPATH = Spark's own paths, then ./deps (no pip, no site-packages)."""
+def test_glue_venv_runs_every_entry_point_on_its_python(tmp_path, spark_dir):
+    """As Glue 6.0: the packed venv unpacked, its Python the runtime's (this machine's CPython 3.13
+    linked where Glue has /usr/bin/python3.13, as venv-pack's --python-prefix relinks it), Spark's
+    own paths on PYTHONPATH. No pip, nothing from any other site-packages."""
+    python = Path(_python(GLUE_60))
+    root = tmp_path / "venv"
+    with tarfile.open(glue_venv_archive(runtime=GLUE_60)) as archive:
+        archive.extractall(root, filter="fully_trusted")  # our archive; it links outside on purpose
+    interpreter = root / "bin" / "python3.13"
+    assert os.readlink(interpreter) == f"{GLUE_PYTHON_HOME}/python3.13"
+    interpreter.unlink()
+    interpreter.symlink_to(python)
+    config = root / "pyvenv.cfg"
+    config.write_text(config.read_text().replace(GLUE_PYTHON_HOME, str(python.parent)))
+    site = root / "lib" / "python3.13" / "site-packages"
+    assert _unmet_requirements(site, GLUE_60) == []
+    where = _run([str(root / "bin" / "python"), "-c", "import sys; print(sys.prefix)"], cwd=tmp_path)
+    assert where.strip() == str(root)  # pyvenv.cfg makes it a venv
+    origins = _import_all(root / "bin" / "python", tmp_path, {"PYTHONPATH": str(spark_dir)})
+    _assert_shipped(origins, site)
+    assert origins["boto3"].startswith(str(site))  # the venv's own: Glue's image gives it none
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", runtimes.RUNTIMES.values(), ids=runtimes.RUNTIMES)
+def test_emr_archive_on_pythonpath_runs_every_entry_point(tmp_path, spark_dir, runtime):
+    """As EMR Serverless: a bare Python of the runtime, the archive unpacked as ./deps in the working
+    directory, PYTHONPATH = Spark's own paths, then ./deps (no pip, no site-packages)."""
+    python = _python(runtime)
     workdir = tmp_path / "work"
-    with zipfile.ZipFile(emr_deps_archive()) as archive:
+    with zipfile.ZipFile(emr_deps_archive(runtime=runtime)) as archive:
         archive.extractall(workdir / EMR_DEPS_ALIAS)
-    assert _unmet_requirements(workdir / EMR_DEPS_ALIAS) == []
+    assert _unmet_requirements(workdir / EMR_DEPS_ALIAS, runtime) == []
     conf = emr_dependency_conf("s3://assets/deps.zip")
     assert conf["spark.archives"] == f"s3://assets/deps.zip#{EMR_DEPS_ALIAS}"
     assert conf["spark.executorEnv.PYTHONPATH"] == "./deps"
     assert conf["spark.emr-serverless.driverEnv.PYTHONPATH"] == "./deps"
     env = {"PYTHONPATH": os.pathsep.join([str(spark_dir), conf["spark.executorEnv.PYTHONPATH"]])}
-    origins = _import_all(Path(sys._base_executable), workdir, env, "-S")
+    origins = _import_all(Path(python), workdir, env, "-S")
     _assert_shipped(origins, workdir / EMR_DEPS_ALIAS)
     assert origins["boto3"].startswith(str(workdir / EMR_DEPS_ALIAS))
