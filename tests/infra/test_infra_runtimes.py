@@ -10,6 +10,7 @@ import copy
 import tarfile
 
 import pytest
+from cfnlint.api import ManualArgs, lint
 
 from infra.app import cdk_json_context
 from infra.packaging import GLUE_VENV_SUFFIX, emr_deps_archive, glue_venv_archive
@@ -17,6 +18,8 @@ from infra.settings import SettingsError, resolve_stage
 from lakeloader import runtimes
 from tests.infra.cdk_helpers import join, stage_settings, with_settings
 from tests.infra.test_infra_bundle import _asset, _object_key, _role_policy_text, _sub
+from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS
+from tests.infra.test_infra_nag import findings
 
 GLUE_6 = runtimes.runtime("glue-6.0")
 
@@ -173,3 +176,9 @@ def test_context_runtime_overrides_the_stage_and_meets_the_same_checks():
     assert str(caught.value).startswith(f"{where}emr-7.12.0 is not on runtime glue-6.0's line")
     unpinned = context(emr=emr_without_release())
     assert resolve_stage({**unpinned, "runtime": "glue-6.0"}).settings.emr.release_label == "emr-spark-8.1.0"
+
+
+def test_the_glue_6_stage_is_clean_for_cdk_nag_and_cfn_lint(glue6):
+    assert findings(glue6.app) == []
+    matches = lint(glue6.template_path.read_text(), config=ManualArgs(regions=REGIONS, ignore_checks=IGNORED))
+    assert [f"{m.rule.id} {m.message} ({'/'.join(str(p) for p in m.path)})" for m in matches] == []
