@@ -130,7 +130,7 @@ def machine() -> dict[str, str]:
 
     try:
         info["iceberg_jar"] = next(
-            p.name for p in jars.local_jars("all") if "iceberg-spark-runtime" in p.name
+            p.name for p in jars.local_jars() if "iceberg-spark-runtime" in p.name
         )
     except Exception:  # noqa: BLE001 - informational only
         info["iceberg_jar"] = "?"

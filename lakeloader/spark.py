@@ -2,7 +2,7 @@
 
 * ``local``: PySpark ``local[N]`` with the Iceberg jars its caller passes in (``extra_conf``),
   ``LAKELOADER_SPARK_JARS``, or the jar settings the checkout's jar assembly recorded
-  (``.lakeloader/jars/spark-conf.json``, written by ``make setup``): the shipped runtime never
+  (``.lakeloader/jars/spark-conf-<runtime>.json``, written by ``make setup``): the shipped runtime never
   imports the assembly (``lakeloader_dev.jars``), it only reads what it wrote. The catalog
   is an Iceberg Hadoop catalog on a local warehouse folder, or the Glue catalog + S3FileIO
   against ``AWS_ENDPOINT_URL`` (the embedded emulator) when the warehouse is an ``s3://`` URI.
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from lakeloader import runtimes
 from lakeloader.contract import (
     GLUE_CATALOG,
     ICEBERG_EXTENSIONS,
@@ -40,7 +41,6 @@ Runtime = Literal["local", "glue", "emr"]
 CATALOG = LOCAL_CATALOG  # what tests and benchmarks address local tables with
 JARS_ENV = "LAKELOADER_SPARK_JARS"
 CACHE_ENV = "LAKELOADER_CACHE"  # the jar cache folder (default: <checkout>/.lakeloader/jars)
-JARS_CONF_FILE = "spark-conf.json"  # in the jar cache: the Spark settings that load the cached jars
 
 
 @dataclass(frozen=True)
@@ -129,15 +129,16 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
     return conf
 
 
-def jar_conf_path() -> Path:
-    """Where the checkout's jar assembly records the Spark settings for its jars."""
+def jar_conf_path(runtime: runtimes.Runtime | None = None) -> Path:
+    """Where the checkout's jar set-up records the Spark settings that load a runtime's jars (the
+    local runtime's by default)."""
     cache = os.environ.get(CACHE_ENV)
     root = (
         Path(cache).expanduser().resolve()
         if cache
         else Path(__file__).resolve().parents[1] / ".lakeloader" / "jars"
     )
-    return root / JARS_CONF_FILE
+    return root / f"spark-conf-{(runtime or runtimes.local()).name}.json"
 
 
 def _recorded_jar_conf() -> dict[str, str]:
@@ -146,20 +147,34 @@ def _recorded_jar_conf() -> dict[str, str]:
 
 
 def _s3a_conf() -> dict[str, str]:
-    """Let Spark's own readers open s3:// raw files (Glue does this natively)."""
+    """Let Spark's own readers open s3:// raw files (Glue does this natively).
+
+    Hadoop 3.3's S3A calls the AWS SDK v1, Hadoop 3.4's (Spark 4) the SDK v2: each gets its own
+    credential providers, environment variables first."""
+    sdk_v1 = runtimes.local().hadoop.startswith("3.3.")
+    providers = (
+        (
+            "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
+            "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+        )
+        if sdk_v1
+        else (
+            "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider",
+            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider",
+        )
+    )
     conf = {
         "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-        "spark.hadoop.fs.s3a.aws.credentials.provider": (
-            "com.amazonaws.auth.EnvironmentVariableCredentialsProvider,"
-            "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
-        ),
+        "spark.hadoop.fs.s3a.aws.credentials.provider": ",".join(providers),
     }
     endpoint = _s3_endpoint()
     if endpoint:
         conf.update(
             {
                 "spark.hadoop.fs.s3a.endpoint": endpoint,
+                "spark.hadoop.fs.s3a.endpoint.region": os.environ.get("AWS_REGION")
+                or os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
                 "spark.hadoop.fs.s3a.path.style.access": "true",
                 "spark.hadoop.fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https")).lower(),
                 "spark.hadoop.fs.s3a.change.detection.mode": "none",

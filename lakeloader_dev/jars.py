@@ -1,125 +1,124 @@
-"""Assemble, offline from PyPI packages, the jars a local Spark needs.
+"""The jars a local Spark needs, taken from Maven Central by their coordinates, as Spark users do.
 
-Maven Central is often unreachable (corporate proxies, sandboxes) while PyPI is
-not, and a few PyPI packages carry the jars we need:
+Each runtime of :mod:`lakeloader.runtimes` has its list (:data:`RUNTIME_JARS`), the artifacts that
+``spark.jars.packages`` would resolve for it, pinned with their transitive jars:
 
-* ``snowpark-connect-deps-iceberg`` ships ``iceberg-spark-runtime-3.5_2.12-1.10.2``,
-  whose relocated Jackson classes are missing; PySpark's own Jackson jars,
-  relocated into Iceberg's shaded package, fill the gap.
-* ``sagemaker-feature-store-pyspark`` ships an AWS SDK v2 (S3, Glue, STS, KMS,
-  Apache HTTP client) relocated under ``smfs/shaded/``; moved back to
-  ``software/amazon/`` it serves Iceberg's ``GlueCatalog`` and ``S3FileIO``.
-  The same jar holds the HttpClient 5 classes Iceberg's REST catalog needs.
-* ``sagemaker-pyspark`` (an sdist; only unpacked, never built) contains
-  ``hadoop-aws`` and the AWS SDK v1 bundle for Spark's own ``s3a://``.
+* the Iceberg Spark runtime of the runtime's Spark, Scala and Iceberg (SQL extensions; the Hadoop,
+  Glue and REST catalogs; ``S3FileIO``);
+* ``iceberg-aws-bundle`` of the same Iceberg: the AWS SDK v2 that ``GlueCatalog`` and ``S3FileIO`` call;
+* ``hadoop-aws`` of the Hadoop client that PySpark bundles, for Spark's own ``s3a://`` and ``s3://``
+  reads of raw files, with the AWS SDK it is built against: SDK v1's bundle for Hadoop 3.3; for
+  Hadoop 3.4, SDK v2 as ``iceberg-aws-bundle`` already carries it plus the S3 transfer manager of
+  the same SDK version (not the 640 MB SDK bundle).
 
-Relocation is pure Python (:mod:`lakeloader_dev.relocate`); the pinned archives and
-their download live in :mod:`lakeloader_dev.jar_sources`. This module is the recipe:
-which jars, from which members, with which prefixes, and the cache that holds them.
+Every jar is fetched once from ``$LAKELOADER_MAVEN_REPO`` (default: Maven Central), checked against its
+pinned SHA-256, and kept in the cache, ``<project>/.lakeloader/jars`` (or ``$LAKELOADER_CACHE``), under
+Maven's own layout; later calls only check that the files exist, so the suite runs offline. A download
+goes to a temporary file that is renamed once its digest matches: an interrupted set-up is redone.
 
-Outputs are cached under ``<project>/.lakeloader/jars`` (or ``$LAKELOADER_CACHE``)
-and rebuilt only when missing. Each is written to a temporary file and renamed,
-so an interrupted build is simply redone; downloads are checked against pinned
-SHA-256 digests and removed once everything built from them exists
-(``LAKELOADER_KEEP_DOWNLOADS=1`` keeps them).
-
-    python -m lakeloader_dev.jars [--kind all|iceberg|aws|s3a] [--check]
-
-Where Maven is reachable, :data:`MAVEN_PACKAGES` is the equivalent
-``spark.jars.packages`` value (the Spark session uses it when ``LAKELOADER_JARS=maven``).
+    python -m lakeloader_dev.jars [--runtime glue-5.1|glue-6.0] [--check]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import pathlib
-import shutil
 import sys
-import tarfile
 import time
+import urllib.request
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from lakeloader import runtimes
 from lakeloader.spark import jar_conf_path
-from lakeloader_dev.jar_sources import (
-    CHUNK,
-    ICEBERG_DIST,
-    SAGEMAKER_PYSPARK_DIST,
-    SMFS_DIST,
-    download,
-    jackson_sources,
-    log,
-    mb,
-)
-from lakeloader_dev.relocate import Relocation, atomic_path, relocate_class, relocate_jar
 
-__all__ = [
-    "KINDS",
-    "MAVEN_PACKAGES",
-    "Relocation",
-    "cache_dir",
-    "local_jars",
-    "main",
-    "spark_conf",
-    "relocate_class",
-    "relocate_jar",
-]
-
-MAVEN_PACKAGES = (
-    "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0,"
-    "org.apache.iceberg:iceberg-aws-bundle:1.10.0,"
-    "org.apache.hadoop:hadoop-aws:3.3.4"
-)
-
-KINDS = ("iceberg", "aws", "s3a", "all")
-
-# Bump when the recipe of a generated jar changes: outputs then get new names and are rebuilt.
-_RECIPE = "ll1"
+MAVEN_REPO_ENV = "LAKELOADER_MAVEN_REPO"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+_CHUNK = 1 << 20
 
 
-# --------------------------------------------------------------------------- outputs and prefixes
+@dataclass(frozen=True)
+class MavenJar:
+    """One pinned artifact: its coordinates, its digest, and a class that proves the jar is whole."""
 
-_ICEBERG_RUNTIME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
-_ICEBERG_RUNTIME_MEMBER = f"snowpark_connect_deps_iceberg/jars/{_ICEBERG_RUNTIME}"
-_SMFS_MEMBER = "feature_store_pyspark/jars/sagemaker-feature-store-spark-sdk-3.5.jar"
-_AWS_SDK_V2 = f"awssdk-v2-2.55.9-from-smfs-2.2.2-{_RECIPE}.jar"
-_ICEBERG_HC5 = f"iceberg-shaded-httpclient5-5.4.3-{_RECIPE}.jar"
-_HADOOP_AWS = "hadoop-aws-3.3.1.jar"
-_AWS_SDK_V1 = "aws-java-sdk-bundle-1.11.901.jar"
-_SAGEMAKER_PYSPARK_MEMBERS = {
-    f"sagemaker_pyspark-1.4.5/deps/jars/{_HADOOP_AWS}": _HADOOP_AWS,
-    f"sagemaker_pyspark-1.4.5/deps/jars/{_AWS_SDK_V1}": _AWS_SDK_V1,
+    coordinates: str  # group:artifact:version
+    sha256: str
+    probe: str
+
+    @property
+    def path(self) -> str:
+        """Maven's layout: `org/apache/iceberg/iceberg-aws-bundle/1.10.0/iceberg-aws-bundle-1.10.0.jar`."""
+        group, artifact, version = self.coordinates.split(":")
+        return f"{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+
+    @property
+    def version(self) -> str:
+        return self.coordinates.rsplit(":", 1)[1]
+
+
+_RUNTIME_PROBE = "org/apache/iceberg/spark/extensions/IcebergSparkSessionExtensions.class"
+_GLUE_CLIENT = "software/amazon/awssdk/services/glue/GlueClient.class"
+_S3A = "org/apache/hadoop/fs/s3a/S3AFileSystem.class"
+
+RUNTIME_JARS = {
+    "glue-5.1": (
+        MavenJar(
+            "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0",
+            "70f9471870b2d456167d703c829f098a446b86bb1379eee338c0efa03a341026",
+            _RUNTIME_PROBE,
+        ),
+        MavenJar(
+            "org.apache.iceberg:iceberg-aws-bundle:1.10.0",
+            "172370cfc32a5f1ae5399b210e86fc04a366dc29a112d97ac8ffc74df7525596",
+            _GLUE_CLIENT,
+        ),
+        MavenJar(
+            "org.apache.hadoop:hadoop-aws:3.3.4",
+            "53f9ae03c681a30a50aa17524bd9790ab596b28481858e54efd989a826ed3a4a",
+            _S3A,
+        ),
+        # hadoop-aws 3.3.4's own dependency (its POM), the AWS SDK v1 that S3A calls.
+        MavenJar(
+            "com.amazonaws:aws-java-sdk-bundle:1.12.262",
+            "873fe7cf495126619997bec21c44de5d992544aea7e632fdc77adb1a0915bae5",
+            "com/amazonaws/services/s3/AmazonS3Client.class",
+        ),
+    ),
+    "glue-6.0": (
+        MavenJar(
+            "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+            "d6ea6c5d099288daeb7d5a92061bd3d7d8f296492632b42378e5f2f0e3066242",
+            _RUNTIME_PROBE,
+        ),
+        # Carries AWS SDK v2 2.44.4 (s3, sts, glue, kms, dynamodb, lakeformation) and the S3
+        # analytics accelerator, which hadoop-aws 3.4 uses too.
+        MavenJar(
+            "org.apache.iceberg:iceberg-aws-bundle:1.11.0",
+            "38f01da7e96850cdd05e6616d758b77b43314b712a8808e3f9a824d56976162f",
+            _GLUE_CLIENT,
+        ),
+        MavenJar(
+            "org.apache.hadoop:hadoop-aws:3.4.2",
+            "d2d24e6b715b5656b9d238bf13b6682a07e2004dd36aad74a73aeb854319f4d9",
+            _S3A,
+        ),
+        # The one SDK v2 module S3A needs that the Iceberg bundle lacks, at the bundle's SDK version.
+        MavenJar(
+            "software.amazon.awssdk:s3-transfer-manager:2.44.4",
+            "dbcad736b19f6eb8471f9edf027d9fffe994228f25f415894efd01fd80cb6c02",
+            "software/amazon/awssdk/transfer/s3/S3TransferManager.class",
+        ),
+    ),
 }
 
-_SHADED = "org/apache/iceberg/shaded/"
-_SMFS = "smfs/shaded/"
-# AWS SDK v2 service packages in the smfs jar that Iceberg does not need.
-_SMFS_DROPPED_SERVICES = ("sagemaker", "sagemakerfeaturestoreruntime", "lakeformation", "dynamodb")
-# What the relocated SDK uses, kept under the names it has in the smfs jar.
-_SMFS_KEPT = (
-    _SMFS + "org/apache/hc/",
-    _SMFS + "org/apache/commons/",
-    "software/amazon/eventstream/",
-    "org/reactivestreams/",
-    "mozilla/",
-    "org/publicsuffix/",
-)
 
-# One class per output that must be present for the jar to count as good (``--check``).
-_PROBES = {
-    _ICEBERG_RUNTIME: "org/apache/iceberg/spark/extensions/IcebergSparkSessionExtensions.class",
-    _AWS_SDK_V2: "software/amazon/awssdk/services/glue/GlueClient.class",
-    _ICEBERG_HC5: _SHADED + "org/apache/hc/client5/http/impl/classic/HttpClients.class",
-    _HADOOP_AWS: "org/apache/hadoop/fs/s3a/S3AFileSystem.class",
-    _AWS_SDK_V1: "com/amazonaws/services/s3/AmazonS3Client.class",
-}
-_JACKSON_PROBE = _SHADED + "com/fasterxml/jackson/core/JsonFactoryBuilder.class"
-
-
-# --------------------------------------------------------------------------- cache
+def log(msg: str) -> None:
+    print(f"[lakeloader_dev.jars] {msg}", file=sys.stderr, flush=True)
 
 
 def cache_dir() -> pathlib.Path:
@@ -128,13 +127,80 @@ def cache_dir() -> pathlib.Path:
     return jar_conf_path().parent
 
 
+def runtime_jars(runtime: runtimes.Runtime | None = None) -> tuple[MavenJar, ...]:
+    return RUNTIME_JARS[(runtime or runtimes.local()).name]
+
+
+def local_jars(runtime: runtimes.Runtime | None = None) -> list[pathlib.Path]:
+    """The runtime's jars in the cache, each fetched and checked first if missing (for ``spark.jars``).
+
+    The first call downloads about 390 MB (glue-5.1) or 110 MB (glue-6.0) from Maven Central;
+    later calls only check that the files exist.
+    """
+    wanted = runtime_jars(runtime)
+    root = cache_dir()
+    missing = [jar for jar in wanted if not (root / jar.path).is_file()]
+    if missing:
+        started = time.monotonic()
+        with _build_lock(root):
+            for jar in missing:
+                _fetch(jar, root / jar.path)
+        log(f"jars ready in {time.monotonic() - started:.0f}s")
+    return [root / jar.path for jar in wanted]
+
+
+def spark_conf(runtime: runtimes.Runtime | None = None) -> dict[str, str]:
+    """The jar settings for a local SparkSession (``SparkSettings.extra_conf``), also recorded where
+    the shipped runtime reads them (`lakeloader.spark.jar_conf_path`): `lakeloader run` in this
+    checkout then finds the jars without importing this module."""
+    runtime = runtime or runtimes.local()
+    conf = {"spark.jars": ",".join(str(path) for path in local_jars(runtime))}
+    path = jar_conf_path(runtime)
+    text = json.dumps(conf, indent=2, sort_keys=True) + "\n"
+    if not (path.is_file() and path.read_text() == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(text)
+        partial.replace(path)
+    return conf
+
+
+def _fetch(jar: MavenJar, target: pathlib.Path) -> None:
+    """Download `jar` to `target`, renamed into place only once its SHA-256 matches the pin."""
+    if target.is_file():  # another process fetched it while this one waited for the lock
+        return
+    url = f"{os.environ.get(MAVEN_REPO_ENV, MAVEN_CENTRAL).rstrip('/')}/{jar.path}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    digest = hashlib.sha256()
+    log(f"fetching {jar.coordinates} from {url} ...")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
+            while chunk := response.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != jar.sha256:
+            raise RuntimeError(
+                f"{url}: SHA-256 {digest.hexdigest()} is not the pinned {jar.sha256}; nothing was kept"
+            )
+        partial.replace(target)
+    except OSError as exc:
+        raise RuntimeError(
+            f"could not fetch {jar.coordinates} from {url} ({exc}); set {MAVEN_REPO_ENV} to a "
+            "reachable Maven mirror"
+        ) from exc
+    finally:
+        partial.unlink(missing_ok=True)
+    log(f"wrote {target} ({target.stat().st_size / 1e6:.1f} MB)")
+
+
 @contextlib.contextmanager
 def _build_lock(directory: pathlib.Path) -> Iterator[None]:
-    """Serialise builds of one cache between processes (pytest-xdist, parallel shells)."""
+    """Serialise fetches into one cache between processes (parallel shells, test workers)."""
     directory.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
-    except ImportError:  # Windows: no lock; atomic renames still keep every output whole
+    except ImportError:  # Windows: no lock; atomic renames still keep every jar whole
         yield
         return
     with open(directory / ".lock", "w") as fh:
@@ -145,223 +211,14 @@ def _build_lock(directory: pathlib.Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _remove_stale_temporaries(directory: pathlib.Path) -> None:
-    """Drop what an interrupted build left behind (called under the build lock)."""
-    for pattern in (".*.tmp-*", "downloads/.*.tmp-*", "downloads/.smfs-*.jar"):
-        for path in directory.glob(pattern):
-            with contextlib.suppress(OSError):
-                path.unlink()
-
-
-# --------------------------------------------------------------------------- builders
-
-
-def _jackson_output() -> pathlib.Path:
-    version, _ = jackson_sources()
-    return cache_dir() / f"iceberg-shaded-jackson-{version}-{_RECIPE}.jar"
-
-
-def _build_iceberg(downloads: pathlib.Path) -> None:
-    target = cache_dir() / _ICEBERG_RUNTIME
-    if not target.is_file():
-        wheel = download(ICEBERG_DIST, downloads)
-        log(f"extracting {_ICEBERG_RUNTIME} ...")
-        with (
-            zipfile.ZipFile(wheel) as archive,
-            atomic_path(target) as tmp,
-            archive.open(_ICEBERG_RUNTIME_MEMBER) as src,
-            open(tmp, "wb") as dst,
-        ):
-            shutil.copyfileobj(src, dst, CHUNK)
-        log(f"wrote {target} ({mb(target)})")
-
-    target = _jackson_output()
-    if not target.is_file():
-        version, sources = jackson_sources()
-        log(f"relocating Spark's Jackson {version} into {_SHADED} ...")
-        classes = relocate_jar(
-            target,
-            sources,
-            {"com/fasterxml/jackson/": _SHADED + "com/fasterxml/jackson/"},
-            title=f"Jackson {version} relocated for {_ICEBERG_RUNTIME}",
-        )
-        log(f"wrote {target} ({mb(target)}, {classes} classes)")
-
-
-def _build_aws(downloads: pathlib.Path) -> None:
-    """The AWS SDK v2 jar and Iceberg's HttpClient 5 jar, both from the smfs wheel."""
-    sdk, hc5 = cache_dir() / _AWS_SDK_V2, cache_dir() / _ICEBERG_HC5
-    if sdk.is_file() and hc5.is_file():
-        return
-    wheel = download(SMFS_DIST, downloads)
-    # The jar inside the wheel is deflated, and seeking in a deflated member re-inflates it
-    # from the start: unpack it to a temporary file first.
-    inner = downloads / f".smfs-{os.getpid()}.jar"
-    try:
-        with zipfile.ZipFile(wheel) as archive, archive.open(_SMFS_MEMBER) as src, open(inner, "wb") as dst:
-            shutil.copyfileobj(src, dst, CHUNK)
-        if not sdk.is_file():
-            log("relocating AWS SDK v2 (smfs/shaded/software/amazon/ -> software/amazon/) ...")
-            dropped = tuple(
-                f"{_SMFS}software/amazon/awssdk/services/{svc}/" for svc in _SMFS_DROPPED_SERVICES
-            )
-            kept = (_SMFS + "software/amazon/", *_SMFS_KEPT)
-            classes = relocate_jar(
-                sdk,
-                [inner],
-                {_SMFS + "software/amazon/": "software/amazon/"},
-                select=lambda name: name.startswith(kept) and not name.startswith(dropped),
-                title="AWS SDK v2 2.55.9 (s3, glue, sts, kms) from sagemaker-feature-store-pyspark 2.2.2",
-            )
-            log(f"wrote {sdk} ({mb(sdk)}, {classes} classes)")
-        if not hc5.is_file():
-            prefix = _SMFS + _SHADED + "org/apache/hc/"
-            log("relocating Iceberg's shaded HttpClient 5 (REST catalog) ...")
-            classes = relocate_jar(
-                hc5,
-                [inner],
-                {prefix: _SHADED + "org/apache/hc/"},
-                select=lambda name: name.startswith(prefix),
-                title=f"HttpClient 5 relocated for {_ICEBERG_RUNTIME}",
-            )
-            log(f"wrote {hc5} ({mb(hc5)}, {classes} classes)")
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            inner.unlink()
-
-
-def _build_s3a(downloads: pathlib.Path) -> None:
-    wanted = {
-        m: cache_dir() / n for m, n in _SAGEMAKER_PYSPARK_MEMBERS.items() if not (cache_dir() / n).is_file()
-    }
-    if not wanted:
-        return
-    sdist = download(SAGEMAKER_PYSPARK_DIST, downloads)
-    log(f"extracting {', '.join(p.name for p in wanted.values())} from {sdist.name} ...")
-    with tarfile.open(sdist, "r:gz") as tar:  # streamed, one pass
-        for member in tar:
-            target = wanted.pop(member.name, None)
-            if target is None:
-                continue
-            src = tar.extractfile(member)
-            if src is None:
-                raise RuntimeError(f"{member.name} in {sdist.name} is not a regular file")
-            with atomic_path(target) as tmp, src, open(tmp, "wb") as dst:
-                shutil.copyfileobj(src, dst, CHUNK)
-            log(f"wrote {target} ({mb(target)})")
-            if not wanted:
-                break
-    if wanted:
-        raise RuntimeError(f"{sdist.name} lacks {sorted(wanted)}")
-
-
-def _prune_downloads(downloads: pathlib.Path) -> None:
-    """Delete downloaded archives whose outputs all exist, unless LAKELOADER_KEEP_DOWNLOADS=1."""
-    if os.environ.get("LAKELOADER_KEEP_DOWNLOADS") == "1":
-        return
-    root = cache_dir()
-    needed_for = {
-        ICEBERG_DIST.filename: [_ICEBERG_RUNTIME],
-        SMFS_DIST.filename: [_AWS_SDK_V2, _ICEBERG_HC5],
-        SAGEMAKER_PYSPARK_DIST.filename: [_HADOOP_AWS, _AWS_SDK_V1],
-    }
-    for filename, outputs in needed_for.items():
-        archive = downloads / filename
-        if archive.is_file() and all((root / name).is_file() for name in outputs):
-            archive.unlink()
-    with contextlib.suppress(OSError):
-        downloads.rmdir()
-
-
-# --------------------------------------------------------------------------- public API
-
-
-def _outputs(kind: str) -> list[pathlib.Path]:
-    root = cache_dir()
-    paths = []
-    if kind in ("iceberg", "all"):
-        paths += [root / _ICEBERG_RUNTIME, _jackson_output()]
-    if kind in ("aws", "all"):
-        paths += [root / _AWS_SDK_V2, root / _ICEBERG_HC5]
-    if kind in ("s3a", "all"):
-        paths += [root / _HADOOP_AWS, root / _AWS_SDK_V1]
-    return paths
-
-
-def spark_conf() -> dict[str, str]:
-    """The jar settings for a local SparkSession (``SparkSettings.extra_conf``).
-
-    The Iceberg/AWS jars assembled here, or Maven coordinates with ``LAKELOADER_JARS=maven``.
-    """
-    if os.environ.get("LAKELOADER_JARS") == "maven":
-        conf = {"spark.jars.packages": MAVEN_PACKAGES}
-    else:
-        conf = {"spark.jars": ",".join(str(p) for p in local_jars("all"))}
-    _record(conf)
-    return conf
-
-
-def _record(conf: dict[str, str]) -> None:
-    """Leave the settings where the shipped runtime reads them (`lakeloader.spark.jar_conf_path`):
-    `lakeloader run` in this checkout then finds the jars without importing this module."""
-    path = jar_conf_path()
-    text = json.dumps(conf, indent=2, sort_keys=True) + "\n"
-    if path.is_file() and path.read_text() == text:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
-
-
-def local_jars(kind: str = "all") -> list[pathlib.Path]:
-    """Ensure the jars for ``kind`` are built, and return their paths (for ``spark.jars``).
-
-    * ``iceberg``: the Iceberg Spark runtime (SQL extensions; Hadoop, Glue, REST catalogs)
-      and its missing relocated Jackson (from the installed PySpark).
-    * ``aws``: AWS SDK v2 for ``GlueCatalog``/``S3FileIO``, and the HttpClient 5 the
-      REST catalog needs.
-    * ``s3a``: ``hadoop-aws`` and the AWS SDK v1 bundle for Spark's ``s3a://``/``s3://``.
-    * ``all``: all of the above.
-
-    The first build downloads up to ~620 MB from PyPI (with pip) and takes under a
-    minute on a fast link; later calls only check that the files exist.
-    """
-    if kind not in KINDS:
-        raise ValueError(f"unknown jar kind {kind!r}; expected one of {', '.join(KINDS)}")
-    wanted = _outputs(kind)
-    if all(path.is_file() for path in wanted):
-        return wanted
-    root = cache_dir()
-    downloads = root / "downloads"
-    started = time.monotonic()
-    with _build_lock(root):
-        _remove_stale_temporaries(root)
-        log(f"building the {kind!r} jars in {root} (once; downloads from PyPI) ...")
-        if kind in ("iceberg", "all"):
-            _build_iceberg(downloads)
-        if kind in ("aws", "all"):
-            _build_aws(downloads)
-        if kind in ("s3a", "all"):
-            _build_s3a(downloads)
-        _prune_downloads(downloads)
-    missing = [str(path) for path in wanted if not path.is_file()]
-    if missing:
-        raise RuntimeError(f"jar build finished but outputs are missing: {missing}")
-    log(f"jars ready in {time.monotonic() - started:.0f}s")
-    return wanted
-
-
-def _problem(path: pathlib.Path) -> str | None:
-    """Why ``path`` is not a usable output, or None."""
+def problem(jar: MavenJar, path: pathlib.Path) -> str | None:
+    """Why the cached `path` of `jar` is not usable, or None."""
     if not path.is_file():
         return "missing"
-    probe = _PROBES.get(
-        path.name, _JACKSON_PROBE if path.name.startswith("iceberg-shaded-jackson-") else None
-    )
     try:
-        with zipfile.ZipFile(path) as jar:
-            if probe is not None and probe not in jar.NameToInfo:
-                return f"lacks {probe}"
+        with zipfile.ZipFile(path) as archive:
+            if jar.probe not in archive.NameToInfo:
+                return f"lacks {jar.probe}"
     except (zipfile.BadZipFile, OSError) as exc:
         return f"unreadable ({exc})"
     return None
@@ -370,28 +227,33 @@ def _problem(path: pathlib.Path) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lakeloader_dev.jars",
-        description="Build once, from PyPI packages, the jars local Spark needs for Iceberg, "
-        "Glue/S3FileIO and s3a, and print their paths (one per line).",
+        description="Fetch once from Maven Central, by pinned coordinates and SHA-256, the jars local "
+        "Spark needs for Iceberg, Glue/S3FileIO and s3a, and print their paths (one per line).",
     )
-    parser.add_argument("--kind", choices=KINDS, default="all", help="which jars (default: all)")
+    parser.add_argument(
+        "--runtime",
+        choices=sorted(runtimes.RUNTIMES),
+        default=None,
+        help=f"which runtime's jars (default: ${runtimes.RUNTIME_ENV}, else {runtimes.DEFAULT_RUNTIME})",
+    )
     parser.add_argument(
         "--check",
         action="store_true",
-        help="build nothing: verify the cached jars (present, readable, key class inside); exit 1 if not",
+        help="fetch nothing: verify the cached jars (present, readable, key class inside); exit 1 if not",
     )
     args = parser.parse_args(argv)
+    runtime = runtimes.runtime(args.runtime) if args.runtime else runtimes.local()
     try:
         if args.check:
-            bad = 0
-            for path in _outputs(args.kind):
-                problem = _problem(path)
-                bad += problem is not None
-                print(f"{'ok' if problem is None else problem}\t{path}")
-            return 1 if bad else 0
-        for path in local_jars(args.kind):
+            found = [
+                (problem(jar, cache_dir() / jar.path), cache_dir() / jar.path)
+                for jar in runtime_jars(runtime)
+            ]
+            for trouble, path in found:
+                print(f"{trouble or 'ok'}\t{path}")
+            return 1 if any(trouble for trouble, _ in found) else 0
+        for path in spark_conf(runtime)["spark.jars"].split(","):
             print(path)
-        if args.kind == "all":
-            spark_conf()  # records them for `lakeloader run`
     except (RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

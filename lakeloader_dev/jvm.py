@@ -44,13 +44,13 @@ def short_jvm_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
 
 def class_archive() -> Path:
     """This checkout's class-data archive of Spark's and Iceberg's classes (beside the jar cache),
-    named after the JDK and PySpark it was dumped from: another JDK or Spark finds no archive."""
-    from lakeloader_dev.jars import cache_dir
+    named after the JDK, PySpark and jars it was dumped from: another JDK, Spark or jar set finds none."""
+    from lakeloader_dev.jars import cache_dir, runtime_jars
 
     java = Path(shutil.which("java", path=_java_path()) or "java").resolve()
-    stamp = (
-        f"{java}|{java.stat().st_mtime_ns if java.exists() else 0}|{importlib.metadata.version('pyspark')}"
-    )
+    jars = ",".join(jar.coordinates for jar in runtime_jars())
+    spark = importlib.metadata.version("pyspark")
+    stamp = f"{java}|{java.stat().st_mtime_ns if java.exists() else 0}|{spark}|{jars}"
     return cache_dir().parent / "jvm" / f"spark-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}.jsa"
 
 

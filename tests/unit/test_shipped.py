@@ -46,16 +46,17 @@ def test_the_cli_finds_the_jars_the_assembly_recorded(tmp_path, monkeypatch):
     """The jar assembly (development tooling) records its Spark settings; the shipped runtime reads
     that file, never the module. Without it, the error names the file and the two ways out."""
     from lakeloader.errors import LakeloaderError
-    from lakeloader.spark import JARS_ENV, SparkSettings, local_conf
-    from lakeloader_dev import jars
+    from lakeloader.spark import JARS_ENV, SparkSettings, jar_conf_path, local_conf
 
     monkeypatch.setenv("LAKELOADER_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(JARS_ENV, raising=False)
     settings = SparkSettings(warehouse=str(tmp_path / "warehouse"))
-    with pytest.raises(LakeloaderError, match=r"spark-conf\.json does not name them.*make setup"):
+    with pytest.raises(LakeloaderError, match=r"spark-conf-glue-5\.1\.json does not name them.*make setup"):
         local_conf(settings)
 
-    jars._record({"spark.jars": "/jars/iceberg.jar,/jars/aws.jar"})
+    jar_conf_path().parent.mkdir(parents=True)
+    # as lakeloader_dev.jars records it
+    jar_conf_path().write_text('{"spark.jars": "/jars/iceberg.jar,/jars/aws.jar"}')
     assert local_conf(settings)["spark.jars"] == "/jars/iceberg.jar,/jars/aws.jar"
     monkeypatch.setenv(JARS_ENV, "/elsewhere/iceberg.jar")
     assert local_conf(settings)["spark.jars"] == "/elsewhere/iceberg.jar"
