@@ -1,8 +1,25 @@
 # lakeloader: `make demo` and `make test` set everything up themselves on a fresh machine
-# (Python 3.11+, Java 17, Node 18+; PyPI and npm reachable).
+# (Python 3.11, Java 17, Node 18+; PyPI, npm and Maven Central reachable).
 
-PYTHON ?= python3
-VENV   := .venv
+# The runtime the laptop runs (lakeloader/runtimes.py): its Python picks its Spark (requirements.txt),
+# and it has a virtualenv of its own. `make test RUNTIME=glue-6.0` needs Python 3.13.
+RUNTIME ?= glue-5.1
+RUNTIME_PYTHON_glue-5.1 := 3.11
+RUNTIME_PYTHON_glue-6.0 := 3.13
+RUNTIME_PYTHON := $(RUNTIME_PYTHON_$(RUNTIME))
+ifeq ($(RUNTIME_PYTHON),)
+$(error RUNTIME=$(RUNTIME) is not a runtime lakeloader runs on: glue-5.1 or glue-6.0)
+endif
+# The runtime's interpreter: pythonX.Y on the PATH, else pyenv's; glue-5.1 also takes plain python3.
+PYTHON_CANDIDATES := python$(RUNTIME_PYTHON) $(wildcard $(HOME)/.pyenv/versions/$(RUNTIME_PYTHON).*/bin/python$(RUNTIME_PYTHON)) \
+                     $(if $(filter glue-5.1,$(RUNTIME)),python3)
+PYTHON ?= $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(if $(shell $(p) -V 2>/dev/null),$(p))))
+PYTHON := $(PYTHON)
+ifeq ($(PYTHON),)
+$(error RUNTIME=$(RUNTIME) needs Python $(RUNTIME_PYTHON): install it (e.g. pyenv install $(RUNTIME_PYTHON)) or pass PYTHON=/path/to/python$(RUNTIME_PYTHON))
+endif
+VENV   := $(if $(filter glue-5.1,$(RUNTIME)),.venv,.venv-$(RUNTIME))
+export LAKELOADER_RUNTIME := $(RUNTIME)
 SCAN_VENV := .venv-scan
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lakeloader-installed
@@ -14,7 +31,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 SHELL := /bin/bash
 export TIMEFORMAT := set-up step took %1R s (%1U s user, %1S s system)
 
-.PHONY: setup test check lint unit spark infra e2e faults demo demo-local synth clean mutate
+.PHONY: setup test check lint unit spark infra e2e faults demo demo-local synth clean mutate bench-quick
 
 setup: $(STAMP)
 
@@ -26,7 +43,7 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirement
 	time npm ci --no-audit --no-fund --loglevel=error
 	time (test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV))
 	time $(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt  # checkov, beside cdk-nag
-	time $(PY) -m lakeloader_dev.jars > /dev/null
+	time $(PY) -m lakeloader_dev.jars > /dev/null  # the runtime's Iceberg and AWS jars from Maven Central
 	time $(PY) -m infra.prefetch > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
 	time $(PY) -m lakeloader_dev.jvm > /dev/null  # class-data archive: the emulator's and tests' short Spark JVMs start cheaper
 	touch $(STAMP)
@@ -34,10 +51,17 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirement
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# What `make test` runs: every test on the default runtime; on glue-6.0 the unit and Spark engine
+# suites and one S3 -> Lambda -> Glue run end to end (the layers above Spark are the same code).
+TESTS_glue-5.1 := tests
+TESTS_glue-6.0 := tests/unit tests/spark \
+                  tests/e2e/test_s3_to_iceberg.py::test_cdc_batches_are_merged \
+                  tests/e2e/test_s3_to_iceberg.py::test_an_outside_reader_reads_the_tables_spark_wrote_through_the_glue_catalog
+
 # The machine and its load first: the per-module lines and durations that follow are read against it.
 test: lint
-	@echo "make test: $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)"
-	$(PY) -m pytest tests
+	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)"
+	$(PY) -m pytest $(TESTS_$(RUNTIME))
 
 # The inner loop, a few minutes: lint, the unit tests, the infra assertions that need no synth and
 # the Spark tests not marked `slow` (pyproject.toml's markers). `make test` runs every test.

@@ -8,6 +8,8 @@ Serverless application, the job bundle's wheels and the laptop's Spark and jars 
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import os
 import re
 from dataclasses import dataclass
@@ -85,7 +87,7 @@ RUNTIMES = {
 # The default for a stage that names no runtime, and for the laptop without RUNTIME: the one the
 # whole suite runs on (README "Runtimes" says why it is not yet glue-6.0).
 DEFAULT_RUNTIME = "glue-5.1"
-# Environment variable naming the laptop's runtime (`make test RUNTIME=glue-6.0` sets it).
+# Environment variable naming the laptop's runtime where the installed PySpark does not say it.
 RUNTIME_ENV = "LAKELOADER_RUNTIME"
 
 # What the job bundle's wheels are built for, on every runtime.
@@ -109,8 +111,20 @@ def runtime(name: str) -> Runtime:
 
 
 def local() -> Runtime:
-    """The runtime this process runs as: $LAKELOADER_RUNTIME, else the default."""
-    return runtime(os.environ.get(RUNTIME_ENV) or DEFAULT_RUNTIME)
+    """The runtime this process runs as: $LAKELOADER_RUNTIME, else the row of the installed PySpark
+    (each runtime's virtualenv has its own), else the default."""
+    if os.environ.get(RUNTIME_ENV):
+        return runtime(os.environ[RUNTIME_ENV])
+    return _installed_spark_runtime() or RUNTIMES[DEFAULT_RUNTIME]
+
+
+@functools.cache
+def _installed_spark_runtime() -> Runtime | None:
+    try:
+        spark = importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return next((row for row in RUNTIMES.values() if row.spark == spark), None)
 
 
 def emr_release(label: str) -> tuple[int, int, int]:
@@ -124,22 +138,3 @@ def emr_release(label: str) -> tuple[int, int, int]:
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:2])
-
-
-# Transitional names of the default row, until infra and the tests read the matrix (issue 39).
-_DEFAULT = RUNTIMES[DEFAULT_RUNTIME]
-GLUE_VERSION = _DEFAULT.glue_version
-EMR_RELEASE_LABEL = _DEFAULT.emr_release_label
-EMR_MIN_RELEASE = (7, 12)
-SPARK_VERSION = _DEFAULT.spark
-SCALA_VERSION = _DEFAULT.scala
-ICEBERG_VERSION = _DEFAULT.iceberg
-ICEBERG_LINE = _DEFAULT.iceberg_line
-LOCAL_ICEBERG_JAR_VERSION = "1.10.2"
-PYTHON_VERSION = _DEFAULT.python
-WHEEL_PYTHON_TAG = _DEFAULT.wheel_python_tag
-EMR_PYTHON = _DEFAULT.emr_python
-GLUE_RUNTIMES = {
-    "5.0": {"spark": "3.5.4", "iceberg": "1.7.1", "python": "3.11"},
-    "5.1": {"spark": "3.5.6", "iceberg": "1.10.0", "python": "3.11"},
-}

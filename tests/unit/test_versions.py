@@ -2,72 +2,83 @@
 
 A failure here means one side moved without the other: what ships to AWS would no longer run
 the Spark and Iceberg that the local tests run. (The synthesized Glue version and EMR release
-are checked against the same module in tests/infra/test_infra_versions.py.)
+are checked against the same module in tests/infra/test_infra_versions.py; the local jars'
+coordinates in tests/unit/test_jars.py.)
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+import zipfile
 from importlib.metadata import version
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 from lakeloader import runtimes
 from lakeloader_dev import jars
 
 REPO = Path(__file__).resolve().parents[2]
-SPARK_SCALA = r"iceberg-spark-runtime-(?P<spark>\d+\.\d+)_(?P<scala>\d+\.\d+)"
-RUNTIME_JAR = re.compile(SPARK_SCALA + r"-(?P<iceberg>[\d.]+)\.jar")
-MAVEN_RUNTIME = re.compile(r"org\.apache\.iceberg:" + SPARK_SCALA + r":(?P<iceberg>[\d.]+)")
 
 
-def spark_line() -> str:
-    return ".".join(runtimes.SPARK_VERSION.split(".")[:2])
+def _pyspark_pins() -> list[Requirement]:
+    lines = (REPO / "requirements.txt").read_text().splitlines()
+    return [Requirement(line.split("#")[0]) for line in lines if line.startswith("pyspark")]
 
 
-def test_requirements_pin_pyspark_to_the_runtimes_spark():
-    pins = re.findall(r"^pyspark==(\S+)", (REPO / "requirements.txt").read_text(), flags=re.MULTILINE)
-    assert pins == [runtimes.SPARK_VERSION]
+def test_each_runtimes_python_installs_that_runtimes_spark():
+    """requirements.txt picks Spark by the interpreter: each runtime's Python gets its Spark alone."""
+    for runtime in runtimes.RUNTIMES.values():
+        env = {"python_version": runtime.python, "python_full_version": f"{runtime.python}.0"}
+        chosen = [pin for pin in _pyspark_pins() if pin.marker is None or pin.marker.evaluate(env)]
+        assert [str(pin.specifier) for pin in chosen] == [f"=={runtime.spark}"], runtime.name
 
 
-def test_installed_pyspark_is_the_runtimes_spark():
-    assert version("pyspark") == runtimes.SPARK_VERSION, "reinstall: pip install -r requirements.txt"
+def test_this_venv_runs_the_local_runtime():
+    local = runtimes.local()
+    assert version("pyspark") == local.spark, "reinstall: make setup (RUNTIME=...)"
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" == local.python
 
 
-def test_local_iceberg_runtime_jar_is_on_the_iceberg_line_for_spark_3_5_scala_2_12():
-    found = RUNTIME_JAR.fullmatch(jars._ICEBERG_RUNTIME)
-    assert found, jars._ICEBERG_RUNTIME
-    assert (found["spark"], found["scala"]) == (spark_line(), runtimes.SCALA_VERSION) == ("3.5", "2.12")
-    assert found["iceberg"] == runtimes.LOCAL_ICEBERG_JAR_VERSION
-    assert found["iceberg"].startswith(f"{runtimes.ICEBERG_LINE}.")
+def test_pyspark_bundles_the_hadoop_that_the_runtimes_hadoop_aws_is_built_for():
+    import pyspark
+
+    found = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
+    assert [p.name for p in found] == [f"hadoop-client-api-{runtimes.local().hadoop}.jar"]
 
 
-def test_maven_fallback_asks_for_the_same_line():
-    found = MAVEN_RUNTIME.search(jars.MAVEN_PACKAGES)
-    assert found, jars.MAVEN_PACKAGES
-    assert (found["spark"], found["scala"]) == (spark_line(), runtimes.SCALA_VERSION)
-    assert found["iceberg"].startswith(f"{runtimes.ICEBERG_LINE}.")
+def test_the_local_iceberg_runtime_jar_is_the_runtimes_iceberg_for_its_spark_and_scala():
+    runtime = runtimes.local()
+    [iceberg] = [p for p in jars.local_jars(runtime) if "iceberg-spark-runtime" in p.name]
+    expected = f"iceberg-spark-runtime-{runtime.spark_line}_{runtime.scala}-{runtime.iceberg}.jar"
+    assert iceberg.name == expected
+    with zipfile.ZipFile(iceberg) as jar:
+        build = jar.read("iceberg-build.properties").decode()
+    assert f"git.build.version={runtime.iceberg}\n" in build, build
 
 
-def test_cdk_json_stages_run_the_matrix_emr_release():
+def test_the_makefile_gives_each_runtime_its_python():
+    text = (REPO / "Makefile").read_text()
+    pythons = dict(re.findall(r"^RUNTIME_PYTHON_(\S+) := (\S+)$", text, flags=re.MULTILINE))
+    assert pythons == {name: r.python for name, r in runtimes.RUNTIMES.items()}
+    assert re.search(rf"^RUNTIME \?= {re.escape(runtimes.DEFAULT_RUNTIME)}$", text, flags=re.MULTILINE)
+
+
+def test_cdk_json_stages_run_their_runtimes_emr_release():
     stages = json.loads((REPO / "cdk.json").read_text())["context"]["lakeloader:stages"]
-    assert {name: s["emr"]["release_label"] for name, s in stages.items()} == dict.fromkeys(
-        stages, runtimes.EMR_RELEASE_LABEL
-    )
+    for name, stage in stages.items():
+        runtime = runtimes.runtime(stage.get("runtime", runtimes.DEFAULT_RUNTIME))
+        label = stage.get("emr", {}).get("release_label", runtime.emr_release_label)
+        assert label == runtime.emr_release_label, name
 
 
 def test_the_matrix_is_self_consistent():
-    assert runtimes.ICEBERG_VERSION.startswith(f"{runtimes.ICEBERG_LINE}.")
-    assert runtimes.emr_release(runtimes.EMR_RELEASE_LABEL)[:2] >= runtimes.EMR_MIN_RELEASE
-    assert runtimes.PYTHON_VERSION.replace(".", "") == runtimes.WHEEL_PYTHON_TAG.removeprefix("cp")
-    assert runtimes.EMR_PYTHON.endswith(f"python{runtimes.PYTHON_VERSION}")
-
-
-def test_the_glue_version_runs_the_matrix_spark_iceberg_and_python():
-    runtime = runtimes.GLUE_RUNTIMES[runtimes.GLUE_VERSION]
-    assert runtime == {
-        "spark": runtimes.SPARK_VERSION,
-        "iceberg": runtimes.ICEBERG_VERSION,
-        "python": runtimes.PYTHON_VERSION,
-    }, f"Glue {runtimes.GLUE_VERSION} runs {runtime}: the local runtime must follow it"
-    assert runtimes.ICEBERG_VERSION.startswith(runtimes.ICEBERG_LINE + ".")
+    for runtime in runtimes.RUNTIMES.values():
+        assert runtime.name == f"glue-{runtime.glue_version}"
+        assert runtime.emr_python == f"/usr/bin/python{runtime.python}"
+        assert runtime.wheel_python_tag == "cp" + runtime.python.replace(".", "")
+        assert runtimes.emr_release(runtime.emr_release_label)
+    assert runtimes.DEFAULT_RUNTIME in runtimes.RUNTIMES
+    assert [r.merge_reports_counts for r in runtimes.RUNTIMES.values()] == [False, True]
