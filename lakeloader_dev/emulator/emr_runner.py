@@ -1,5 +1,8 @@
 """EMR Serverless job runs for the emulator: the run's entry point, run on local Spark.
 
+The application's release must be on the line of the runtime this emulator runs (``runtimes.local()``);
+an application of the other runtime fails its runs naming the virtualenv that runs them.
+
 The entry point, ``spark.submit.pyFiles``/``--py-files`` and ``spark.archives``/``--archives``
 (unpacked, as YARN/EMR unpack them) are fetched from the emulator's S3, and the entry point runs
 with its ``entryPointArguments`` through :meth:`Runtime.run_spark_script`, on the Python
@@ -16,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lakeloader import runtimes
-from lakeloader_dev.emulator.runtime import Runtime, SparkRun, fetch, uris
+from lakeloader_dev.emulator.runtime import Runtime, SparkRun, WrongRuntimeError, emr_runtime, fetch, uris
 
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
 # What EMR Serverless's Python (the runtime's: 3.11 on emr-7.12.0, 3.13 on emr-spark-8.1.0) provides a
@@ -53,6 +56,12 @@ def run_emr_job(runtime: Runtime, application: Any, job_run: Any, s3_get) -> Non
 def _emr_subprocess(
     runtime: Runtime, application: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path
 ) -> str | None:
+    try:
+        row = emr_runtime(getattr(application, "release_label", None) or "")
+    except WrongRuntimeError as exc:
+        message = f"EMR Serverless application {getattr(application, 'name', '')}: {exc}"
+        log_path.write_text(message + "\n")
+        return message
     driver = (job_run.job_driver or {}).get("sparkSubmit")
     if not driver:
         return f"unsupported job driver {sorted(job_run.job_driver or {})}: the emulator runs sparkSubmit"
@@ -65,6 +74,7 @@ def _emr_subprocess(
     env = {k.removeprefix(DRIVER_ENV): v for k, v in conf.items() if k.startswith(DRIVER_ENV)}
     python_path += _archive_python_path(env, run_dir)
     env["EMR_SERVERLESS_JOB_RUN_ID"] = job_run.id
+    env[runtimes.RUNTIME_ENV] = row.name  # the job's lakeloader.runtimes.local(): no dist-info on -S
     return runtime.run_spark_script(
         script,
         [str(a) for a in driver.get("entryPointArguments") or []],

@@ -1,9 +1,14 @@
 """Glue job runs for the emulator: the job's deployed script, run on local Spark.
 
-The script and its ``--extra-py-files`` are fetched from the emulator's S3, the ``awsglue`` shim
-goes on PYTHONPATH, ``--additional-python-modules`` are installed as Glue 5 installs them, and the
-script runs as ``python script.py --JOB_NAME .. --JOB_RUN_ID .. <DefaultArguments + run Arguments>``
-through :meth:`Runtime.run_spark_script`, on the Python packages Glue's image provides.
+The job's ``GlueVersion`` must be the runtime this emulator runs (``runtimes.local()``: the virtualenv's
+PySpark and jars); a job of the other runtime fails its run naming the virtualenv that runs it. The
+script and its ``--extra-py-files`` are fetched from the emulator's S3 and the ``awsglue`` shim goes on
+PYTHONPATH. The job's Python packages come as its Glue version takes them: ``--additional-python-modules``
+installed as Glue 5 installs them, on top of the packages Glue's image provides; or
+``--python-virtual-env`` (Glue 6.0), a packed virtual environment unpacked and its site-packages put on
+the path in place of the image's packages (only Spark's pyspark and py4j stay). The script runs as
+``python script.py --JOB_NAME .. --JOB_RUN_ID .. <DefaultArguments + run Arguments>`` through
+:meth:`Runtime.run_spark_script`.
 """
 
 from __future__ import annotations
@@ -12,15 +17,30 @@ import hashlib
 import importlib.metadata
 import io
 import shlex
+import shutil
+import sys
+import tarfile
 import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from lakeloader_dev.emulator.runtime import SHIM_DIR, Runtime, SparkRun, fetch, uris
+from lakeloader import runtimes
+from lakeloader_dev.emulator.runtime import (
+    SHIM_DIR,
+    Runtime,
+    SparkRun,
+    WrongRuntimeError,
+    fetch,
+    glue_runtime,
+    uris,
+)
 
 AWSGLUE_SHIM = SHIM_DIR / "glue"  # `awsglue.utils.getResolvedOptions`, for Glue runs only
+# What Glue's image still provides a job whose --python-virtual-env replaces its Python environment:
+# Spark's own Python side.
+GLUE_SPARK_MODULES = ["pyspark", "py4j"]
 
 
 def run_glue_job(runtime: Runtime, job: Any, job_run: Any, s3_get) -> None:
@@ -38,6 +58,11 @@ def run_glue_job(runtime: Runtime, job: Any, job_run: Any, s3_get) -> None:
 def _glue_subprocess(
     runtime: Runtime, job: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path
 ) -> str | None:
+    try:
+        row = glue_runtime(getattr(job, "glue_version", None))
+    except WrongRuntimeError as exc:
+        log_path.write_text(f"Glue job {job.name}: {exc}\n")
+        return f"Glue job {job.name}: {exc}"
     command = job.command or {}
     script_uri = command.get("ScriptLocation", "")
     if command.get("Name", "glueetl") not in ("glueetl", "pythonshell", "gluestreaming"):
@@ -52,6 +77,10 @@ def _glue_subprocess(
     if modules:
         options = shlex.split(arguments.get("--python-modules-installer-option", ""))
         python_path.append(str(_glue_modules(runtime, modules, options, s3_get, run_dir, log_path)))
+    venv = arguments.get("--python-virtual-env", "").strip()
+    if venv:  # replaces Glue's Python environment, boto3 and all: only Spark's own modules stay
+        python_path.append(str(_glue_venv(runtime, venv, s3_get)))
+    image = GLUE_SPARK_MODULES if venv else glue_image_modules()
     argv = ["--JOB_NAME", job.name, "--JOB_RUN_ID", job_run.job_run_id]
     for key, value in arguments.items():
         argv += [key if key.startswith("--") else f"--{key}", str(value)]
@@ -60,11 +89,11 @@ def _glue_subprocess(
         script,
         argv,
         python_path=python_path,
-        env={},
+        env={runtimes.RUNTIME_ENV: row.name},  # the job's lakeloader.runtimes.local(): no dist-info on -S
         run_dir=run_dir,
         log_path=log_path,
         timeout=timeout_minutes * 60,
-        image=glue_image_modules(),
+        image=image,
     )
 
 
@@ -111,6 +140,42 @@ def _glue_modules(
         target.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(target)
     return target
+
+
+def _glue_venv(runtime: Runtime, uri: str, s3_get) -> Path:
+    """``--python-virtual-env s3://.../venv.tar.gz``, as Glue 6.0 takes it: the packed virtual
+    environment (venv-pack's layout) unpacked, once per distinct archive, and its
+    ``lib/pythonX.Y/site-packages``, which must be for this Python. Its ``bin/python`` links to the
+    platform's interpreter (/usr/bin/python3.13); here the emulator's Python runs the script with that
+    site-packages on its path. The venv's own ``awsglue`` (AWSGlueDataplanePython) comes after the
+    emulator's shim: the real one needs Glue's JVM classes."""
+    if not uri.startswith("s3://"):
+        raise RuntimeError(f"--python-virtual-env {uri}: not an archive on S3")
+    blob = s3_get(uri)
+    target = runtime.workdir / "glue-venvs" / hashlib.sha256(blob).hexdigest()[:16]
+    with runtime.install_lock:
+        if not target.exists():
+            staging = Path(tempfile.mkdtemp(prefix=".glue-venv-", dir=runtime.workdir))
+            try:
+                with tarfile.open(fileobj=io.BytesIO(blob), mode="r:*") as archive:
+                    # "tar", not "data": a packed venv's bin/python3.X is an absolute link to the
+                    # platform's interpreter; names are still kept inside the folder
+                    archive.extractall(staging, filter="tar")
+            except (tarfile.TarError, OSError) as exc:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise RuntimeError(f"--python-virtual-env {uri}: not a packed virtual env: {exc}") from None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging.rename(target)
+    found = sorted(p for p in target.glob("lib/python3*/site-packages") if p.is_dir())
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if not found:
+        raise RuntimeError(f"--python-virtual-env {uri}: no lib/python3*/site-packages in the archive")
+    if found[0].parent.name != python:
+        raise RuntimeError(
+            f"--python-virtual-env {uri}: a venv for {found[0].parent.name}, and this emulator's Python "
+            f"is {python} ({runtimes.local().name})"
+        )
+    return found[0]
 
 
 def glue_image_modules() -> list[str]:

@@ -37,6 +37,8 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    keeps its ``spark-defaults``, the run's entry point really runs (``emr_runner.run_emr_job``)
    and the run is SUBMITTED, RUNNING, then SUCCESS or FAILED with ``stateDetails``.
    ``list_job_runs`` of an application without runs raises ResourceNotFound -> an empty list.
+   ``create_application`` refuses the ``emr-spark-8.x.y`` labels of AWS's Spark 4 releases (its
+   pattern knows ``emr-X.Y.0`` only) -> accepted, as AWS accepts emr-spark-8.1.0.
 9. ``AWS::S3::Bucket`` from CloudFormation ignores ``VersioningConfiguration`` (the bucket
    stays unversioned, so a deleted object is gone at once) -> applied, as AWS does.
 """
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -578,6 +581,18 @@ def _patch_emr_serverless() -> None:
         return job_run
 
     models.EMRServerlessBackend.start_job_run = start_job_run  # type: ignore[method-assign]
+
+    original_create_application = models.EMRServerlessBackend.create_application
+
+    def create_emr_application(self: Any, name: str, release_label: str, *args: Any, **kwargs: Any) -> Any:
+        if not re.fullmatch(r"emr-spark-\d+\.\d+\.\d+", release_label):
+            return original_create_application(self, name, release_label, *args, **kwargs)
+        # a label moto's pattern accepts stands in while it validates, then the real one is set
+        application = original_create_application(self, name, "emr-7.0.0", *args, **kwargs)
+        application.release_label = release_label
+        return application
+
+    models.EMRServerlessBackend.create_application = create_emr_application  # type: ignore[method-assign]
 
     original_list = models.EMRServerlessBackend.list_job_runs
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lakeloader import runtimes
 from lakeloader.spark import JARS_ENV
 from lakeloader_dev.jars import spark_conf
 from lakeloader_dev.jvm import short_jvm_env
@@ -45,6 +46,53 @@ _PASS_THROUGH = (
     "SPARK_LOCAL_IP",
     "LAKELOADER_CACHE",
 )
+
+
+class WrongRuntimeError(RuntimeError):
+    """A job of a runtime (Glue version, EMR release) other than the one this emulator's Spark is."""
+
+
+def venv_of(row: runtimes.Runtime) -> str:
+    """The checkout's virtualenv of a runtime, as the Makefile names it (RUNTIME=...)."""
+    return ".venv" if row.name == runtimes.DEFAULT_RUNTIME else f".venv-{row.name}"
+
+
+def wrong_runtime(what: str, row: runtimes.Runtime | None, local: runtimes.Runtime) -> WrongRuntimeError:
+    """One line: what the job asks for, what this emulator runs, and which virtualenv runs the job."""
+    here = f"this emulator runs {local.name} (Spark {local.spark}, Python {local.python}, {venv_of(local)})"
+    if row is None:
+        known = ", ".join(r.name for r in runtimes.RUNTIMES.values())
+        return WrongRuntimeError(f"{what}: not a runtime lakeloader runs on ({known}); {here}")
+    return WrongRuntimeError(
+        f"{what} is runtime {row.name} (Spark {row.spark}), but {here} and would run it on the wrong "
+        f"Spark: run it from {venv_of(row)} (make setup RUNTIME={row.name}, then make test or make demo "
+        f"RUNTIME={row.name})"
+    )
+
+
+def glue_runtime(glue_version: str | None) -> runtimes.Runtime:
+    """The runtime of a Glue job's ``GlueVersion``, if it is the one this emulator runs (``runtimes.local()``:
+    its virtualenv's PySpark and jars); else WrongRuntimeError."""
+    local = runtimes.local()
+    row = next((r for r in runtimes.RUNTIMES.values() if r.glue_version == glue_version), None)
+    if row != local:
+        raise wrong_runtime(f"GlueVersion {glue_version}", row, local)
+    return local
+
+
+def emr_runtime(release_label: str) -> runtimes.Runtime:
+    """The runtime of an EMR Serverless application's release (its own or a later one of the same Spark
+    and Iceberg line, as synth allows), if it is the one this emulator runs; else WrongRuntimeError."""
+    from infra.settings import emr_release_problem
+
+    local = runtimes.local()
+    try:
+        rows = [r for r in runtimes.RUNTIMES.values() if emr_release_problem(release_label, r) is None]
+    except ValueError as exc:  # not an EMR release label at all
+        raise WrongRuntimeError(f"release {release_label}: {exc}") from None
+    if local not in rows:
+        raise wrong_runtime(f"EMR release {release_label}", rows[0] if rows else None, local)
+    return local
 
 
 @dataclass

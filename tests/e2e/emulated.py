@@ -17,7 +17,8 @@ def zip_bytes(files: dict[str, str | bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def tar_gz(files: dict[str, str]) -> bytes:
+def tar_gz(files: dict[str, str], links: dict[str, str] | None = None) -> bytes:
+    """A .tar.gz of ``files`` (name -> text) and symbolic ``links`` (name -> target)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, text in files.items():
@@ -25,6 +26,10 @@ def tar_gz(files: dict[str, str]) -> bytes:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            archive.addfile(info)
     return buffer.getvalue()
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
 
+from lakeloader import runtimes
 from lakeloader_dev.emulator import Emulator
 from tests.e2e.emulated import ROLE, tar_gz, zip_bytes
 
@@ -50,7 +52,7 @@ def emr_application(emulator: Emulator) -> str:
     emr = boto3.client("emr-serverless")
     application = emr.create_application(
         name="spark",
-        releaseLabel="emr-7.12.0",
+        releaseLabel=runtimes.local().emr_release_label,
         type="SPARK",
         runtimeConfiguration=[
             {
@@ -59,7 +61,7 @@ def emr_application(emulator: Emulator) -> str:
                     "spark.submit.pyFiles": "s3://emr-code/lib.zip",
                     "spark.archives": "s3://emr-code/deps.tar.gz#deps",
                     "spark.emr-serverless.driverEnv.PYTHONPATH": "./deps",
-                    "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": "/usr/bin/python3.11",
+                    "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": runtimes.local().emr_python,
                     "spark.emr-serverless.driverEnv.GREETING": "from the application",
                 },
             }
@@ -69,7 +71,7 @@ def emr_application(emulator: Emulator) -> str:
     return application
 
 
-def _start_emr(application: str, arguments: list[str], **extra) -> str:
+def _start_emr(application: str, arguments: list[str], **extra: Any) -> str:
     return boto3.client("emr-serverless").start_job_run(
         applicationId=application,
         executionRoleArn=ROLE,
@@ -143,4 +145,26 @@ def test_emr_run_on_an_interpreter_the_image_lacks_fails(emr_application: str) -
     run = _wait_emr(emr_application, run_id)
     assert run["state"] == "FAILED"
     details = run["stateDetails"]
-    assert "PYSPARK_PYTHON=/usr/bin/python3.9" in details and "/usr/bin/python3.11" in details
+    assert "PYSPARK_PYTHON=/usr/bin/python3.9" in details and runtimes.local().emr_python in details
+
+
+def _other_runtime() -> runtimes.Runtime:
+    """The runtime this process does not run (each has its own virtualenv)."""
+    return next(row for row in runtimes.RUNTIMES.values() if row != runtimes.local())
+
+
+def test_emr_application_of_another_runtime_fails_its_runs_naming_the_venv(emr_application: str) -> None:
+    """An application on the other runtime's release would run on this venv's Spark: each run fails, in
+    one line that says which virtualenv runs it; a label that is no EMR release fails as plainly."""
+    other = _other_runtime()
+    emr = boto3.client("emr-serverless")
+    for label, expected in (
+        (other.emr_release_label, [f"is runtime {other.name}", f"RUNTIME={other.name}"]),
+        ("emr-6.15.0", ["not a runtime lakeloader runs on", f"this emulator runs {runtimes.local().name}"]),
+    ):
+        application = emr.create_application(name=f"spark-{label}", releaseLabel=label, type="SPARK")
+        run = _wait_emr(application["applicationId"], _start_emr(application["applicationId"], ["x"]))
+        assert run["state"] == "FAILED", run
+        details = run["stateDetails"]
+        assert "\n" not in details and label in details, details
+        assert all(part in details for part in expected), details

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import boto3
 import pytest
 
+from lakeloader import runtimes
 from lakeloader_dev.emulator import Emulator
-from tests.e2e.emulated import ROLE, wheel, zip_bytes
+from tests.e2e.emulated import ROLE, tar_gz, wheel, zip_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +43,7 @@ def glue_job(emulator: Emulator) -> str:
         Command={"Name": "glueetl", "ScriptLocation": "s3://scripts/job.py"},
         DefaultArguments={"--out_bucket": "out", "--message": "default"},
         ExecutionProperty={"MaxConcurrentRuns": 2},
-        GlueVersion="5.0",
+        GlueVersion=runtimes.local().glue_version,
     )
     return "demo"
 
@@ -105,7 +107,7 @@ def test_glue_run_installs_additional_python_modules_from_s3_wheels_without_an_i
             "--additional-python-modules": "s3://scripts/deps.gluewheels.zip",
             "--python-modules-installer-option": "--no-index",
         },
-        GlueVersion="5.0",
+        GlueVersion=runtimes.local().glue_version,
     )
     run_id = glue.start_job_run(JobName="modules")["JobRunId"]
     run = _wait_run("modules", run_id, timeout=120)
@@ -116,6 +118,89 @@ def test_glue_run_installs_additional_python_modules_from_s3_wheels_without_an_i
     failed = glue.start_job_run(JobName="modules", Arguments={"--additional-python-modules": "pydantic==2.0"})
     run = _wait_run("modules", failed["JobRunId"], timeout=120)
     assert run["JobRunState"] == "FAILED" and "needs a package index" in run["ErrorMessage"], run
+
+
+GLUE_VENV_SCRIPT = """
+import importlib.util, json, sys
+import tinyvenv  # from the packed virtual environment
+from awsglue.utils import getResolvedOptions  # the emulator's shim, not the venv's awsglue
+
+args = getResolvedOptions(sys.argv, ["JOB_RUN_ID"])
+found = {name: importlib.util.find_spec(name) is not None for name in ("boto3", "pydantic", "pyspark")}
+print("RESULT " + json.dumps({"who": tinyvenv.WHO, **found}))
+"""
+
+
+def packed_venv(python: str, modules: dict[str, str]) -> bytes:
+    """A virtual environment as venv-pack packs one: site-packages of ``python`` (``3.13``), links to the
+    platform's interpreter."""
+    site = f"lib/python{python}/site-packages"
+    files = {f"{site}/{name}/__init__.py": body for name, body in modules.items()}
+    files["pyvenv.cfg"] = f"home = /usr/bin\ninclude-system-site-packages = false\nversion = {python}\n"
+    interpreter = f"python{python}"
+    links = {f"bin/{interpreter}": f"/usr/bin/{interpreter}", "bin/python": interpreter, "lib64": "lib"}
+    return tar_gz(files, links)
+
+
+def test_glue_run_takes_its_packages_from_a_packed_virtual_env(emulator: Emulator, glue_job: str) -> None:
+    """--python-virtual-env (Glue 6.0): the job imports what the venv holds and nothing of Glue's image but
+    Spark's pyspark (no boto3 the venv lacks); the emulator's awsglue shim comes before the venv's own
+    (the real one needs Glue's Spark); a venv built for another Python fails the run, saying so."""
+    s3, glue = boto3.client("s3"), boto3.client("glue")
+    python = runtimes.local().python
+    real_awsglue = "raise ImportError('the real awsglue: it needs Glue\\'s own PySpark')\n"
+    s3.put_object(Bucket="scripts", Key="venv.py", Body=GLUE_VENV_SCRIPT.encode())
+    s3.put_object(
+        Bucket="scripts",
+        Key="venv.tar.gz",
+        Body=packed_venv(python, {"tinyvenv": "WHO = 'packed venv'\n", "awsglue": real_awsglue}),
+    )
+    s3.put_object(Bucket="scripts", Key="venv39.tar.gz", Body=packed_venv("3.9", {"tinyvenv": "WHO = 1\n"}))
+    glue.create_job(
+        Name="venv",
+        Role=ROLE,
+        Command={"Name": "glueetl", "ScriptLocation": "s3://scripts/venv.py"},
+        DefaultArguments={"--python-virtual-env": "s3://scripts/venv.tar.gz"},
+        GlueVersion=runtimes.local().glue_version,
+    )
+    run_id = glue.start_job_run(JobName="venv")["JobRunId"]
+    run = _wait_run("venv", run_id, timeout=120)
+    assert run["JobRunState"] == "SUCCEEDED", run.get("ErrorMessage")
+    (record,) = [r for r in emulator.journal.glue_runs if r.run_id == run_id]
+    (line,) = [line for line in Path(record.log_path).read_text().splitlines() if line.startswith("RESULT ")]
+    found = json.loads(line.removeprefix("RESULT "))
+    assert found == {"who": "packed venv", "boto3": False, "pydantic": False, "pyspark": True}
+
+    other = glue.start_job_run(
+        JobName="venv", Arguments={"--python-virtual-env": "s3://scripts/venv39.tar.gz"}
+    )
+    run = _wait_run("venv", other["JobRunId"], timeout=120)
+    assert run["JobRunState"] == "FAILED", run
+    assert "a venv for python3.9" in run["ErrorMessage"] and f"python{python}" in run["ErrorMessage"], run
+
+
+def test_glue_job_of_another_runtime_fails_its_run_naming_the_virtualenv(glue_job: str) -> None:
+    """A job whose GlueVersion is the other runtime's would run on this venv's Spark: its run fails, in
+    one line that says which virtualenv runs it; a Glue version lakeloader has no runtime for fails too."""
+    other = next(row for row in runtimes.RUNTIMES.values() if row != runtimes.local())
+    glue = boto3.client("glue")
+    for version, expected in (
+        (other.glue_version, [f"is runtime {other.name}", f"RUNTIME={other.name}"]),
+        ("4.0", ["not a runtime lakeloader runs on", f"this emulator runs {runtimes.local().name}"]),
+    ):
+        name = f"other-{version}"
+        glue.create_job(
+            Name=name,
+            Role=ROLE,
+            Command={"Name": "glueetl", "ScriptLocation": "s3://scripts/job.py"},
+            DefaultArguments={"--out_bucket": "out", "--message": "never runs"},
+            GlueVersion=version,
+        )
+        run = _wait_run(name, glue.start_job_run(JobName=name)["JobRunId"])
+        assert run["JobRunState"] == "FAILED", run
+        message = run["ErrorMessage"]
+        assert "\n" not in message and f"GlueVersion {version}" in message, message
+        assert all(part in message for part in expected), message
 
 
 def test_step_functions_execution_runs_a_glue_job_to_completion(glue_job: str) -> None:
