@@ -1,0 +1,141 @@
+"""What `lakeloader status` shows: the table of every selected table (files still to load, failed,
+quarantined, skipped, lag, last run, last commit), then each stuck file with the first line of its
+error; and the same as JSON. The ledger on moto (HTTP) with a clock the test sets, so every figure is
+exact; the CLI's main for the JSON, as a user types it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import boto3
+
+from lakeloader import operate
+from lakeloader.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
+from tests.aws_fixtures import ManualClock
+from tests.unit import stage_world
+from tests.unit.test_operator_verbs import one_file_in
+
+moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
+NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+COLUMNS = ("table", "pending", "failed", "quarantined", "skipped", "lag", "last run", "last commit")
+
+
+def clocked(stage, at: datetime) -> Ledger:
+    """The stage's ledger, its clock at `at` (runs start and end then)."""
+    deployed = stage.deployed
+    return Ledger(
+        boto3.client("dynamodb"),
+        deployed.ledger_table,
+        deployed.runs_table,
+        clock=ManualClock(at.timestamp()),
+    )
+
+
+def run(stage, table_id: str, run_id: str, status: str, ended: datetime, **end) -> None:
+    ledger = clocked(stage, ended)
+    ledger.start_run(table_id, run_id, "cid")
+    ledger.end_run(table_id, run_id, status, **end)
+
+
+def statuses(stage, *table_ids: str) -> list[operate.TableStatus]:
+    tables = {t.id: t for t in stage.deployed.tables()}
+    return [operate.table_status(stage.ledger, tables[t], now=NOW) for t in table_ids]
+
+
+def test_the_status_table_and_every_stuck_file_with_the_first_line_of_its_error(stage):
+    one_file_in(stage, PENDING, size=1, arrived="2026-03-02T10:30:00Z")
+    one_file_in(stage, RUNNING, size=2, arrived="2026-03-02T11:00:00Z")
+    one_file_in(stage, FAILED, size=4, arrived="2026-03-02T11:50:00Z")
+    one_file_in(stage, QUARANTINED, size=8, arrived="2026-03-01T00:00:00Z")
+    one_file_in(stage, SKIPPED, size=16, arrived="2026-03-01T00:00:00Z")
+    run(stage, "crm.customers", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), snapshot_id=41)
+    run(stage, "crm.customers", "run-2", "failed", datetime(2026, 3, 2, 10, tzinfo=UTC), error="boom\nat x")
+    stuck_error = "quarantined: bad rows in crm.customers/quarantined-2026-03-01T00:00:00Z.parquet"
+    stage.record("old.archive", "old/x.parquet")  # a stuck file whose error takes lines
+    claimed = stage.ledger.claim("old.archive", stage.ledger.objects("old.archive"), "run-1")
+    stage.ledger.finish("old.archive", claimed, "run-1", QUARANTINED, error="schema drift:\n  id: int")
+
+    shown = statuses(stage, "crm.customers", "crm.vip", "old.archive")
+
+    lines = operate.status_report(shown).splitlines()
+    header = lines[0]
+    starts = [0, *(header.index(name) for name in COLUMNS[1:])]
+    ends = [*starts[1:], None]
+    assert [[line[a:b].strip() for a, b in zip(starts, ends, strict=True)] for line in lines[:4]] == [
+        list(COLUMNS),
+        ["crm.customers", "2", "1", "1", "1", "90 min", "failed 2026-03-02T10:00:00.000Z", "41"],
+        ["crm.vip", "0", "0", "0", "0", "-", "-", "-"],
+        ["old.archive (disabled)", "0", "0", "1", "0", "-", "-", "-"],
+    ]
+    # each column as wide as its widest cell, two spaces apart, nothing trailing
+    assert header.index("pending") == len("old.archive (disabled)  ")
+    assert header.index("last commit") - header.index("last run") == len("failed 2026-03-02T10:00:00.000Z  ")
+    assert all(line == line.rstrip() for line in lines)
+    assert lines[4:] == [
+        "crm.customers: failed after 1 attempt(s): crm.customers/failed-2026-03-02T11:50:00Z.parquet",
+        "    failed: bad rows in crm.customers/failed-2026-03-02T11:50:00Z.parquet",
+        "crm.customers: quarantined after 1 attempt(s): "
+        "crm.customers/quarantined-2026-03-01T00:00:00Z.parquet",
+        f"    {stuck_error}",
+        "old.archive: quarantined after 1 attempt(s): old/x.parquet",
+        "    schema drift:",  # the first line of the error
+    ]
+    customers = shown[0]
+    assert customers.last_run == {
+        "run_id": "run-2",
+        "status": "failed",
+        "ended_at": "2026-03-02T10:00:00.000Z",
+        "objects": None,
+        "error": "boom\nat x",
+    }
+    assert customers.last_commit == {"snapshot_id": 41, "at": "2026-03-02T09:00:00.000Z"}
+    assert (customers.lag_seconds, customers.open_bytes) == (5400.0, 7)
+    assert not customers.healthy and shown[1].healthy and not shown[2].healthy
+
+
+def test_lag_is_never_negative_and_a_live_run_is_running_a_dead_one_abandoned(stage):
+    one_file_in(stage, PENDING, arrived="2026-03-02T12:05:00Z")  # the clock of the writer ran ahead
+    stage.ledger.start_run("crm.customers", "run-3", "cid")  # its job died: it holds no lock
+
+    (shown,) = statuses(stage, "crm.customers")
+
+    assert shown.lag_seconds == 0.0
+    assert shown.last_run["status"] == "abandoned" and not shown.healthy
+    assert stage.ledger.acquire_lock("crm.customers", "run-3")
+    (shown,) = statuses(stage, "crm.customers")
+    assert shown.healthy
+    row = operate.status_report([shown]).splitlines()[1]
+    assert row.split() == ["crm.customers", "1", "0", "0", "0", "0", "min", "running", "-"]
+
+
+def test_status_json_is_each_table_with_its_health(stage, capsys):
+    one_file_in(stage, QUARANTINED, size=8, arrived="2026-03-01T00:00:00Z")
+    run(stage, "crm.vip", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), snapshot_id=5)
+
+    code, out = stage.cli(capsys, "status", "--json", "--table", "crm.customers", "--table", "crm.vip")
+
+    assert code == 1
+    customers, vip = json.loads(out)
+    assert customers == {
+        "table_id": "crm.customers",
+        "enabled": True,
+        "counts": {QUARANTINED: 1},
+        "lag_seconds": None,
+        "open_bytes": 0,
+        "last_run": None,
+        "last_commit": None,
+        "stuck": [
+            {
+                "key": "crm.customers/quarantined-2026-03-01T00:00:00Z.parquet",
+                "status": QUARANTINED,
+                "attempts": 1,
+                "error": "quarantined: bad rows in crm.customers/quarantined-2026-03-01T00:00:00Z.parquet",
+            }
+        ],
+        "healthy": False,
+    }
+    assert (
+        vip["last_commit"] == {"snapshot_id": 5, "at": "2026-03-02T09:00:00.000Z"} and vip["healthy"] is True
+    )
+    assert vip["last_run"]["status"] == "succeeded" and vip["last_run"]["run_id"] == "run-1"
