@@ -30,7 +30,7 @@ from lakeloader.config import TableConfig
 from lakeloader.engine import shaping
 from lakeloader.errors import BadInputError
 from lakeloader.formats import SourceFormat, source_format
-from lakeloader.formats.files import Check, replace_checked, require_sequence
+from lakeloader.formats.files import Check, lenient_cast, replace_checked, require_sequence
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.spark import release
 from lakeloader.sql import quote
@@ -69,7 +69,7 @@ def _apply_declared_schema(
         if source_type == target_type:
             continue
         casted = fmt.decode(actual, source_type, target_type)
-        casted = F.col(actual).cast(target_type) if casted is None else casted
+        casted = lenient_cast(actual, target_type) if casted is None else casted
         df = replace_checked(df, actual, casted, f"value {{}} is not a valid {type_name}", column, checks)
     return df
 

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 from lakeloader.columns import FILE_POS, INVALID, ROW_POS, find_column
 from lakeloader.errors import BadInputError
 from lakeloader.inputs import InputFile
+from lakeloader.sql import quote
 
 if TYPE_CHECKING:
     from lakeloader.config import TableConfig
@@ -32,6 +33,13 @@ class Check:
     value: Column
     message: str
     column: str | None
+
+
+def lenient_cast(column: str, data_type: T.DataType) -> Column:
+    """`column` cast to `data_type`, NULL where a value does not fit, whatever `spark.sql.ansi.enabled`
+    says (Spark 4 turns it on, and a strict cast would fail the whole batch naming no file): the
+    check that `replace_checked` adds then reports the value with its file and column."""
+    return F.expr(f"try_cast({quote(column)} AS {data_type.simpleString()})")
 
 
 def replace_checked(
