@@ -7,6 +7,7 @@ from lakeloader import contract
 from lakeloader import trigger as trigger_module
 from lakeloader.ledger import PENDING
 from lakeloader.trigger import TableRoute, match_route
+from lakeloader.trigger.routes import route_for
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, RAW, World, context, log_lines, s3_event, s3_record
 
@@ -88,3 +89,39 @@ def test_config_is_cached_per_container(world: World, monkeypatch):
     assert HANDLER(s3_event(s3_record("sales/public/order_lines/1.csv")), context())["unknown"] == 1
     trigger_module.clear_caches()
     assert HANDLER(s3_event(s3_record("sales/public/order_lines/1.csv")), context())["recorded"] == 1
+
+
+def test_a_config_item_becomes_its_route_whatever_the_spelling_of_its_flags():
+    item = {
+        "table_id": "crm.customers",
+        "prefix": "/crm/customers",
+        "enabled": True,
+        "engine": " EMR ",
+        "min_interval_seconds": "300",
+        "execution_class": " flex",
+    }
+    assert route_for(item) == TableRoute("crm.customers", "crm/customers/", True, "emr", 300, "FLEX")
+    assert route_for(item).batched
+    plain = route_for({"table_id": "a", "prefix": "a/"})  # an item as an older deploy wrote it
+    assert plain == TableRoute("a", "a/", enabled=True, engine="glue", min_interval_seconds=0)
+    assert not plain.batched and plain.execution_class == "STANDARD"
+    for enabled, expected in (
+        ("false", False),
+        ("True", True),
+        (" yes ", True),
+        ("0", False),
+        (False, False),
+    ):
+        assert route_for({**item, "enabled": enabled}).enabled is expected, enabled
+    for window, expected in ((-5, 0), ("soon", 0), (None, 0), ([1], 0), (1, 1), ("60", 60)):
+        assert route_for({**item, "min_interval_seconds": window}).min_interval_seconds == expected, window
+
+
+def test_an_item_without_a_table_id_or_a_prefix_has_no_route():
+    for item in (
+        {"prefix": "a/"},
+        {"table_id": "", "prefix": "a/"},
+        {"table_id": "a"},
+        {"table_id": "a", "prefix": "/"},
+    ):
+        assert route_for(item) is None, item
