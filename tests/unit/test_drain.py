@@ -26,6 +26,7 @@ from aws_fixtures import ManualClock, create_dynamodb_table, unique_name  # noqa
 
 from lakeloader.config import TableConfig  # noqa: E402
 from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE  # noqa: E402
+from lakeloader.jobs import drain as drain_job  # noqa: E402
 from lakeloader.jobs import load  # noqa: E402
 from lakeloader.jobs.drain import drain_table, drain_tables  # noqa: E402
 from lakeloader.jobs.load import TableResult  # noqa: E402
@@ -43,7 +44,10 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def ledger(aws_endpoint, clock) -> Ledger:
+def ledger(aws_endpoint, clock, monkeypatch) -> Ledger:
+    # the drain keeps its CloudWatch client for the process: one made for an earlier session's moto
+    # server (a second pytest.main in one process, as mutmut runs) would send the metrics there
+    monkeypatch.setattr(drain_job, "_CLOUDWATCH", [])
     client = boto3.client("dynamodb", endpoint_url=aws_endpoint, region_name="us-east-1")
     objects = create_dynamodb_table(client, unique_name("ledger"), "table_id", "object_id")
     runs = create_dynamodb_table(
