@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lakeloader.config import ConfigError, json_schema, load_config, parse_config
+from lakeloader.config import ConfigError, json_schema, load_config, parse_config, write_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -213,6 +213,41 @@ def test_unknown_table_selection_lists_the_known_ones():
     config = parse_config({"tables": [table()]})
     with pytest.raises(ConfigError, match="unknown table 'nope'; the config has: crm.customers"):
         config.select(["nope"])
+    two = parse_config(
+        {
+            "tables": [
+                table(),
+                table(id="crm.b", source={"prefix": "b/"}, target={"database": "crm", "table": "b"}),
+            ]
+        }
+    )
+    with pytest.raises(ConfigError) as raised:
+        two.table("nope")
+    assert str(raised.value) == "unknown table 'nope'; the config has: crm.customers, crm.b"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ([], "tables.yaml: (top level): Input should be a valid dictionary or instance of LakeConfig"),
+        ({"tables": [], "raw_root": 5}, "tables.yaml: raw_root: Input should be a valid string"),
+        (
+            {"tables": ["crm.customers"]},
+            "tables.yaml: tables[0] -> (table): Input should be a valid dictionary",
+        ),
+        ({"tables": [{"id": 7}]}, "tables.yaml: table 7 -> id: Input should be a valid string"),
+    ],
+)
+def test_an_error_outside_a_named_table_says_where_it_is(data, expected):
+    assert error_of(data).startswith(expected)
+
+
+def test_a_config_file_error_names_the_file(tmp_path):
+    path = tmp_path / "tables.yaml"
+    path.write_text(yaml.safe_dump({"tables": [table(mode="upsert")]}))
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert str(raised.value).startswith(f"{path}: table 'crm.customers' -> mode: Input should be")
 
 
 def test_published_json_schema_is_current_and_accepts_the_shipped_config():
@@ -221,6 +256,25 @@ def test_published_json_schema_is_current_and_accepts_the_shipped_config():
     published = json.loads((ROOT / "config" / "tables.schema.json").read_text())
     assert published == json_schema(), "regenerate with: python -m lakeloader.config"
     jsonschema.validate(yaml.safe_load((ROOT / "config" / "tables.yaml").read_text()), published)
+
+
+def test_the_schema_file_written_is_the_published_one_byte_for_byte(tmp_path):
+    write_json_schema(tmp_path / "tables.schema.json")
+    assert (tmp_path / "tables.schema.json").read_bytes() == (
+        ROOT / "config" / "tables.schema.json"
+    ).read_bytes()
+
+
+def test_maintain_sets_icebergs_own_commit_retry_from_the_config():
+    retry = parse_config(
+        {"tables": [table(maintenance={"commit_retry": {"num_retries": 3, "max_wait_ms": 5}})]}
+    )
+    assert retry.tables[0].maintenance.commit_retry.table_properties() == {
+        "commit.retry.num-retries": "3",
+        "commit.retry.min-wait-ms": "100",
+        "commit.retry.max-wait-ms": "5",
+        "commit.retry.total-timeout-ms": "1800000",
+    }
 
 
 def test_tombstone_and_partial_update_defaults():

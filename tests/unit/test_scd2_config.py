@@ -47,7 +47,7 @@ def test_custom_names_and_tracked_columns():
         ({"keys": []}, "-> (table): mode 'scd2' needs keys"),
         (
             {"source": {"prefix": "x/", "cdc": "none"}},
-            "mode 'scd2' needs sequence_by (the column valid_from is taken from)",
+            "-> (table): mode 'scd2' needs sequence_by (the column valid_from is taken from), not none",
         ),
         ({"mode": "merge", "scd2": {}}, "scd2 options given but mode is 'merge'"),
         ({"scd2": {"valid_to": "valid_from"}}, "must differ"),
@@ -56,6 +56,19 @@ def test_custom_names_and_tracked_columns():
         ({"scd2": {"track": ["a"], "ignore": ["b"]}}, "either track"),
         ({"scd2": {"track": []}}, "track must name at least one column"),
         ({"scd2": {"ignore": ["customer_id"]}}, "scd2.ignore must not name key or scd2 columns"),
+        # managed and key columns are recognised whatever their case
+        (
+            {"scd2": {"track": ["email", "Valid_From"]}},
+            "-> (table): scd2.track must not name key or scd2 columns: ['Valid_From']",
+        ),
+        (
+            {"scd2": {"valid_from": "Eff_From", "track": ["eff_from"]}},
+            "-> (table): scd2.track must not name key or scd2 columns: ['eff_from']",
+        ),
+        (
+            {"scd2": {"ignore": ["CUSTOMER_ID"]}},
+            "-> (table): scd2.ignore must not name key or scd2 columns: ['CUSTOMER_ID']",
+        ),
         (
             {"scd2": {"valid_from": "valid from"}},
             "-> scd2.valid_from: 'valid from' is not a valid column name",
