@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from lakeloader import runtimes
 from lakeloader.config import load_config
 from lakeloader.inputs import batch_order
 from lakeloader.jobs.load import assign_inputs
@@ -72,6 +73,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
     from lakeloader_dev.emulator.loop import latest_runs, run_summary, upload, wait_for_objects
 
     say = Clock()
+    runtime = runtimes.local()  # the stage runs on it: the emulator runs jobs on this venv's Spark only
     config = load_config(config_path)
     samples = assign_inputs(config, config.tables, None)
     ordered = {table_id: batch_order(files) for table_id, files in samples.items() if files}
@@ -86,8 +88,13 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
         emulator.start()
         os.environ.update(aws_env(emulator.endpoint))
         say(f"emulator (moto, extended) listening on {emulator.endpoint}")
+        say(
+            f"stage runtime {runtime.name}: Glue {runtime.glue_version}, Spark {runtime.spark}, "
+            f"Iceberg {runtime.iceberg}, Python {runtime.python}"
+        )
         deployment = deploy(
             endpoint=emulator.endpoint,
+            context={"runtime": runtime.name},
             progress=lambda m: say(m),
             failures=patches.CFN_FAILURES.get,
             timeout=180,

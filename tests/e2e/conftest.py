@@ -3,8 +3,9 @@
 * AWS_ENDPOINT_URL set (LocalStack or any compatible endpoint): the suite deploys the
   app there (synth + assets + CloudFormation, like ``python -m lakeloader_dev.local deploy``), unless
   LAKELOADER_E2E_STACK names a stack already deployed with ``-c config=tests/e2e/tables.yaml -c
-  max_attempts=1`` (E2E_CONTEXT: the e2e stage quarantines a file at its first failure, so one run
-  shows a bad file's whole path).
+  max_attempts=1 -c runtime=<this venv's runtime>`` (E2E_CONTEXT: the e2e stage quarantines a file at
+  its first failure, so one run shows a bad file's whole path; and runs on the runtime whose Spark
+  this process reads its tables with: glue-6.0 from .venv-glue-6.0).
 * otherwise: the embedded emulator (``lakeloader_dev.emulator``) starts in this process.
 
 The stack is deployed once for the package (``deployed``: a deploy is a CDK synth, asset uploads and
@@ -28,11 +29,14 @@ from typing import Any
 import boto3
 import pytest
 
+from lakeloader import runtimes
 from tests.e2e.emulated import ROLE, zip_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E_CONFIG = "tests/e2e/tables.yaml"
-E2E_CONTEXT = {"config": E2E_CONFIG, "max_attempts": "1"}  # what the suite deploys with (-c KEY=VALUE)
+# what the suite deploys with (-c KEY=VALUE): the stage on the laptop's runtime, the only one the
+# embedded emulator runs Glue and EMR jobs on (lakeloader.runtimes.local(): this venv's PySpark)
+E2E_CONTEXT = {"config": E2E_CONFIG, "max_attempts": "1", "runtime": runtimes.local().name}
 TEST_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",

@@ -26,6 +26,8 @@ from typing import Any
 import boto3
 import pytest
 
+from infra.packaging import uses_python_venv
+from lakeloader import runtimes
 from lakeloader.contract import (
     ARG_CORRELATION_ID,
     ARG_TABLE_ID,
@@ -267,6 +269,13 @@ def test_cdc_batches_are_merged(e2e, wave2, tables):
     products = {row["product_id"]: row for row in tables["inventory.products"]}
     assert sorted(products) == ["P-1", "P-3", "P-4"]  # P-2 deleted by Debezium
     assert products["P-1"]["price"] == 35.0
+    # merged by Glue runs of the stage's runtime, the laptop's (E2E_CONTEXT): Glue 6.0 with its packed
+    # venv from .venv-glue-6.0, Glue 5.1 with its zip of wheels from .venv
+    runtime = runtimes.local()
+    dependencies = "--python-virtual-env" if uses_python_venv(runtime) else "--additional-python-modules"
+    runs = [run for table_id in ("crm.customers", "sales.order_lines") for run in runs_of(e2e, table_id)]
+    assert {run["GlueVersion"] for run in runs} == {runtime.glue_version}, runs
+    assert all(dependencies in run["Arguments"] for run in runs), runs
 
 
 def test_debezium_envelopes_through_s3_lambda_and_glue(e2e, wave2, tables):
