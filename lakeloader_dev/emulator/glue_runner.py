@@ -147,8 +147,10 @@ def _glue_venv(runtime: Runtime, uri: str, s3_get) -> Path:
     environment (venv-pack's layout) unpacked, once per distinct archive, and its
     ``lib/pythonX.Y/site-packages``, which must be for this Python. Its ``bin/python`` links to the
     platform's interpreter (/usr/bin/python3.13); here the emulator's Python runs the script with that
-    site-packages on its path. The venv's own ``awsglue`` (AWSGlueDataplanePython) comes after the
-    emulator's shim: the real one needs Glue's JVM classes."""
+    site-packages on its path. The venv's own ``awsglue`` (AWSGlueDataplanePython 6.0.0) comes after
+    the emulator's shim: its package imports ``pyspark.core.rdd``, which only PySpark 4 has (on 4.1 its
+    ``getResolvedOptions`` runs, adding Glue's reserved options to the result), and the rest of it
+    calls Glue's own JVM classes."""
     if not uri.startswith("s3://"):
         raise RuntimeError(f"--python-virtual-env {uri}: not an archive on S3")
     blob = s3_get(uri)

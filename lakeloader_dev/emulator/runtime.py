@@ -62,11 +62,13 @@ def wrong_runtime(what: str, row: runtimes.Runtime | None, local: runtimes.Runti
     here = f"this emulator runs {local.name} (Spark {local.spark}, Python {local.python}, {venv_of(local)})"
     if row is None:
         known = ", ".join(r.name for r in runtimes.RUNTIMES.values())
-        return WrongRuntimeError(f"{what}: not a runtime lakeloader runs on ({known}); {here}")
+        return WrongRuntimeError(
+            f"{what}: not a runtime lakeloader runs on ({known}); {here}: deploy with -c runtime={local.name}"
+        )
     return WrongRuntimeError(
         f"{what} is runtime {row.name} (Spark {row.spark}), but {here} and would run it on the wrong "
         f"Spark: run it from {venv_of(row)} (make setup RUNTIME={row.name}, then make test or make demo "
-        f"RUNTIME={row.name})"
+        f"RUNTIME={row.name}), or deploy the stage with -c runtime={local.name}"
     )
 
 

@@ -156,11 +156,11 @@ def _other_runtime() -> runtimes.Runtime:
 def test_emr_application_of_another_runtime_fails_its_runs_naming_the_venv(emr_application: str) -> None:
     """An application on the other runtime's release would run on this venv's Spark: each run fails, in
     one line that says which virtualenv runs it; a label that is no EMR release fails as plainly."""
-    other = _other_runtime()
+    other, here = _other_runtime(), runtimes.local().name
     emr = boto3.client("emr-serverless")
     for label, expected in (
-        (other.emr_release_label, [f"is runtime {other.name}", f"RUNTIME={other.name}"]),
-        ("emr-6.15.0", ["not a runtime lakeloader runs on", f"this emulator runs {runtimes.local().name}"]),
+        (other.emr_release_label, [f"runtime {other.name}", f"RUNTIME={other.name}", f"-c runtime={here}"]),
+        ("emr-6.15.0", ["not a runtime lakeloader runs on", f"-c runtime={here}"]),
     ):
         application = emr.create_application(name=f"spark-{label}", releaseLabel=label, type="SPARK")
         run = _wait_emr(application["applicationId"], _start_emr(application["applicationId"], ["x"]))

@@ -183,10 +183,11 @@ def test_glue_job_of_another_runtime_fails_its_run_naming_the_virtualenv(glue_jo
     """A job whose GlueVersion is the other runtime's would run on this venv's Spark: its run fails, in
     one line that says which virtualenv runs it; a Glue version lakeloader has no runtime for fails too."""
     other = next(row for row in runtimes.RUNTIMES.values() if row != runtimes.local())
+    here = runtimes.local().name
     glue = boto3.client("glue")
     for version, expected in (
-        (other.glue_version, [f"is runtime {other.name}", f"RUNTIME={other.name}"]),
-        ("4.0", ["not a runtime lakeloader runs on", f"this emulator runs {runtimes.local().name}"]),
+        (other.glue_version, [f"is runtime {other.name}", f"RUNTIME={other.name}", f"-c runtime={here}"]),
+        ("4.0", ["not a runtime lakeloader runs on", f"-c runtime={here}"]),
     ):
         name = f"other-{version}"
         glue.create_job(
