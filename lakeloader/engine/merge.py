@@ -28,6 +28,8 @@ from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, partial, schema, tombstones
 from lakeloader.engine.sequence import newer_sql
+from lakeloader.errors import LakeloaderError
+from lakeloader.iceberg import MERGE_COUNT_KEYS, committed_summary
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
 from lakeloader.spark import release
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 ACTION = "_ll_action"
 ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
+LATE = "_ll_late"  # write_counted: an insert or update that a tombstone buried
 # Up to this many rows, a small batch's matches in the table are read in classification's own task,
 # not broadcast by a job of their own. 1k changes into 4M rows took 1.43 s that way against 1.58 s;
 # into 16M rows 2.32 s against 2.17 s, the one task's scan costing more than the job saves
@@ -160,6 +163,8 @@ def merge_sql(
     seq: list[str],
     filled: dict[str, int] | None = None,
     key_values: dict[str, list[str]] | None = None,
+    *,
+    classified: bool = True,
 ) -> str:
     """The one MERGE statement. It repeats the newer-than guard over the whole sequence tuple, so a
     commit landing between classification and MERGE is never undone. `filled`: lakeloader.engine.partial.
@@ -167,6 +172,8 @@ def merge_sql(
     `key_values`: SQL literals of every value a key column takes in the source. The redundant
     `t.key IN (...)` it adds changes no outcome, but lets Spark drop the target rows the batch does
     not touch before the join's shuffle instead of shuffling the whole table (benchmarks/RESULTS.md).
+    `classified`: the source's ACTION column says what each change does; else (`write_counted`) its
+    operation does, and the guard alone keeps an older change from touching a newer row.
     """
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
     if key_values:
@@ -176,12 +183,24 @@ def merge_sql(
     set_terms, value_terms = partial.merge_values(columns, filled or {}, seq)
     sets, values = ", ".join(set_terms), ", ".join(value_terms)
     cols = ", ".join(quote(c) for c in columns)
+    if classified:
+        delete, update, insert = (f"s.{quote(ACTION)} = '{a}'" for a in ("delete", "update", "insert"))
+    else:
+        delete, update = f"s.{quote(OP)} = 'D'", f"s.{quote(OP)} <> 'D'"
+        insert = update
     return (
         f"MERGE INTO {name} t USING {quote(view)} s ON {on} "
-        f"WHEN MATCHED AND s.{quote(ACTION)} = 'delete'{guard} THEN DELETE "
-        f"WHEN MATCHED AND s.{quote(ACTION)} = 'update'{guard} THEN UPDATE SET {sets} "
-        f"WHEN NOT MATCHED AND s.{quote(ACTION)} = 'insert' THEN INSERT ({cols}) VALUES ({values})"
+        f"WHEN MATCHED AND {delete}{guard} THEN DELETE "
+        f"WHEN MATCHED AND {update}{guard} THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND {insert} THEN INSERT ({cols}) VALUES ({values})"
     )
+
+
+def counts_in_commit(spark: SparkSession) -> bool:
+    """Whether this session's MERGE records its own row counts in its commit (Spark 4.1 and later,
+    with Iceberg 1.11: lakeloader.runtimes.Runtime.merge_reports_counts)."""
+    major, minor = (int(part) for part in spark.version.split(".")[:2])
+    return (major, minor) >= (4, 1)
 
 
 def write(
@@ -211,6 +230,25 @@ def write(
     aligned = schema.align(latest, target_schema, extra=extra)
     keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
     records = tombstones.enabled(table, seq)
+    if counts_in_commit(spark):
+        probe_keys = changes.select(*[find_column(changes.columns, k) for k in table.keys])
+        write_counted(
+            spark,
+            target,
+            table,
+            aligned,
+            probe_keys,
+            target_schema,
+            seq,
+            filled,
+            result,
+            progress,
+            key_values,
+            bounds,
+            small=small,
+            deletes=deletes,
+        )
+        return
     # A small batch's tombstones are appended while it is classified; a larger one's after, from the
     # classified rows, rather than computing its latest change per key a second time.
     ahead = None
@@ -279,3 +317,97 @@ def write(
             spark.catalog.dropTempView(view)
     finally:
         release(classified)
+
+
+def write_counted(
+    spark: SparkSession,
+    target: Destination,
+    table: TableConfig,
+    aligned: DataFrame,
+    probe_keys: DataFrame,
+    target_schema: StructType,
+    seq: list[str],
+    filled: dict[str, int],
+    result: Applied,
+    progress: Progress,
+    key_values: dict[str, list[str]],
+    bounds: dict[str, tuple] | None,
+    *,
+    small: bool,
+    deletes: int,
+) -> None:
+    """`write` where the MERGE counts its own rows (`counts_in_commit`): no classification pass.
+
+    The MERGE's guards decide every change on their own (`merge_sql(classified=False)`), and its
+    commit's summary says how many rows it inserted, updated and deleted, so the table is never
+    probed for them first: that probe is classification's whole cost on a large table
+    (benchmarks/RESULTS.md). What still reads beyond the batch is the tombstones' side table, for
+    the inserts and updates an earlier delete buried (late): the MERGE cannot see those. Every
+    delete of the batch's latest changes records its tombstone before the MERGE, as `write` does;
+    without the probe, one older than the row the table holds is recorded too, and it buries only
+    changes older than that row, which the guard skips anyway.
+    """
+    name = target.name
+    keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
+    source, late = aligned, 0
+    checkpointed = False
+    if tombstones.enabled(table, seq):
+        tomb = tombstones.lookup(
+            spark,
+            table,
+            name,
+            keys,
+            seq,
+            [aligned.schema[c].dataType for c in seq],
+            probe_keys,
+            key_values=key_values,
+            bounds=bounds,
+            small=small,
+        )
+        if deletes:
+            progress("recording the batch's tombstones")
+            tombstones.record(spark, table, name, aligned.filter(F.col(OP) == "D"), keys, seq)
+        if tomb is not None:
+            joined = aligned.join(tomb.hint("merge") if small else tomb, on=keys, how="left")
+            is_late = (F.col(OP) != "D") & tombstones.buried(joined.columns, [quote(c) for c in seq])
+            observation = Observation(f"lakeloader_late_{uuid.uuid4().hex[:12]}")
+            flagged = joined.withColumn(LATE, is_late).observe(
+                observation, F.sum(F.col(LATE).cast("long")).alias("late")
+            )
+            source = flagged.filter(~F.col(LATE)).select(*[F.col(quote(c)) for c in aligned.columns])
+            source = source.localCheckpoint(eager=True)
+            checkpointed, late = True, observation.get["late"] or 0
+    view = f"lakeloader_batch_{uuid.uuid4().hex[:12]}"
+    source.createOrReplaceTempView(view)
+    try:
+        columns = target_schema.fieldNames()
+        statement = merge_sql(name, view, columns, keys, seq, filled, key_values, classified=False)
+        if before_merge is not None:
+            before_merge(spark, name)
+        progress(f"merging into {name}")
+        with target.committing():
+            spark.sql(statement)
+    finally:
+        spark.catalog.dropTempView(view)
+        if checkpointed:
+            release(source)
+    summary = committed_summary(spark, name)
+    if (
+        any(summary.get(k) != v for k, v in target.summary.items())
+        or not set(MERGE_COUNT_KEYS.values()) <= summary.keys()
+    ):
+        raise LakeloaderError(
+            f"{name}: the snapshot this MERGE committed is not there with its row counts "
+            f"(spark.merge-into.*), which Spark {spark.version} records"
+        )
+    result.inserted, result.updated, result.deleted = (
+        int(summary[MERGE_COUNT_KEYS[a]]) for a in ("inserted", "updated", "deleted")
+    )
+    progress(
+        f"{result.changes:,} change(s): {result.inserted:,} inserted, {result.updated:,} updated, "
+        f"{result.deleted:,} deleted"
+    )
+    if late:
+        result.notes.append(f"{late:,} late change(s) older than their key's delete ignored")
+    if not (result.inserted or result.updated or result.deleted):
+        result.notes.append("nothing newer than the table; the commit changed no row")

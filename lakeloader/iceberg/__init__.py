@@ -7,6 +7,7 @@ spells a `CALL` itself. Names are SQL names (`catalog`.`db`.`t`, quoted); docs/m
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -44,6 +45,25 @@ def current_snapshot_id(spark: SparkSession, name: str, *, refresh: bool = True)
     the table (iceberg_table)."""
     snapshot = iceberg_table(spark, name, refresh=refresh).currentSnapshot()
     return snapshot.snapshotId() if snapshot is not None else None
+
+
+# What Spark 4.1+ with Iceberg 1.11+ records of a MERGE in the summary of the snapshot it commits
+# (SPARK-54309, Iceberg PR 15014): the rows it inserted, updated and deleted.
+MERGE_COUNT_KEYS = {
+    "inserted": "spark.merge-into.num-target-rows-inserted",
+    "updated": "spark.merge-into.num-target-rows-updated",
+    "deleted": "spark.merge-into.num-target-rows-deleted",
+}
+
+
+def committed_summary(spark: SparkSession, name: str) -> dict[str, str]:
+    """The summary of the snapshot this session last committed to `name`, a table or one of its
+    branches (`branch_target`), as the session holds the table: no catalog call, and a writer
+    committing right after it is not read as this session's commit."""
+    branch = re.fullmatch(r"(.+)\.`branch_((?:[^`]|``)+)`", name)
+    table = iceberg_table(spark, branch[1] if branch else name, refresh=False)
+    snapshot = table.snapshot(branch[2].replace("``", "`")) if branch else table.currentSnapshot()
+    return dict(snapshot.summary()) if snapshot is not None else {}
 
 
 def may_hold(

@@ -227,6 +227,43 @@ def expected_merge(files: Iterable[RawFile]) -> dict[int, tuple]:
     return {k: c.row for k, c in newest.items() if c.op != "D"}
 
 
+def expected_counts(batches: Iterable[Iterable[RawFile]]) -> list[tuple[int, int, int]]:
+    """`mode: merge`, batch by batch: the rows each batch inserts, updates and deletes.
+
+    Per batch, each key's newest change (equal tuples are the same change) against the table as the
+    earlier batches left it: a delete newer than the key's row deletes it; an insert or update not
+    newer than a delete of the key seen so far is late and does nothing, else it updates a row it is
+    newer than, or inserts the key the table does not hold.
+    """
+    rows: dict[int, tuple] = {}  # key -> order of the row the table holds
+    deleted_at: dict[int, tuple] = {}  # key -> order of its newest delete seen
+    counts = []
+    for batch in batches:
+        newest: dict[int, Change] = {}
+        for file in batch:
+            for c in file.changes:
+                if c.key not in newest or c.order > newest[c.key].order:
+                    newest[c.key] = c
+        inserted = updated = deleted = 0
+        for key, c in newest.items():
+            if c.op == "D":
+                if key in rows and c.order > rows[key]:
+                    del rows[key]
+                    deleted += 1
+                if key not in deleted_at or c.order > deleted_at[key]:
+                    deleted_at[key] = c.order
+            elif key in deleted_at and c.order <= deleted_at[key]:
+                continue  # late
+            elif key not in rows:
+                rows[key] = c.order
+                inserted += 1
+            elif c.order > rows[key]:
+                rows[key] = c.order
+                updated += 1
+        counts.append((inserted, updated, deleted))
+    return counts
+
+
 # -------------------------------------------------------------------------------------------- scd2
 
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pyarrow as pa
 
-from lakeloader.engine import apply_batch
+from lakeloader.engine import apply_batch, merge
 from lakeloader.inputs import list_inputs
 from lakeloader.spark import CATALOG
 
@@ -40,6 +40,17 @@ def rows(spark, table, columns: str = "id, name") -> list[tuple]:
 def snapshots(spark, table) -> int:
     name = f"{CATALOG}.{table.target.database}.{table.target.table}"
     return spark.sql(f"SELECT * FROM {name}.snapshots").count()
+
+
+def unchanged_since(spark, table, before: int) -> bool:
+    """The table's snapshots since `before` (a `snapshots` count) changed no file. Where Spark counts a
+    MERGE itself (Spark 4.1+, merge.counts_in_commit) no probe finds a batch that changes nothing before
+    its MERGE: that batch commits one empty snapshot; elsewhere it commits none."""
+    name = f"{CATALOG}.{table.target.database}.{table.target.table}"
+    added = spark.sql(f"SELECT summary FROM {name}.snapshots ORDER BY committed_at").collect()[before:]
+    files = ("added-data-files", "added-delete-files", "deleted-data-files", "removed-delete-files")
+    empty = all(int(s.summary.get(f, 0)) == 0 for s in added for f in files)
+    return empty and len(added) == int(merge.counts_in_commit(spark))
 
 
 # DMS with the AR_H_CHANGE_SEQ header column: a zero-padded change number, monotonic at the source.

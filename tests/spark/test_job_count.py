@@ -89,4 +89,6 @@ def test_a_batch_reports_every_phase_the_benchmark_profiles(spark, raw, make_tab
     apply_batch(
         spark, table, list_inputs(str(raw.root), "src/"), catalog=CATALOG, run_id="run", progress=progress
     )
-    assert phases == [name for _, name in PHASE_MARKS]
+    # Where the MERGE counts itself (Spark 4.1+), no batch is classified first.
+    skipped = {"classify+probe"} if merge.counts_in_commit(spark) else set()
+    assert phases == [name for _, name in PHASE_MARKS if name not in skipped]
