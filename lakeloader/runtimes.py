@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,18 @@ def _installed_spark_runtime() -> Runtime | None:
     try:
         spark = importlib.metadata.version("pyspark")
     except importlib.metadata.PackageNotFoundError:
-        return None
+        spark = _pyspark_version_file()  # e.g. under `python -S`, which hides site-packages' metadata
     return next((row for row in RUNTIMES.values() if row.spark == spark), None)
+
+
+def _pyspark_version_file() -> str | None:
+    """`pyspark/version.py`'s version, read without importing PySpark (a JVM-less import is slow)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        return None
+    text = (Path(spec.origin).parent / "version.py").read_text()
+    found = re.search(r"__version__(?::\s*str)?\s*=\s*['\"]([^'\"]+)['\"]", text)
+    return found[1] if found else None
 
 
 def emr_release(label: str) -> tuple[int, int, int]:

@@ -94,7 +94,6 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
         )
         deployment = deploy(
             endpoint=emulator.endpoint,
-            context={"runtime": runtime.name},
             progress=lambda m: say(m),
             failures=patches.CFN_FAILURES.get,
             timeout=180,

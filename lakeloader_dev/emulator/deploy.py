@@ -30,6 +30,8 @@ from typing import Any
 
 import boto3
 
+from lakeloader import runtimes
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 QUALIFIER = "hnb659fds"
 BOOTSTRAP_VERSION = "30"
@@ -236,8 +238,10 @@ def deploy(
     timeout: float = 300.0,
     failures: Callable[[str], str | None] | None = None,
 ) -> Deployment:
-    """Synthesize and deploy the app's stack for ``stage`` to ``endpoint`` (default AWS_ENDPOINT_URL)."""
+    """Synthesize and deploy the app's stack for ``stage`` to ``endpoint`` (default AWS_ENDPOINT_URL),
+    on the laptop's runtime unless ``context`` names one: the emulator runs jobs on this venv's Spark only."""
     started = time.monotonic()
+    context = {"runtime": runtimes.local().name, **(context or {})}
     endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL")
     if not endpoint:
         raise DeployError(

@@ -216,7 +216,7 @@ def test_compaction_in_one_thread_while_merges_commit_in_another(spark, raw, mak
 
     def merge_progress(message: str) -> None:
         merge_messages.append(message)
-        if "to update" in message:  # the MERGE statement starts now: start a compaction with it
+        if message.startswith("merging into"):  # the MERGE statement starts now: start a compaction with it
             merging.set()
 
     def merge_thread() -> None:

@@ -82,3 +82,8 @@ def test_the_matrix_is_self_consistent():
         assert runtimes.emr_release(runtime.emr_release_label)
     assert runtimes.DEFAULT_RUNTIME in runtimes.RUNTIMES
     assert [r.merge_reports_counts for r in runtimes.RUNTIMES.values()] == [False, True]
+
+
+def test_the_runtime_is_found_from_pyspark_itself_where_its_metadata_is_hidden():
+    """Emulated jobs run under `python -S`, where site-packages' metadata is out of sight."""
+    assert runtimes._pyspark_version_file() == version("pyspark")
