@@ -304,19 +304,39 @@ def write(
         if not counts.keys() & {"insert", "update", "delete"}:
             result.notes.append("nothing newer than the table; no commit")
             return
-        view = f"lakeloader_batch_{uuid.uuid4().hex[:12]}"
-        classified.filter(F.col(ACTION).isin("insert", "update", "delete")).createOrReplaceTempView(view)
-        try:
-            statement = merge_sql(name, view, target_schema.fieldNames(), keys, seq, filled, key_values)
-            if before_merge is not None:
-                before_merge(spark, name)
-            progress(f"merging into {name}")
-            with target.committing():
-                spark.sql(statement)
-        finally:
-            spark.catalog.dropTempView(view)
+        applied = classified.filter(F.col(ACTION).isin("insert", "update", "delete"))
+        columns = target_schema.fieldNames()
+        run_merge(
+            spark,
+            target,
+            applied,
+            progress,
+            lambda v: merge_sql(name, v, columns, keys, seq, filled, key_values),
+        )
     finally:
         release(classified)
+
+
+def run_merge(
+    spark: SparkSession,
+    target: Destination,
+    source: DataFrame,
+    progress: Progress,
+    statement: Callable[[str], str],
+) -> None:
+    """The batch's one MERGE: `source` as a view, `statement(view)` run in the commit that records the
+    batch (`before_merge` first, the test seam)."""
+    view = f"lakeloader_batch_{uuid.uuid4().hex[:12]}"
+    source.createOrReplaceTempView(view)
+    try:
+        sql = statement(view)
+        if before_merge is not None:
+            before_merge(spark, target.name)
+        progress(f"merging into {target.name}")
+        with target.committing():
+            spark.sql(sql)
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def write_counted(
@@ -377,18 +397,16 @@ def write_counted(
             source = flagged.filter(~F.col(LATE)).select(*[F.col(quote(c)) for c in aligned.columns])
             source = source.localCheckpoint(eager=True)
             checkpointed, late = True, observation.get["late"] or 0
-    view = f"lakeloader_batch_{uuid.uuid4().hex[:12]}"
-    source.createOrReplaceTempView(view)
+    columns = target_schema.fieldNames()
     try:
-        columns = target_schema.fieldNames()
-        statement = merge_sql(name, view, columns, keys, seq, filled, key_values, classified=False)
-        if before_merge is not None:
-            before_merge(spark, name)
-        progress(f"merging into {name}")
-        with target.committing():
-            spark.sql(statement)
+        run_merge(
+            spark,
+            target,
+            source,
+            progress,
+            lambda v: merge_sql(name, v, columns, keys, seq, filled, key_values, classified=False),
+        )
     finally:
-        spark.catalog.dropTempView(view)
         if checkpointed:
             release(source)
     summary = committed_summary(spark, name)

@@ -3,41 +3,17 @@ random rounds; the table must equal the oracle's after every round's last file i
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from lakeloader.inputs import list_inputs
-from lakeloader.jobs.load import run_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
+from tests.faults.rounds import deliver
 
 pytestmark = pytest.mark.spark
 
 
 def name_of(table) -> str:
     return f"{CATALOG}.{table.target.database}.{table.target.table}"
-
-
-def deliver(spark, table, raw, work: oracle.Workload, rounds_seed: int) -> list[list[oracle.RawFile]]:
-    """Land the workload's files round by round, running the table after each round (as the CLI does:
-    every file under the prefix is offered again; the consumed ones must be skipped)."""
-    rounds = work.rounds(random.Random(rounds_seed))
-    for n, files in enumerate(rounds):
-        for file in files:
-            file.write(raw.root / "src")
-        (result,) = run_tables(
-            spark,
-            [table],
-            {table.id: list_inputs(str(raw.root), table.source.prefix)},
-            catalog=CATALOG,
-            run_id=f"round-{n}",
-            progress=lambda message: None,
-            log_consumed=True,
-        )
-        assert result.status == "ok", result.error
-        assert result.files == len(files), f"round {n}: consumed {result.files} files, landed {len(files)}"
-    return rounds
 
 
 def merge_case(spark, raw, make_table, seed: int, *, safe: bool) -> oracle.Diff:
@@ -61,7 +37,7 @@ def test_merge_ignores_changes_older_than_a_delete_under_disorder(spark, raw, ma
 def scd2_case(spark, raw, make_table, seed: int, *, safe: bool) -> tuple[oracle.Diff, list[str]]:
     table = make_table(mode="scd2")
     work = oracle.workload(seed, ties=False, safe=safe)
-    rounds = deliver(spark, table, raw, work, seed)
+    rounds = [files for files, _ in deliver(spark, table, raw, work, seed)]
     query = f"SELECT id, name, city, valid_from, valid_to, is_current FROM {name_of(table)}"
     actual = [tuple(r) for r in spark.sql(query).collect()]
     expected = oracle.expected_scd2(rounds)

@@ -7,12 +7,9 @@ write_counted); the run history and the ledger report these same numbers.
 
 from __future__ import annotations
 
-import random
-
-from lakeloader.inputs import list_inputs
-from lakeloader.jobs.load import run_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
+from tests.faults.rounds import deliver
 
 
 def test_each_batchs_counts_equal_the_oracles_under_disorder(spark, raw, make_table):
@@ -20,22 +17,9 @@ def test_each_batchs_counts_equal_the_oracles_under_disorder(spark, raw, make_ta
     and changes older than their key's delete."""
     table = make_table()
     work = oracle.workload(23, keys=12, events=50, safe=False)
-    rounds = work.rounds(random.Random(23))
-    expected = oracle.expected_counts(rounds)
-    reported = []
-    for n, files in enumerate(rounds):
-        for file in files:
-            file.write(raw.root / "src")
-        (result,) = run_tables(
-            spark,
-            [table],
-            {table.id: list_inputs(str(raw.root), table.source.prefix)},
-            catalog=CATALOG,
-            run_id=f"round-{n}",
-            progress=lambda message: None,
-        )
-        assert result.status == "ok", result.error
-        reported.append((result.inserted, result.updated, result.deleted))
+    delivered = deliver(spark, table, raw, work, 23)
+    expected = oracle.expected_counts([files for files, _ in delivered])
+    reported = [(result.inserted, result.updated, result.deleted) for _, result in delivered]
     assert reported == expected
     assert (
         sum(i - d for i, _, d in expected)

@@ -1,0 +1,35 @@
+"""A seeded workload delivered to a table in rounds, each round one run of the table (as the CLI runs
+it: every file under the prefix is offered again; the ones consumed before must be skipped)."""
+
+from __future__ import annotations
+
+import random
+
+from lakeloader.inputs import list_inputs
+from lakeloader.jobs.load import TableResult, run_tables
+from lakeloader.spark import CATALOG
+from tests.faults import oracle
+
+
+def deliver(
+    spark, table, raw, work: oracle.Workload, rounds_seed: int
+) -> list[tuple[list[oracle.RawFile], TableResult]]:
+    """Land the workload's files round by round, running the table after each round; each round's
+    files with the run's result."""
+    delivered = []
+    for n, files in enumerate(work.rounds(random.Random(rounds_seed))):
+        for file in files:
+            file.write(raw.root / "src")
+        (result,) = run_tables(
+            spark,
+            [table],
+            {table.id: list_inputs(str(raw.root), table.source.prefix)},
+            catalog=CATALOG,
+            run_id=f"round-{n}",
+            progress=lambda message: None,
+            log_consumed=True,
+        )
+        assert result.status == "ok", result.error
+        assert result.files == len(files), f"round {n}: consumed {result.files} files, landed {len(files)}"
+        delivered.append((files, result))
+    return delivered
