@@ -155,11 +155,16 @@ def test_backfill_sweeps_the_tables_it_recorded_files_of(stage, arrival, capsys)
     for key in ("crm/customers/a.parquet", "sales/orders/b.parquet"):
         s3.put_object(Bucket=stage.deployed.raw_bucket, Key=key, Body=b"x")
 
-    code, out = stage.cli(capsys, "backfill", "--table", "crm.customers")
+    capsys.readouterr()
+    code = cli.main(["backfill", "--stage", stage.name, "--table", "crm.customers"])
 
+    out, err = capsys.readouterr()
     assert code == 0, out
     assert arrival.requests() == [{"action": "sweep", "table_ids": ["crm.customers"]}]
     assert "sweep: runs started for crm.customers" in out.splitlines()
+    assert err.endswith(" backfill: 1 object(s) under the prefixes of 1 table(s)\n"), err  # the progress
+    (recorded,) = stage.ledger.objects("crm.customers")
+    assert recorded.correlation_id.startswith("backfill-")  # which backfill recorded it
     code, out = stage.cli(capsys, "backfill", "--table", "crm.customers")  # nothing new: no sweep
     assert code == 0 and len(arrival.events) == 1 and "sweep:" not in out
     assert set(runs_by_table(arrival.job)) == {"crm.customers"}
@@ -170,11 +175,25 @@ def test_rebuild_on_a_stage_records_unseen_files_and_starts_the_tables_rebuild_r
     stage, arrival, capsys, erased
 ):
     boto3.client("s3").put_object(Bucket=stage.deployed.raw_bucket, Key="crm/customers/a.parquet", Body=b"x")
-    erased_flag = ["--raw-zone-erased"] if erased else []
+    options = ["--raw-zone-erased"] if erased else []
+    if erased:  # and the stage of another project (cdk.json lakeloader:project)
+        stack = boto3.client("cloudformation").describe_stacks(StackName=f"lakeloader-{stage.name}")[
+            "Stacks"
+        ][0]
+        outputs = {o["OutputKey"]: {"Value": o["OutputValue"]} for o in stack["Outputs"]}
+        template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": outputs}
+        boto3.client("cloudformation").create_stack(
+            StackName=f"acme-{stage.name}", TemplateBody=json.dumps(template)
+        )
+        boto3.client("cloudformation").delete_stack(StackName=f"lakeloader-{stage.name}")
+        options += ["--project", "acme"]
+    capsys.readouterr()
 
-    code, out = stage.cli(capsys, "rebuild", "--table", "crm.customers", *erased_flag)
+    code = cli.main(["rebuild", "--stage", stage.name, "--table", "crm.customers", *options])
 
+    out, err = capsys.readouterr()
     assert code == 0, out
+    assert err.endswith(" backfill: 1 object(s) under the prefixes of 1 table(s)\n"), err
     assert arrival.requests() == [
         {"action": "rebuild", "table_ids": ["crm.customers"], "raw_zone_erased": erased}
     ]
@@ -186,6 +205,7 @@ def test_rebuild_on_a_stage_records_unseen_files_and_starts_the_tables_rebuild_r
     assert f"crm.customers: rebuild started as run {run_id}; {follow}" in out.splitlines()
     assert "crm.customers: 1 recorded as pending, 0 already in the ledger" in out
     assert statuses(stage) == {"crm/customers/a.parquet": PENDING}
+    assert stage.ledger.objects("crm.customers")[0].correlation_id.startswith("rebuild-")
 
 
 @pytest.mark.parametrize(
