@@ -138,3 +138,16 @@ def test_doctor_in_lake_formation_mode_checks_every_database_of_the_stage(stage,
     finally:
         lakeformation.put_data_lake_settings(DataLakeSettings={})
         lakeformation.deregister_resource(ResourceArn=arn)
+
+
+def test_a_table_the_stage_does_not_have_is_one_line_listing_the_ones_it_has(stage, capsys):
+    for verb, extra in (("status", []), ("skip", ["--reason", "r"]), ("backfill", [])):
+        capsys.readouterr()
+        assert (
+            cli.main([verb, "--stage", stage.name, "--table", "crm.customers", "--table", "crm.nope", *extra])
+            == 2
+        )
+        assert capsys.readouterr().err == (
+            "lakeloader: error: unknown table 'crm.nope': the stage has crm.customers, crm.vip, old.archive, "
+            "sales.orders\n"
+        )
