@@ -100,6 +100,8 @@ def test_an_eventbridge_event_is_its_object_with_its_time_and_version():
     event["detail"]["object"]["size"] = "5 bytes"
     ref = only(event).ref
     assert (ref.etag, ref.event_time, ref.size) == ("e2", None, None)
+    del event["detail-type"]  # no name: not a created object, said so
+    assert only(event).event_name == ""
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,14 @@ start failures and an engine that is not configured."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
 from lakeloader.ledger import PENDING
 from lakeloader.trigger import TriggerError
+from lakeloader.trigger.launch import aws_client
 from tests.aws_fixtures import moto_api, unique_name
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, World, context, log_lines, s3_event, s3_record
@@ -148,3 +150,43 @@ def test_a_rebuild_request_starts_the_tables_runs_with_the_rebuild_arguments(wor
     assert again["started"] == {} and {d["reason"] for d in again["deferred"]} >= {"run_in_progress"}
     with pytest.raises(ValueError, match="table_ids"):
         HANDLER({"lakeloader": {"action": "rebuild"}}, context("req-bad"))
+
+
+def test_an_emr_start_is_named_after_its_tables_and_idempotent_per_invocation(world: World, monkeypatch):
+    """A Lambda retry of the same invocation sends the same client token: EMR Serverless starts one run."""
+    app = world.emr.create_application(name=unique_name("lakeloader"), releaseLabel="emr-7.5.0", type="SPARK")
+    monkeypatch.setenv("EMR_APPLICATION_ID", app["applicationId"])
+    monkeypatch.setenv("EMR_JOB_ROLE_ARN", "arn:aws:iam::123456789012:role/lakeloader-emr-job")
+    monkeypatch.setenv("EMR_ENTRY_POINT", "s3://assets/emr_steps/ingest.py")
+    world.add_table("inventory.products", "inventory/products/", engine="emr")
+    sent: list[dict] = []
+    aws_client("emr-serverless").meta.events.register(
+        "provide-client-params.emr-serverless.StartJobRun", lambda params, **_: sent.append(dict(params))
+    )
+
+    HANDLER(s3_event(s3_record("inventory/products/1.json")), context("req-emr"))
+
+    (request,) = sent
+    assert request["name"] == "lakeloader-inventory.products"
+    assert request["clientToken"] == hashlib.sha256(b"req-emr|inventory.products").hexdigest()
+    assert request["applicationId"] == app["applicationId"]
+
+
+@pytest.mark.parametrize(
+    ("env", "missing"),
+    [
+        ({}, "EMR_APPLICATION_ID, EMR_JOB_ROLE_ARN, EMR_ENTRY_POINT"),
+        ({"EMR_APPLICATION_ID": "00f1", "EMR_ENTRY_POINT": "s3://a/i.py"}, "EMR_JOB_ROLE_ARN"),
+    ],
+)
+def test_an_emr_table_on_a_stage_without_emr_names_the_missing_settings(
+    world: World, monkeypatch, env, missing
+):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    world.add_table("inventory.products", "inventory/products/", engine="emr")
+    with pytest.raises(TriggerError) as raised:
+        HANDLER(s3_event(s3_record("inventory/products/1.json")), context())
+    assert str(raised.value) == (
+        f"table 'inventory.products': engine_not_configured: {missing} not set but the table's engine is emr"
+    )
