@@ -90,40 +90,128 @@ demo-local: $(STAMP)
 synth: $(STAMP)
 	./node_modules/.bin/cdk synth -c stage=$(STAGE) --quiet
 
-# Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM (the
-# Spark-free halves of maintenance and the Iceberg layer: retention, table_state, object_versions) and
-# runs their unit tests against each mutant, in a copy under build/mutate (the work tree is never
-# touched); it prints the score and the surviving mutants (`mutmut show <name>` in build/mutate
-# shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="trigger ledger"`.
-MUTATE_MODULES ?= trigger ledger config schema inputs retention table_state object_versions
-MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_ledger.py tests/unit/test_drain.py \
+# Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM -- the
+# ledger, the trigger, the operator verbs (operate, stage, cli/stage), config, formats (its Spark-free
+# functions: MUTATE_SPARK_ONLY lists the ones only tests/spark reaches, left out of the score), schema's
+# planning and the Spark-free halves of maintenance and the Iceberg layer -- against their unit tests, and
+# infra's network, readers and encryption constructs (storage: the key and what it encrypts) against the
+# infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
+# never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
+# copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="operate stage"` or
+# `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs.
+MUTATE_MODULES ?= trigger ledger operate stage cli/stage config formats schema inputs retention table_state \
+                  object_versions infra/network infra/readers infra/storage
+MUTATE_DIR     ?= build/mutate
+MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
+                  $(wildcard tests/unit/test_ledger_*.py) tests/unit/test_drain.py tests/unit/test_operator_verbs.py \
+                  tests/unit/test_backfill.py tests/unit/test_backfill_report.py $(wildcard tests/unit/test_stage_*.py) tests/unit/test_verify_hops.py \
                   tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
-                  tests/unit/test_schema_plan.py tests/unit/test_retention_cutoffs.py \
+                  $(wildcard tests/unit/test_formats_*.py) tests/unit/test_schema_plan.py tests/unit/test_retention_cutoffs.py \
                   tests/unit/test_table_state.py tests/unit/test_object_versions.py
-# The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped).
+MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_readers.py \
+                  tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py
+# module:function (Class.method) that only a Spark test can run: their mutants are counted apart
+MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceFormat.operation \
+                  formats/debezium:Debezium.read_checked formats/debezium:Debezium._unwrap \
+                  formats/debezium:Debezium.reshape formats/debezium:Debezium.operation \
+                  formats/debezium:Debezium.decode formats/debezium_envelope:DebeziumEnvelope.reshape \
+                  formats/dms:Dms.operation formats/files:_read_csv formats/files:read_rows \
+                  formats/files:parquet_schemas formats/files:merge_schemas formats/files:replace_checked \
+                  formats/files:lenient_cast formats/debezium:decimal_sql
+# The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then
+# per package. Counted apart, outside the score: the mutants of a Spark-only function, and prose -- a
+# mutant whose function equals the original once every help=, description= and metavar= argument (argparse's
+# help, a resource's description) is left out.
 define MUTATION_SCORE_PY
-import collections, json, pathlib
+import ast, collections, json, os, pathlib
 from mutmut.stats import status_by_exit_code as status
-print("module      killed timeout survived no-tests  score")
-for meta in sorted(pathlib.Path("mutants/lakeloader").rglob("*.py.meta")):
-    n = collections.Counter(status[code] for code in json.loads(meta.read_text())["exit_code_by_key"].values())
+spark = {tuple(spec.split(":")) for spec in os.environ.get("MUTATE_SPARK_ONLY", "").split()}
+PROSE = {"help", "description", "metavar"}
+class Unprose(ast.NodeTransformer):
+    def visit_Call(self, node):
+        node.keywords = [k for k in node.keywords if k.arg not in PROSE]
+        return self.generic_visit(node)
+def functions(path):  # mangled name -> its body without prose
+    defs = [f for f in ast.walk(ast.parse(path.read_text())) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return {f.name: ast.dump(Unprose().visit(ast.Module(f.body, []))) for f in defs if "__mutmut_" in f.name}
+def function(key):  # lakeloader.formats.dms.xǁDmsǁoperation__mutmut_3 -> Dms.operation
+    name = key.rsplit(".", 1)[1].rsplit("__mutmut_", 1)[0]
+    return name[2:].replace("ǁ", ".") if name.startswith("xǁ") else name[2:]
+rows, packages = [], collections.defaultdict(collections.Counter)
+for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
+    module = meta.relative_to("mutants").as_posix()[:-8].removeprefix("lakeloader/")
+    bodies, n = functions(meta.with_suffix("")), collections.Counter()
+    for key, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+        mangled = key.rsplit(".", 1)[1]
+        prose = bodies.get(mangled) == bodies.get(mangled.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
+        n["spark" if (module, function(key)) in spark else "prose" if prose else status[code]] += 1
+    rows.append((module, n))
+    packages[module.split("/")[0]].update(n)
+rows += [(f"{name}/ (all)", n) for name, n in packages.items() if sum(m.startswith(name + "/") for m, _ in rows) > 1]
+print("module                   killed timeout survived no-tests  score   prose spark-only")
+for module, n in rows:
     caught, checked = n["killed"] + n["timeout"], n["killed"] + n["timeout"] + n["survived"] + n["no tests"]
     score = f"{100 * caught / checked:5.1f}%" if checked else "    -"
-    print(f"{meta.relative_to('mutants/lakeloader').as_posix()[:-8]:10} {n['killed']:7} {n['timeout']:7} {n['survived']:8} {n['no tests']:8}  {score}"
+    print(f"{module:24} {n['killed']:7} {n['timeout']:7} {n['survived']:8} {n['no tests']:8}  {score}  {n['prose']:6} {n['spark']:10}"
           + (f"  ({n['not checked']} not checked)" if n["not checked"] else ""))
 endef
 export MUTATION_SCORE_PY
+export MUTATE_SPARK_ONLY
 MUTMUT := mutmut==3.8.1
 comma := ,
+MUTATE_LAKE  = $(filter-out infra/%,$(MUTATE_MODULES))
+MUTATE_INFRA = $(filter infra/%,$(MUTATE_MODULES))
+# $(call mutmut_config,source dir,modules,tests,also_copy,isolation): the [tool.mutmut] section.
+# Timeouts: a mutant's tests may take 3 times what they took unmutated, plus a minute for the process
+# to start on a loaded machine. mutmut ends an overdue mutant by the pid it had, and a pid that ended
+# may be reused: keeping every deadline to minutes (not mutmut's 15 times) keeps that signal from ever
+# reaching another process (pids come round in hours here).
+mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%s]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\ntimeout_multiplier = 3.0\ntimeout_constant = 60.0\n%b' \
+	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(4)))' \
+	  '$(foreach m,$(2),"$(1)/$(m).py"$(comma) "$(1)/$(m)/*"$(comma))' \
+	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))' '$(5)'
+# Prose is not mutated: the lines of a help=, description= or metavar= argument that hold nothing else
+# (argparse's help, a resource's description) become do_not_mutate_patterns; a prose argument that
+# shares its line with code is mutated, and its mutants are counted apart (MUTATION_SCORE_PY).
+define MUTATE_PROSE_PY
+import ast, json, re, sys
+from pathlib import Path
+patterns = set()
+for path in sys.argv[1:]:
+    lines = Path(path).read_text().splitlines()
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(node, ast.keyword) and node.arg in ("help", "description", "metavar"):
+            own_line = lines[node.lineno - 1][: node.col_offset].strip() == ""
+            for n in range(node.lineno if own_line else node.lineno + 1, node.end_lineno + 1):
+                patterns.add("^" + re.escape(lines[n - 1]) + "$$")
+print(f"do_not_mutate_patterns = {json.dumps(sorted(patterns))}")
+endef
+export MUTATE_PROSE_PY
+# $(call mutmut_run,dir): run, then the scores and the survivors
+mutmut_run = cd $(1) && { $(abspath $(VENV))/bin/mutmut run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
+	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(VENV))/bin/mutmut results
 mutate: $(STAMP)
 	$(PY) -m pip install --quiet $(MUTMUT)
-	rm -rf build/mutate && mkdir -p build/mutate
-	cp -r lakeloader tests config examples lambda pyproject.toml build/mutate/
-	printf '\n[tool.mutmut]\nsource_paths = ["lakeloader"]\nalso_copy = ["config", "examples", "lambda"]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\n' \
-	  '$(foreach m,$(MUTATE_MODULES),"lakeloader/$(m).py"$(comma) "lakeloader/$(m)/*"$(comma))' \
-	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(MUTATE_TESTS)))' >> build/mutate/pyproject.toml
-	cd build/mutate && $(abspath $(VENV))/bin/mutmut run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }
-	cd build/mutate && $(abspath $(VENV))/bin/mutmut results; $(abspath $(PY)) -c "$$MUTATION_SCORE_PY"
+	rm -rf $(MUTATE_DIR)/lakeloader $(MUTATE_DIR)/infra
+ifneq ($(strip $(MUTATE_LAKE)),)
+	mkdir -p $(MUTATE_DIR)/lakeloader
+	cp -r lakeloader tests config examples lambda pyproject.toml $(MUTATE_DIR)/lakeloader/
+	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),config examples lambda) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
+	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_LAKE),lakeloader/$(m).py lakeloader/$(m)/*.py)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
+	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
+endif
+# infra: a synth imports aws_cdk, whose jsii kernel (a node process) a fork must not share, and the
+# infra tests cache their synths per process: each mutant runs in a fresh child of a fork server that
+# imported nothing. The synth reads the checkout (cdk.json, the entry points) and the cached wheels.
+ifneq ($(strip $(MUTATE_INFRA)),)
+	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
+	cp -r infra lakeloader tests config examples lambda glue_jobs emr_steps cdk.json app.py pyproject.toml \
+	  requirements-job.txt requirements-lambda.txt $(MUTATE_DIR)/infra/
+	cp -r .lakeloader/wheels $(MUTATE_DIR)/infra/.lakeloader/
+	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,process_isolation = "forkserver"\nforkserver_warmup = "none"\n) >> $(MUTATE_DIR)/infra/pyproject.toml
+	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
+	$(call mutmut_run,$(MUTATE_DIR)/infra)
+endif
 
 clean:
-	rm -rf $(VENV) $(SCAN_VENV) node_modules cdk.out build/cdk-assets .lakeloader
+	rm -rf .venv .venv-glue-6.0 $(SCAN_VENV) node_modules cdk.out build/cdk-assets .lakeloader
