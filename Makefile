@@ -162,11 +162,10 @@ comma := ,
 MUTATE_LAKE  = $(filter-out infra/%,$(MUTATE_MODULES))
 MUTATE_INFRA = $(filter infra/%,$(MUTATE_MODULES))
 # $(call mutmut_config,source dir,modules,tests,also_copy,isolation): the [tool.mutmut] section.
-# Timeouts: a mutant's tests may take 3 times what they took unmutated, plus a minute for the process
-# to start on a loaded machine. mutmut ends an overdue mutant by the pid it had, and a pid that ended
-# may be reused: keeping every deadline to minutes (not mutmut's 15 times) keeps that signal from ever
-# reaching another process (pids come round in hours here).
-mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%s]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\ntimeout_multiplier = 3.0\ntimeout_constant = 60.0\n%b' \
+# Timeouts: a mutant's tests may take 5 times what they took unmutated, plus two minutes for the
+# process to start on a loaded machine (mutmut's defaults, 15 times plus a second, let one endless
+# mutant hold a worker for most of an hour).
+mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%s]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\ntimeout_multiplier = 5.0\ntimeout_constant = 120.0\n%b' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(4)))' \
 	  '$(foreach m,$(2),"$(1)/$(m).py"$(comma) "$(1)/$(m)/*"$(comma))' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))' '$(5)'
@@ -187,8 +186,32 @@ for path in sys.argv[1:]:
 print(f"do_not_mutate_patterns = {json.dumps(sorted(patterns))}")
 endef
 export MUTATE_PROSE_PY
+# mutmut ends an overdue mutant with SIGXCPU to the pid it had, also after that mutant has ended, and
+# pids (thread ids too) come round in minutes here: that signal goes only to a process that is still
+# the sender's own child.
+define MUTMUT_PY
+import os, sys
+import mutmut.workers.timeout as timeout
+def parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+class OwnChildrenOnly:
+    def __getattr__(self, name):
+        return getattr(os, name)
+    def kill(self, pid, signal):
+        if parent(pid) == os.getpid():
+            os.kill(pid, signal)
+timeout.os = OwnChildrenOnly()
+sys.argv[0] = "mutmut"
+from mutmut.__main__ import cli
+cli()
+endef
+export MUTMUT_PY
 # $(call mutmut_run,dir): run, then the scores and the survivors
-mutmut_run = cd $(1) && { $(abspath $(VENV))/bin/mutmut run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
+mutmut_run = cd $(1) && { $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
 	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(VENV))/bin/mutmut results
 mutate: $(STAMP)
 	$(PY) -m pip install --quiet $(MUTMUT)
