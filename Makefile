@@ -90,6 +90,11 @@ demo-local: $(STAMP)
 synth: $(STAMP)
 	./node_modules/.bin/cdk synth -c stage=$(STAGE) --quiet
 
+# The merge benchmark's quick cases, each beside the AWS two-MERGE pattern (benchmarks/RESULTS.md), on
+# the runtime RUNTIME names; a few minutes, not part of `make test`.
+bench-quick: $(STAMP)
+	$(PY) -m benchmarks.merge --quick
+
 # Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM -- the
 # ledger, the trigger, the operator verbs (operate, stage, cli/stage), config, formats (its Spark-free
 # functions: MUTATE_SPARK_ONLY lists the ones only tests/spark reaches, left out of the score), schema's
