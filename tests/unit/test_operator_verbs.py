@@ -160,3 +160,15 @@ def test_status_exits_1_when_any_table_is_stuck_or_its_last_run_failed(stage, ca
     assert "sales.orders: quarantined after 1 attempt(s): sales.orders/quarantined-now.parquet" in out
     finished_run(stage, "old.archive", "succeeded")
     assert stage.cli(capsys, "status", *healthy, "--table", "old.archive")[0] == 0
+
+
+@pytest.mark.parametrize("verb", ["requeue", "skip"])
+def test_without_a_key_or_a_status_each_verb_takes_the_quarantined_files_alone(stage, capsys, verb):
+    to = MOVES[verb][1]
+    keys = {status: one_file_in(stage, status) for status in OBJECT_STATUSES}
+    extra = ["--no-sweep"] if verb == "requeue" else []
+
+    code, out = stage.cli(capsys, verb, "--table", T, "--reason", "r", *extra)
+
+    assert code == 0, out
+    assert statuses(stage) == {key: to if status == QUARANTINED else status for status, key in keys.items()}
