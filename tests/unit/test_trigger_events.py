@@ -32,19 +32,21 @@ def test_ignored_records_are_counted(world: World, capsys):
         s3_event(
             s3_record(CUSTOMERS + "1.parquet", event_name="ObjectRemoved:Delete"),
             s3_record(CUSTOMERS + "_SUCCESS"),
+            s3_record(CUSTOMERS + ".LOAD1.parquet.crc"),  # hidden: Spark skips it too
             s3_record(CUSTOMERS),  # folder marker
             s3_record(CUSTOMERS + "1.parquet", bucket="someone-elses-bucket"),
             {"eventSource": "aws:dynamodb", "dynamodb": {}},
         ),
         context(),
     )
-    assert (summary["records"], summary["ignored"], summary["recorded"], summary["started"]) == (5, 5, 0, {})
+    assert (summary["records"], summary["ignored"], summary["recorded"], summary["started"]) == (6, 6, 0, {})
     reasons = [
         x.get("reason", "")
         for x in log_lines(capsys)
         if x["message"] in ("object.ignored", "record.unrecognised")
     ]
-    assert len(reasons) == 5
+    assert len(reasons) == 6
+    assert reasons.count("hidden file (name starts with '_' or '.', which Spark skips)") == 2
     assert any("ObjectRemoved:Delete" in r for r in reasons)
     assert any("raw bucket" in r for r in reasons)
 
