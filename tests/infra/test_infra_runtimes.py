@@ -167,15 +167,16 @@ def test_the_release_follows_the_runtime_unless_the_stage_names_one():
 
 
 def test_context_runtime_overrides_the_stage_and_meets_the_same_checks():
-    """`-c runtime=glue-6.0`, as -c lake_formation: over cdk.json's stage, whose emr-7.12.0 is glue-5.1's."""
+    """`-c runtime=glue-6.0`, as -c lake_formation: over cdk.json's stage, whose EMR release then follows
+    it; a stage that pins glue-5.1's emr-7.12.0 is refused the override in one line."""
     shipped = context()
     assert resolve_stage(shipped).runtime.name == runtimes.DEFAULT_RUNTIME
+    assert resolve_stage({**shipped, "runtime": "glue-6.0"}).settings.emr.release_label == "emr-spark-8.1.0"
+    pinned = context(emr={**emr_without_release(), "release_label": "emr-7.12.0"})
     with pytest.raises(SettingsError) as caught:
-        resolve_stage({**shipped, "runtime": "glue-6.0"})
+        resolve_stage({**pinned, "runtime": "glue-6.0"})
     where = "cdk.json context lakeloader:stages.dev.emr.release_label: "
     assert str(caught.value).startswith(f"{where}emr-7.12.0 is not on runtime glue-6.0's line")
-    unpinned = context(emr=emr_without_release())
-    assert resolve_stage({**unpinned, "runtime": "glue-6.0"}).settings.emr.release_label == "emr-spark-8.1.0"
 
 
 def test_the_glue_6_stage_is_clean_for_cdk_nag_and_cfn_lint(glue6):
