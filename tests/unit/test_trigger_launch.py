@@ -9,7 +9,7 @@ import json
 import pytest
 
 from lakeloader.ledger import PENDING
-from lakeloader.trigger import TriggerError
+from lakeloader.trigger import Trigger, TriggerError, TriggerSettings
 from lakeloader.trigger.launch import aws_client
 from tests.aws_fixtures import moto_api, unique_name
 from tests.unit import trigger_world
@@ -190,3 +190,17 @@ def test_an_emr_table_on_a_stage_without_emr_names_the_missing_settings(
     assert str(raised.value) == (
         f"table 'inventory.products': engine_not_configured: {missing} not set but the table's engine is emr"
     )
+
+
+def test_a_rebuild_asked_in_process_keeps_the_raw_zone_flag_off_and_a_failed_start_raises(world: World):
+    world.add_table("crm.customers", CUSTOMERS)
+    world.add_table("inventory.products", "inventory/products/", engine="emr")  # no EMR on this stage
+    trigger = Trigger(TriggerSettings.from_env(world.env()), dynamodb=world.dynamodb, glue=world.glue)
+
+    summary = trigger.rebuild("cid-rebuild", ["crm.customers"])
+
+    assert summary["correlation_id"] == "cid-rebuild" and summary["action"] == "rebuild"
+    (glue_run,) = world.glue_runs()
+    assert glue_run["Arguments"]["--lakeloader_raw_zone_erased"] == "false"
+    with pytest.raises(TriggerError, match="inventory.products': engine_not_configured"):
+        trigger.rebuild("cid-rebuild-2", ["inventory.products"])
