@@ -87,6 +87,8 @@ def test_a_stage_that_is_not_there_is_one_line_naming_its_stack(aws_endpoint, ca
     assert capsys.readouterr().err == (
         "lakeloader: error: stack 'acme-nowhere': Stack with id acme-nowhere does not exist\n"
     )
+    assert cli.main(["verify", "--stage", "nowhere", "--project", "acme"]) == 2  # it reads the outputs itself
+    assert capsys.readouterr().err.startswith("lakeloader: error: stack 'acme-nowhere': ")
     for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):  # boto3's own complaint, in one line
         monkeypatch.delenv(name)
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)

@@ -116,6 +116,7 @@ def test_status_json_is_each_table_with_its_health(stage, capsys):
     code, out = stage.cli(capsys, "status", "--json", "--table", "crm.customers", "--table", "crm.vip")
 
     assert code == 1
+    assert out.startswith('[\n  {\n    "table_id": "crm.customers",\n')  # indented for a reader
     customers, vip = json.loads(out)
     assert customers == {
         "table_id": "crm.customers",

@@ -63,6 +63,7 @@ def test_keep_leaves_the_canary_file(stage, capsys):
     assert code == 1
     (key,) = canary_keys(stage)
     assert key.startswith(f"{canary.CANARY_PREFIX}glue/verify-") and "removed" not in out
+    assert out.splitlines()[-1] == "kept the canary (--keep): the next verify without --keep removes it"
     assert (
         boto3.client("s3").get_object(Bucket=stage.deployed.raw_bucket, Key=key)["Body"].read().count(b"\n")
         == canary.CANARY_ROWS
