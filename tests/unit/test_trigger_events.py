@@ -116,3 +116,14 @@ def test_parse_event_reads_versions_and_reports_garbage():
     raw_eb = eventbridge_event("a/x+y.csv")
     raw_eb["detail"]["object"]["key"] = "a/x+y.csv"
     assert parse_event(raw_eb, eventbridge_keys_encoded=False)[0][0].ref.key == "a/x+y.csv"
+
+
+def test_a_stage_whose_eventbridge_keys_arrive_as_they_are_records_them_so(world: World, monkeypatch):
+    """EVENTBRIDGE_KEYS_ENCODED=false (the Lambda's setting for events whose keys are not URL-encoded):
+    a '+' in a key stays a '+'."""
+    monkeypatch.setenv("EVENTBRIDGE_KEYS_ENCODED", "false")
+    world.add_table("crm.customers", CUSTOMERS)
+    event = eventbridge_event(CUSTOMERS + "a+b.parquet")
+    event["detail"]["object"]["key"] = CUSTOMERS + "a+b.parquet"
+    assert HANDLER(event, context())["recorded"] == 1
+    assert [o.key for o in world.ledger.objects("crm.customers")] == [CUSTOMERS + "a+b.parquet"]

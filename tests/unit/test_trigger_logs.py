@@ -4,8 +4,10 @@ order the invocation did things. The handler against the trigger world on moto (
 
 from __future__ import annotations
 
+import pytest
+
 from lakeloader.ledger import ObjectRef
-from lakeloader.trigger import handle_event
+from lakeloader.trigger import TriggerError, handle_event
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, RAW, World, context, log_lines, s3_event, s3_record
 
@@ -199,3 +201,63 @@ def test_a_sweep_logs_what_it_checked_and_a_bad_config_item_is_an_error(world: W
     assert found[3]["message"] == "trigger.summary" and len(found) == 4
     assert (found[3]["action"], found[3]["tables_checked"], found[3]["tables_waiting"]) == ("sweep", 2, 2)
     assert summary["tables_in_window"] == 0
+
+
+def test_every_record_of_an_event_is_counted_as_what_became_of_it(world: World, capsys):
+    world.add_table("crm.customers", CUSTOMERS)
+    world.add_table("old.archive", "old/", enabled=False)
+    nameless = s3_record(CUSTOMERS + "x.parquet")
+    del nameless["eventName"]
+    event = s3_event(
+        s3_record("old/a.csv", etag="a"),  # a disabled table's, twice, before the rest
+        s3_record("old/b.csv", etag="b"),
+        s3_record("hr/a.csv"),  # no table's, twice
+        s3_record("hr/b.csv"),
+        s3_record(CUSTOMERS),  # a folder marker
+        nameless,
+        s3_record(CUSTOMERS + "LOAD1.parquet", etag="1"),  # the same object twice in one event
+        s3_record(CUSTOMERS + "LOAD1.parquet", etag="1"),
+        s3_record(CUSTOMERS + "LOAD2.parquet", etag="2"),
+    )
+    event["Records"] += ["junk", 7]
+
+    summary = HANDLER(event, context("req-1"))
+
+    counts = ("records", "recorded", "duplicates", "unknown", "disabled", "ignored")
+    assert {name: summary[name] for name in counts} == {
+        "records": 11,
+        "recorded": 2,
+        "duplicates": 1,
+        "unknown": 2,
+        "disabled": 2,
+        "ignored": 4,
+    }
+    reasons = [
+        line["reason"]
+        for line in lines(capsys)
+        if "reason" in line and line["message"] != "config.item_invalid"
+    ]
+    assert reasons == [
+        "record of type str",
+        "record of type int",
+        "folder marker",
+        "not an object-created event (no event name)",
+    ]
+
+
+def test_a_start_that_fails_is_logged_as_an_error_and_its_objects_stay_pending(
+    world: World, capsys, monkeypatch
+):
+    monkeypatch.setenv("GLUE_JOB_NAME", "no-such-job")
+    world.add_table("crm.customers", CUSTOMERS)
+
+    with pytest.raises(TriggerError):
+        HANDLER(s3_event(s3_record(CUSTOMERS + "1.parquet")), context("req-x"))
+
+    (deferred,) = [line for line in lines(capsys) if line["message"] == "run.deferred.start_failed"]
+    assert (deferred["level"], deferred["note"], deferred["engine"]) == (
+        "ERROR",
+        "objects stay pending",
+        "glue",
+    )
+    assert deferred["table_id"] == "crm.customers" and "EntityNotFoundException" in deferred["error"]
