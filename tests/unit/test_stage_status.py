@@ -49,6 +49,7 @@ def test_the_status_table_and_every_stuck_file_with_the_first_line_of_its_error(
     one_file_in(stage, FAILED, size=4, arrived="2026-03-02T11:50:00Z")
     one_file_in(stage, QUARANTINED, size=8, arrived="2026-03-01T00:00:00Z")
     one_file_in(stage, SKIPPED, size=16, arrived="2026-03-01T00:00:00Z")
+    stage.record("crm.customers", "crm.customers/unsized.parquet")  # an event that gave no size: 0 bytes
     run(stage, "crm.customers", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), snapshot_id=41)
     run(stage, "crm.customers", "run-2", "failed", datetime(2026, 3, 2, 10, tzinfo=UTC), error="boom\nat x")
     stuck_error = "quarantined: bad rows in crm.customers/quarantined-2026-03-01T00:00:00Z.parquet"
@@ -64,7 +65,7 @@ def test_the_status_table_and_every_stuck_file_with_the_first_line_of_its_error(
     ends = [*starts[1:], None]
     assert [[line[a:b].strip() for a, b in zip(starts, ends, strict=True)] for line in lines[:4]] == [
         list(COLUMNS),
-        ["crm.customers", "2", "1", "1", "1", "90 min", "failed 2026-03-02T10:00:00.000Z", "41"],
+        ["crm.customers", "3", "1", "1", "1", "90 min", "failed 2026-03-02T10:00:00.000Z", "41"],
         ["crm.vip", "0", "0", "0", "0", "-", "-", "-"],
         ["old.archive (disabled)", "0", "0", "1", "0", "-", "-", "-"],
     ]
