@@ -4,6 +4,14 @@ Objects under the configured tables' raw prefixes, the warehouse, the quarantine
 config/ledger/runs tables, the Iceberg tables of the stage's Glue databases, the stage's key and
 lakeloader's metrics namespace; nothing more (tests/infra/test_infra_iam_sufficient.py checks
 each action the jobs call is allowed).
+
+In Lake Formation mode the warehouse is not among them: Glue 5.x and EMR Serverless 7.8+ full
+table access read and write a registered table's S3 data with credentials Lake Formation vends
+(`lakeformation:GetDataAccess` and the role's Lake Formation grants), and use the role's own
+credentials only for what is not registered ("Using AWS Glue with AWS Lake Formation for Full
+Table Access"; "Lake Formation full table access for EMR Serverless", step 2: the job runtime
+role needs `lakeformation:GetDataAccess` in addition to its Lake Formation permissions). A direct
+IAM grant on the warehouse would serve the jobs if Lake Formation's path broke, and hide that.
 """
 
 from __future__ import annotations
@@ -57,7 +65,8 @@ def grant_lake_access(
             conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in raw_prefixes]}},
         )
     )
-    grant_warehouse(role, storage.curated)
+    if not stage.settings.lake_formation:  # Lake Formation vends the warehouse's credentials
+        grant_warehouse(role, storage.curated)
     role.add_to_policy(
         iam.PolicyStatement(
             sid="Quarantine",
@@ -125,11 +134,14 @@ def grant_lake_access(
         )
 
 
-def lake_access_findings(storage: LakeStorage, catalog: Catalog, raw_prefixes: list[str]) -> list[str]:
+def lake_access_findings(
+    stage: Stage, storage: LakeStorage, catalog: Catalog, raw_prefixes: list[str]
+) -> list[str]:
     """The cdk-nag wildcard findings `grant_lake_access` gives a role (each role acknowledges them)."""
     findings = [f"Resource::{arn_ref(storage.raw)}/{p}*" for p in raw_prefixes]
+    if not stage.settings.lake_formation:
+        findings.append(f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*")
     findings += [
-        f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*",
         f"Resource::{arn_ref(storage.quarantine)}/*",
         "Resource::*",
     ]

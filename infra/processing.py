@@ -294,7 +294,7 @@ class Processing(Construct):
             network=network,
         )
 
-        lake_findings = lake_access_findings(storage, catalog, raw_prefixes)
+        lake_findings = lake_access_findings(stage, storage, catalog, raw_prefixes)
         acknowledge_wildcards(
             self.glue_role,
             lake_findings

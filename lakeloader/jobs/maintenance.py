@@ -72,6 +72,24 @@ def sort_order_sql(sort_order: str, columns: list[str]) -> str:
     return ", ".join(terms)
 
 
+def lake_formation_catalog(spark: SparkSession, catalog: str) -> bool:
+    """Does `catalog` take its tables' S3 credentials from Lake Formation (full table access:
+    `glue.lakeformation-enabled`, contract.lake_formation_catalog_conf)?"""
+    flag = spark.conf.get(f"spark.sql.catalog.{catalog}.glue.lakeformation-enabled", "false")
+    return str(flag).strip().lower() == "true"
+
+
+def orphan_file_arguments(older_than: str, lake_formation: bool) -> list[str]:
+    """`remove_orphan_files`' arguments. Under Lake Formation the job role holds no S3 grant on the
+    warehouse (infra.job_access): the listing goes through the table's FileIO (`prefix_listing`,
+    Iceberg 1.8+), which Lake Formation's credentials serve, instead of Hadoop's file system, which
+    would list with the role's own."""
+    arguments = [f"older_than => {older_than}"]
+    if lake_formation:
+        arguments.append("prefix_listing => true")
+    return arguments
+
+
 def _options(options: dict[str, str]) -> str:
     return "map(" + ", ".join(f"{literal(k)}, {literal(v)}" for k, v in options.items()) + ")"
 
@@ -156,7 +174,10 @@ def _plan(
         def remove_orphans() -> dict[str, int]:
             older = cut().orphan_files
             return iceberg.call_procedure(
-                spark, name, "remove_orphan_files", f"older_than => {timestamp_literal(older)}"
+                spark,
+                name,
+                "remove_orphan_files",
+                *orphan_file_arguments(timestamp_literal(older), lake_formation_catalog(spark, catalog)),
             )
 
         steps.append(("remove_orphan_files", remove_orphans))
