@@ -13,6 +13,10 @@ from __future__ import annotations
 OP, SEQ, FILE, FILE_POS, ROW_POS = "_ll_op", "_ll_seq", "_ll_file", "_ll_file_pos", "_ll_row_pos"
 META_COLUMNS = (OP, SEQ, FILE, FILE_POS, ROW_POS)
 INVALID = "_ll_invalid_"
+# cdc: snapshot without source.snapshot_by: a data column (kept in the table) holding the snapshot the
+# row came from, its folder name (a TIMESTAMP when the name reads as a date or date-time); it is the
+# table's sequence column, so SCD2 history and tombstones take the snapshot's time.
+SNAPSHOT = "lakeloader_snapshot"
 
 
 def seq_columns(n: int) -> list[str]:

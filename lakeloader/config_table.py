@@ -25,6 +25,8 @@ def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
             "engine": table.engine,
             "min_interval_seconds": table.trigger.min_interval_seconds,
             "execution_class": table.trigger.execution_class,
+            # cdc: snapshot: the trigger records the _SUCCESS file that completes a snapshot folder
+            **({"success_markers": True} if table.source.cdc == "snapshot" else {}),
             "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
         }
         for table in cfg.tables

@@ -9,6 +9,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 IGNORED_PREFIXES = (".", "_")
+# What an exporter writes beside a finished folder (Spark, Hadoop, Glue): a cdc: snapshot folder is
+# complete once it holds one (formats.snapshot). Listed only when asked for (`list_inputs(markers=True)`).
+SUCCESS_MARKER = "_SUCCESS"
 
 
 @dataclass(frozen=True, order=True)
@@ -40,10 +43,15 @@ def _is_data_file(name: str) -> bool:
     return not any(part.startswith(IGNORED_PREFIXES) for part in name.split("/"))
 
 
-def list_inputs(raw_root: str, prefix: str = "") -> list[InputFile]:
-    """Every data file under `raw_root/prefix` (hidden and `_`-prefixed files skipped)."""
+def is_success_marker(name: str) -> bool:
+    return posixpath.basename(name) == SUCCESS_MARKER
+
+
+def list_inputs(raw_root: str, prefix: str = "", *, markers: bool = False) -> list[InputFile]:
+    """Every data file under `raw_root/prefix` (hidden and `_`-prefixed files skipped), and with
+    `markers` the `_SUCCESS` files too."""
     if raw_root.startswith(("s3://", "s3a://")):
-        return _list_s3(raw_root, prefix)
+        return _list_s3(raw_root, prefix, markers)
     root = Path(raw_root)
     base = root / prefix
     if not base.exists():
@@ -51,13 +59,13 @@ def list_inputs(raw_root: str, prefix: str = "") -> list[InputFile]:
     files = []
     for path in sorted(p for p in base.rglob("*") if p.is_file()):
         name = path.relative_to(root).as_posix()
-        if _is_data_file(name):
+        if _is_data_file(name) or (markers and is_success_marker(name)):
             stat = path.stat()
             files.append(InputFile(name, str(path.resolve()), stat.st_size, str(stat.st_mtime_ns)))
     return files
 
 
-def _list_s3(raw_root: str, prefix: str) -> list[InputFile]:
+def _list_s3(raw_root: str, prefix: str, markers: bool) -> list[InputFile]:
     import boto3
 
     parsed = urlparse(raw_root)
@@ -71,7 +79,7 @@ def _list_s3(raw_root: str, prefix: str) -> list[InputFile]:
     ):
         for obj in page.get("Contents", []):
             name = obj["Key"][len(root_key) :]
-            if _is_data_file(name) and not name.endswith("/"):
+            if (_is_data_file(name) or (markers and is_success_marker(name))) and not name.endswith("/"):
                 uri = f"s3://{parsed.netloc}/{obj['Key']}"
                 files.append(InputFile(name, uri, obj["Size"], obj["ETag"].strip('"')))
     return files

@@ -40,8 +40,30 @@ class Source(_Strict):
     cdc: Literal[FORMAT_NAMES] = Field(  # type: ignore[valid-type]
         default="none",
         description="Change format: dms, debezium (ExtractNewRecordState output), debezium_envelope "
-        "(before/after/source/op, optionally under payload) or none (every row an upsert). "
+        "(before/after/source/op, optionally under payload), snapshot (each folder a full copy of the "
+        "table; lakeloader derives the inserts, updates and deletes) or none (every row an upsert). "
         "docs/sources.md says how to set each source up",
+    )
+    # cdc: snapshot only (docs/sources.md "Full snapshots")
+    complete_when: Literal["success_file", "next_snapshot"] = Field(
+        default="success_file",
+        description="cdc: snapshot: a snapshot folder is applied once it holds a _SUCCESS file, or "
+        "(next_snapshot) once a later snapshot folder exists",
+    )
+    snapshot_by: str | None = Field(
+        default=None,
+        description="cdc: snapshot: a column holding the snapshot's time (its highest value orders the "
+        "snapshots); default: the folder name, kept in the column lakeloader_snapshot",
+    )
+    compare_columns: list[str] | None = Field(
+        default=None,
+        description="cdc: snapshot: the columns whose change makes an update; default: every column but "
+        "the keys and the snapshot's time",
+    )
+    deletes: Literal["delete", "ignore"] = Field(
+        default="delete",
+        description="cdc: snapshot: a key missing from a snapshot is deleted (with its tombstone), or "
+        "kept (ignore: append-only extracts)",
     )
     csv: CsvOptions | None = None
     schema_: dict[str, str] | None = Field(
@@ -62,6 +84,21 @@ class Source(_Strict):
     def _csv_only_for_csv(self) -> Source:
         if self.csv is not None and self.format != "csv":
             raise ValueError(f"csv options given but format is {self.format!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _snapshot_options(self) -> Source:
+        given = [
+            f
+            for f in ("complete_when", "snapshot_by", "compare_columns", "deletes")
+            if f in self.model_fields_set
+        ]
+        if given and self.cdc != "snapshot":
+            raise ValueError(
+                f"{', '.join(given)} apply to cdc: snapshot only (this source is cdc: {self.cdc})"
+            )
+        if self.compare_columns is not None and not self.compare_columns:
+            raise ValueError("compare_columns: name at least one column, or leave it out to compare them all")
         return self
 
     @property

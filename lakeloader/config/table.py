@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from lakeloader.columns import SNAPSHOT
 from lakeloader.config.base import _Strict
 from lakeloader.config.policies import (
     ColumnSelection,
@@ -179,6 +180,34 @@ class TableConfig(_Strict):
                 raise ValueError(f"{where}.columns must not name key, sequence or scd2 columns: {bad}")
         return self
 
+    @model_validator(mode="after")
+    def _snapshot_source(self) -> TableConfig:
+        if self.source.cdc != "snapshot":
+            return self
+        if self.mode not in ("merge", "scd2"):
+            raise ValueError(
+                f"cdc: snapshot applies to mode merge or scd2, not {self.mode!r} (mode overwrite with "
+                "cdc: none replaces the table with every load)"
+            )
+        if self.sequence_by is not None:
+            raise ValueError(
+                "sequence_by does not apply to cdc: snapshot: the folder name, or source.snapshot_by, orders "
+                "the snapshots"
+            )
+        if self.delete_when is not None:
+            raise ValueError(
+                "delete_when does not apply to cdc: snapshot: a key missing from a snapshot is deleted"
+            )
+        keys = {k.lower() for k in self.keys}
+        named = [
+            c
+            for c in [*(self.source.compare_columns or []), self.source.snapshot_by or ""]
+            if c.lower() in keys
+        ]
+        if named:
+            raise ValueError(f"source.compare_columns and snapshot_by must not name key columns: {named}")
+        return self
+
     def _check_scd2(self) -> None:
         if not self.keys:
             raise ValueError("mode 'scd2' needs keys: [...] (the business key columns)")
@@ -213,6 +242,8 @@ class TableConfig(_Strict):
         """The columns ordering changes to one key, compared left to right (empty: no order)."""
         if isinstance(self.sequence_by, list):
             return list(self.sequence_by)
+        if self.source.cdc == "snapshot":
+            return [self.source.snapshot_by or SNAPSHOT]
         if self.arrival_order:
             return []
         fmt = source_format(self.source.cdc)

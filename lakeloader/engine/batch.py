@@ -16,15 +16,16 @@ from pyspark.sql.types import StructType
 from lakeloader import iceberg
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, gate, merge, scd2, schema, table_settings, truncate, unreadable
-from lakeloader.engine.quality import QualityReport
+from lakeloader.engine import cdc, gate, merge, scd2, schema, snapshot, table_settings, truncate, unreadable
+from lakeloader.engine.quality import QualityReport, combine_reports
 from lakeloader.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.faults import crash_point
-from lakeloader.iceberg import commit
+from lakeloader.formats import snapshot as snapshots
+from lakeloader.iceberg import commit, table_state
 from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
 from lakeloader.spark import release, table_exists
-from lakeloader.sql import qualified, value_literal
+from lakeloader.sql import literal, qualified, value_literal
 
 # A batch's key values filter the target when they are few, or when the table holds this many times
 # more rows than the list: for a table not much larger, planning a long IN list costs more than the
@@ -45,9 +46,42 @@ class Applied:
     snapshot_id: int | None = None
     notes: list[str] = field(default_factory=list)
     quality: QualityReport | None = None  # rule outcomes when the table has quality rules
+    # cdc: snapshot: the files whose snapshot is not complete yet; not consumed, a later run takes them
+    waiting: list[str] = field(default_factory=list)
 
 
 def apply_batch(
+    spark: SparkSession,
+    table: TableConfig,
+    files: list[InputFile],
+    *,
+    catalog: str,
+    run_id: str,
+    progress: Progress = no_progress,
+    log_consumed: bool = False,
+    before_publish: Callable[[], None] = lambda: None,
+) -> Applied:
+    """Apply `files` to the table's target in one commit (`apply_files`); a cdc: snapshot table's, one
+    commit per complete snapshot, oldest first, leaving the files of incomplete ones waiting."""
+    options = {"catalog": catalog, "run_id": run_id, "progress": progress, "log_consumed": log_consumed}
+    if table.source.cdc != "snapshot" or not files:
+        return apply_files(spark, table, files, **options, before_publish=before_publish)
+    plan = snapshots.plan(table, files, snapshots.list_table(table, files))
+    total = Applied(files=len(plan.markers), waiting=[f.name for f in plan.waiting])
+    if plan.waiting:
+        total.notes.append(snapshots.describe_waiting(table, plan.waiting))
+        progress(total.notes[-1])
+    for _folder, folder_files in plan.ready:
+        applied = apply_files(spark, table, folder_files, **options, before_publish=before_publish)
+        for counted in ("files", "changes", "inserted", "updated", "deleted"):
+            setattr(total, counted, getattr(total, counted) + getattr(applied, counted))
+        total.snapshot_id = applied.snapshot_id
+        total.notes += applied.notes
+        total.quality = combine_reports(total.quality, applied.quality)
+    return total
+
+
+def apply_files(
     spark: SparkSession,
     table: TableConfig,
     files: list[InputFile],
@@ -78,8 +112,15 @@ def apply_batch(
             commit.log_inputs(spark, catalog, table.id, unlogged, run_id)
         files = [f for f in files if commit.file_id(f) not in consumed]
     result.files = len(files)
-    if not files:
+    # cdc: snapshot: one snapshot folder per batch (jobs.load), ordered by its name unless snapshot_by
+    folder = (
+        snapshots.snapshot_folder(table, files[0].name) if files and table.source.cdc == "snapshot" else None
+    )
+    order = folder if folder is not None and not table.source.snapshot_by else None
+    if not files or _snapshot_applied(table, folder, order, state, result, progress):
         result.snapshot_id = state.snapshot_id
+        if files and log_consumed:
+            commit.log_inputs(spark, catalog, table.id, files, run_id)
         return result
 
     if exists:  # keys/mode changes refused before anything is read; properties and partitioning applied
@@ -90,7 +131,15 @@ def apply_batch(
     read = _read(spark, table, files, progress)
     changes, result.changes = read.rows, read.count
     progress(f"read {read.count:,} change(s)")
+    unchanged = False  # a snapshot equal to the table: nothing to commit
     try:
+        if folder is not None and order is None:
+            order = snapshot.sequence_of(changes)
+            if _snapshot_applied(table, folder, order, state, result, progress):
+                result.snapshot_id = state.snapshot_id
+                if log_consumed:
+                    commit.log_inputs(spark, catalog, table.id, files, run_id)
+                return result
         data = changes.select(*cdc.data_columns(changes))
         if not exists:
             progress(f"creating table {table.qualified_target}")
@@ -142,6 +191,17 @@ def apply_batch(
         }
         key_rows = read.count  # the rows of the batch's keys that classification probes the table with
         deletes = read.deletes
+        if folder is not None:  # the snapshot becomes its changes; deletes reach keys it does not hold
+            diff = snapshot.as_changes(spark, name, table, changes, target_schema)
+            changes, keyed, bounds = diff.rows, {}, {}
+            result.changes, key_rows, deletes = diff.count, diff.count, diff.deletes
+            gone = "gone" if table.source.deletes == "delete" else "gone, kept (deletes: ignore)"
+            result.notes.append(
+                f"snapshot {folder}: {read.count:,} row(s); {diff.inserts:,} new, {diff.updates:,} changed, "
+                f"{diff.deletes:,} {gone}"
+            )
+            progress(result.notes[-1])
+            unchanged = diff.count == 0
         if read.truncates and table.on_truncate == "empty_table":
             progress(f"{read.truncates} truncate(s): every key is deleted as of the last one")
             truncated = truncate.as_deletes(spark, name, table, changes)
@@ -174,8 +234,15 @@ def apply_batch(
                 _append_or_overwrite(target, table, batch, target_schema, result)
 
         summary = commit.batch_summary(run_id, table.id, files)
-        main = commit.Destination(spark, name, summary, publishes=True, before_publish=before_publish)
-        result.quality = gate.commit_batch(main, table, changes, write, run_id=run_id, progress=progress)
+        if folder is not None:
+            summary |= {table_state.SUMMARY_SNAPSHOT: folder, table_state.SNAPSHOT_SEQUENCE: order}
+        if unchanged:  # no commit records the snapshot: the table property does (TableState)
+            before_publish()
+            key = literal(table_state.SNAPSHOT_SEQUENCE)
+            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({key} = {literal(order)})")
+        else:
+            main = commit.Destination(spark, name, summary, publishes=True, before_publish=before_publish)
+            result.quality = gate.commit_batch(main, table, changes, write, run_id=run_id, progress=progress)
         if result.quality is not None:
             result.notes.append(result.quality.describe())
     finally:
@@ -188,6 +255,26 @@ def apply_batch(
     # writer committing right after it is not reported as this batch's.
     result.snapshot_id = iceberg.current_snapshot_id(spark, name, refresh=False)
     return result
+
+
+def _snapshot_applied(
+    table: TableConfig,
+    folder: str | None,
+    order: str | None,
+    state: iceberg.TableState,
+    result: Applied,
+    progress: Progress,
+) -> bool:
+    """Whether a snapshot is older than, or the same as, the newest one the table applied: then its
+    files are consumed and change nothing (a late or re-delivered snapshot)."""
+    if folder is None or order is None or state.snapshot_sequence is None or order > state.snapshot_sequence:
+        return False
+    result.notes.append(
+        f"snapshot {folder} is not newer than the last one applied ({state.snapshot_sequence}): its "
+        f"{result.files} file(s) change nothing"
+    )
+    progress(result.notes[-1])
+    return True
 
 
 def _read(spark: SparkSession, table: TableConfig, files: list[InputFile], progress: Progress) -> cdc.Changes:

@@ -11,8 +11,11 @@ from lakeloader.formats.debezium import Debezium
 from lakeloader.formats.debezium_envelope import DebeziumEnvelope
 from lakeloader.formats.dms import Dms
 from lakeloader.formats.none import PlainRows
+from lakeloader.formats.snapshot import Snapshot
 
-FORMATS: dict[str, SourceFormat] = {f.name: f for f in (Dms(), Debezium(), DebeziumEnvelope(), PlainRows())}
+FORMATS: dict[str, SourceFormat] = {
+    f.name: f for f in (Dms(), Debezium(), DebeziumEnvelope(), PlainRows(), Snapshot())
+}
 FORMAT_NAMES = tuple(FORMATS)
 
 

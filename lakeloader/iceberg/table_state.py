@@ -15,6 +15,10 @@ SUMMARY_FILE_IDS = "lakeloader.input-ids"  # the input files the commit consumed
 SUMMARY_FILE_NAMES = "lakeloader.input-files"
 SUMMARY_RUN_ID = "lakeloader.run-id"
 SUMMARY_TABLE_ID = "lakeloader.table-id"
+# cdc: snapshot: the snapshot folder a commit applied, and its order key (formats.snapshot.order_key),
+# also kept as a table property when a snapshot changed nothing (no commit to record it in).
+SUMMARY_SNAPSHOT = "lakeloader.snapshot"
+SNAPSHOT_SEQUENCE = "lakeloader.snapshot-sequence"
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,9 @@ class TableState:
     # the current partition spec: (transform, lower-case source column) -> field name; "void"
     # fields (dropped from a v1 table's spec) left out
     partition_fields: dict[tuple[str, str], str] = field(default_factory=dict)
+    # cdc: snapshot: the order key of the newest snapshot applied (by a commit or, changing nothing, the
+    # table property); an older or equal one changes nothing
+    snapshot_sequence: str | None = None
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> TableState:
@@ -44,11 +51,15 @@ class TableState:
         snapshots = {s["snapshot-id"]: s for s in metadata.get("snapshots", [])}
         current = snapshots.get(metadata.get("current-snapshot-id"))
         ids: set[str] = set()
+        sequences = [properties[SNAPSHOT_SEQUENCE]] if SNAPSHOT_SEQUENCE in properties else []
         snapshot = current
         while snapshot is not None:
-            recorded = snapshot.get("summary", {}).get(SUMMARY_FILE_IDS)
+            summary = snapshot.get("summary", {})
+            recorded = summary.get(SUMMARY_FILE_IDS)
             ids.update(recorded.split(",") if recorded else ())
+            sequences += [summary[SNAPSHOT_SEQUENCE]] if SNAPSHOT_SEQUENCE in summary else []
             snapshot = snapshots.get(snapshot.get("parent-snapshot-id"))
+        settings["snapshot_sequence"] = max(sequences, default=None)
         if current is None:
             return cls(**settings)
         records = int(current.get("summary", {}).get("total-records") or 0)

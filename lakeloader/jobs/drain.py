@@ -125,9 +125,13 @@ def drain_table(
                 files_left -= len(guilty)
                 bytes_left -= sum(o.size or 0 for o in guilty)
                 continue  # the others: the next batch (this run never takes its own failures again)
+            waiting = [o for o, f in zip(batch, files, strict=True) if f.name in result.waiting]
+            if waiting:  # cdc: snapshot: incomplete snapshots; their _SUCCESS (or next folder) starts a run
+                ledger.finish(table.id, waiting, run_id, PENDING)
+                batch = [o for o in batch if o not in waiting]
             status = "failed" if result.status == "failed" else "done"
             ledger.finish(table.id, batch, run_id, status, error=result.error)
-            if result.status == "failed":
+            if result.status == "failed" or not batch:
                 break
             files_left -= len(batch)
             bytes_left -= sum(o.size or 0 for o in batch)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD
+from lakeloader.inputs import SUCCESS_MARKER
 from lakeloader.ledger import FAILED, PENDING, Ledger
 from lakeloader.trigger.events import (
     ObjectEvent,
@@ -77,7 +78,7 @@ class Trigger:
     def routes(self) -> list[TableRoute]:
         return cached_routes(self.dynamodb, self.settings.config_table, self.settings.config_cache_seconds)
 
-    def _ignore_reason(self, event: ObjectEvent) -> str | None:
+    def _ignore_reason(self, event: ObjectEvent, routes: list[TableRoute]) -> str | None:
         ref = event.ref
         if not event.created:
             return f"not an object-created event ({event.event_name or 'no event name'})"
@@ -86,6 +87,8 @@ class Trigger:
         if not ref.key or ref.key.endswith("/"):
             return "folder marker"
         name = ref.key.rsplit("/", 1)[-1]
+        if name == SUCCESS_MARKER and (route := match_route(ref.key, routes)) and route.success_markers:
+            return None  # it completes a snapshot folder (cdc: snapshot): recorded, and it starts a run
         if name.startswith(("_", ".")):
             return "hidden file (name starts with '_' or '.', which Spark skips)"
         return None
@@ -106,7 +109,7 @@ class Trigger:
         for event_object in objects:
             ref = event_object.ref
             where = {"bucket": ref.bucket, "key": ref.key, "event": event_object.event_name}
-            reason = self._ignore_reason(event_object)
+            reason = self._ignore_reason(event_object, routes)
             if reason:
                 summary["ignored"] += 1
                 log(logging.INFO, "object.ignored", reason=reason, **where)

@@ -17,7 +17,15 @@ from lakeloader.config_store import scan_items, truthy
 from lakeloader.contract import longest_prefix_match, normalise_prefix
 from lakeloader.trigger.logs import log
 
-ROUTE_ATTRIBUTES = ("table_id", "prefix", "enabled", "engine", "min_interval_seconds", "execution_class")
+ROUTE_ATTRIBUTES = (
+    "table_id",
+    "prefix",
+    "enabled",
+    "engine",
+    "min_interval_seconds",
+    "execution_class",
+    "success_markers",
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,7 @@ class TableRoute:
     engine: str = "glue"
     min_interval_seconds: int = 0  # the batching window; 0: arrivals start runs at once
     execution_class: str = "STANDARD"  # Glue: STANDARD | FLEX
+    success_markers: bool = False  # cdc: snapshot: a _SUCCESS file completes a snapshot, so it is recorded
 
     @property
     def batched(self) -> bool:
@@ -71,6 +80,7 @@ def route_for(item: Mapping[str, Any]) -> TableRoute | None:
         engine=str(item.get("engine") or "glue").strip().lower(),
         min_interval_seconds=_window(item.get("min_interval_seconds")),
         execution_class=str(item.get("execution_class") or "STANDARD").strip().upper(),
+        success_markers=item.get("success_markers") is True,
     )
 
 

@@ -56,7 +56,7 @@ def test_defaults_and_derived_values():
         (
             {"source": {"prefix": "x/", "cdc": "maxwell"}},
             "table 'crm.customers' -> source.cdc: Input should be "
-            "'dms', 'debezium', 'debezium_envelope' or 'none'",
+            "'dms', 'debezium', 'debezium_envelope', 'none' or 'snapshot'",
         ),
         ({"keys": []}, "table 'crm.customers' -> (table): mode 'merge' needs keys"),
         (

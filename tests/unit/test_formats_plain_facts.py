@@ -18,6 +18,7 @@ from lakeloader.formats.debezium_envelope import DebeziumEnvelope
 from lakeloader.formats.dms import Dms
 from lakeloader.formats.files import require_sequence
 from lakeloader.formats.none import PlainRows
+from lakeloader.formats.snapshot import Snapshot
 
 # The JSON converter's `schema` of a Debezium envelope (schemas.enable=true), as a PostgreSQL connector
 # writes it: the images' fields name their logical types; the source block has named fields too
@@ -76,18 +77,20 @@ FLAT_SCHEMA = {
 
 
 def test_each_cdc_name_is_its_format_and_only_change_formats_have_an_operation_column():
-    assert FORMAT_NAMES == ("dms", "debezium", "debezium_envelope", "none")
+    assert FORMAT_NAMES == ("dms", "debezium", "debezium_envelope", "none", "snapshot")
     assert {name: type(source_format(name)) for name in FORMAT_NAMES} == {
         "dms": Dms,
         "debezium": type(FORMATS["debezium"]),
         "debezium_envelope": DebeziumEnvelope,
         "none": PlainRows,
+        "snapshot": Snapshot,
     }
     assert {name: source_format(name).is_cdc for name in FORMAT_NAMES} == {
         "dms": True,
         "debezium": True,
         "debezium_envelope": True,
         "none": False,
+        "snapshot": False,  # its operations come from comparing snapshots, not from a column
     }
     with pytest.raises(KeyError):
         source_format("maxwell")

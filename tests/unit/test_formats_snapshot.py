@@ -1,0 +1,147 @@
+"""`cdc: snapshot` without a JVM: which folder a file belongs to, which folders are complete, the
+order key of a snapshot, the table's last applied snapshot, and the config's checks."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+
+from lakeloader.config import TableConfig
+from lakeloader.errors import BadInputError
+from lakeloader.formats.snapshot import folder_time, order_key, plan, snapshot_folder
+from lakeloader.iceberg.table_state import SNAPSHOT_SEQUENCE, TableState
+from lakeloader.inputs import InputFile, list_inputs
+
+
+def table(**source) -> TableConfig:
+    return TableConfig.model_validate(
+        {
+            "id": "crm.people",
+            "source": {"prefix": "crm/people/", "cdc": "snapshot", **source},
+            "target": {"database": "crm", "table": "people"},
+            "keys": ["id"],
+        }
+    )
+
+
+def file(name: str) -> InputFile:
+    return InputFile(name, f"/raw/{name}", 10, "1")
+
+
+def test_a_file_belongs_to_the_first_folder_under_the_prefix():
+    people = table()
+    assert snapshot_folder(people, "crm/people/2026-11-27/part-0.parquet") == "2026-11-27"
+    assert snapshot_folder(people, "crm/people/dt=2026-11-27/x/part-0.parquet") == "dt=2026-11-27"
+    with pytest.raises(BadInputError, match="crm/people/part-0.parquet.*sit in a folder"):
+        snapshot_folder(people, "crm/people/part-0.parquet")
+
+
+def test_a_folder_waits_for_its_success_file_and_applies_every_part_listed():
+    people = table()
+    batch = [file("crm/people/2026-11-26/part-0.parquet"), file("crm/people/2026-11-27/part-0.parquet")]
+    listing = [
+        *batch,
+        file("crm/people/2026-11-26/part-1.parquet"),  # not in the batch (a bounded claim): applied too
+        file("crm/people/2026-11-26/_SUCCESS"),
+    ]
+    result = plan(people, batch, listing)
+    assert [(f, [x.name for x in files]) for f, files in result.ready] == [
+        ("2026-11-26", ["crm/people/2026-11-26/part-0.parquet", "crm/people/2026-11-26/part-1.parquet"])
+    ]
+    assert [f.name for f in result.waiting] == ["crm/people/2026-11-27/part-0.parquet"]
+
+
+def test_a_success_file_in_the_batch_completes_its_folder_and_is_consumed_with_it():
+    marker = file("crm/people/2026-11-27/_SUCCESS")
+    part = file("crm/people/2026-11-27/part-0.parquet")
+    result = plan(table(), [marker, part], [])
+    assert result.ready == [("2026-11-27", [part])] and result.markers == [marker] and not result.waiting
+
+
+def test_ready_snapshots_come_oldest_first():
+    files = [
+        file(f"crm/people/{d}/{n}") for d in ("2026-11-28", "2026-11-26") for n in ("p.parquet", "_SUCCESS")
+    ]
+    assert [f for f, _ in plan(table(), files, []).ready] == ["2026-11-26", "2026-11-28"]
+
+
+def test_next_snapshot_completes_every_folder_but_the_newest():
+    files = [file(f"crm/people/{d}/p.parquet") for d in ("2026-11-25", "2026-11-26")]
+    later = [file("crm/people/2026-11-27/p.parquet")]
+    result = plan(table(complete_when="next_snapshot"), files, later)
+    assert [f for f, _ in result.ready] == ["2026-11-25", "2026-11-26"] and not result.waiting
+    assert [f.name for f in plan(table(complete_when="next_snapshot"), files, []).waiting] == [
+        "crm/people/2026-11-26/p.parquet"
+    ]
+
+
+def test_folder_names_that_read_as_times_become_timestamps():
+    assert folder_time("2026-11-27") == "2026-11-27T00:00:00"
+    assert folder_time("dt=20261127") == "2026-11-27T00:00:00"
+    assert folder_time("2026-11-27T06:30:00") == "2026-11-27T06:30:00"
+    assert folder_time("export-7") is None
+
+
+def test_order_keys_sort_as_the_values_do():
+    assert order_key(-5) < order_key(3) < order_key(10)
+    assert order_key(datetime(2026, 11, 27, 6)) > order_key(date(2026, 11, 27))
+    assert order_key("2026-11-27") == "2026-11-27"
+    with pytest.raises(ValueError):
+        order_key(None)
+
+
+def test_the_last_applied_snapshot_is_the_newest_recorded_by_a_commit_or_the_property():
+    def snap(i: int, parent: int | None, summary: dict) -> dict:
+        return {"snapshot-id": i, "parent-snapshot-id": parent, "summary": summary}
+
+    metadata = {
+        "current-snapshot-id": 2,
+        "snapshots": [snap(1, None, {SNAPSHOT_SEQUENCE: "2026-11-26"}), snap(2, 1, {})],
+        "properties": {},
+    }
+    assert TableState.from_metadata(metadata).snapshot_sequence == "2026-11-26"
+    metadata["properties"] = {SNAPSHOT_SEQUENCE: "2026-11-27"}  # a later snapshot that changed nothing
+    assert TableState.from_metadata(metadata).snapshot_sequence == "2026-11-27"
+    orphan = snap(3, None, {SNAPSHOT_SEQUENCE: "2026-11-30"})  # an audit branch never published
+    metadata["snapshots"].append(orphan)
+    assert TableState.from_metadata(metadata).snapshot_sequence == "2026-11-27"
+
+
+def test_listing_with_markers_finds_the_success_files(tmp_path):
+    (tmp_path / "crm/people/2026-11-27").mkdir(parents=True)
+    (tmp_path / "crm/people/2026-11-27/part-0.parquet").write_text("x")
+    (tmp_path / "crm/people/2026-11-27/_SUCCESS").write_text("")
+    (tmp_path / "crm/people/2026-11-27/_temporary").write_text("")
+    names = [f.name for f in list_inputs(str(tmp_path), "crm/people/", markers=True)]
+    assert names == ["crm/people/2026-11-27/_SUCCESS", "crm/people/2026-11-27/part-0.parquet"]
+    assert [f.name for f in list_inputs(str(tmp_path), "crm/people/")] == [
+        "crm/people/2026-11-27/part-0.parquet"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"mode": "append"}, "cdc: snapshot applies to mode merge or scd2"),
+        ({"sequence_by": "updated_at"}, "sequence_by does not apply to cdc: snapshot"),
+        ({"delete_when": "gone = true"}, "delete_when does not apply to cdc: snapshot"),
+        ({"source": {"compare_columns": ["ID"]}}, "must not name key columns"),
+        ({"source": {"cdc": "dms", "deletes": "ignore"}}, "deletes apply to cdc: snapshot only"),
+    ],
+)
+def test_the_config_refuses_what_a_snapshot_table_cannot_do(overrides, message):
+    spec = {
+        "id": "crm.people",
+        "source": {"prefix": "crm/people/", "cdc": "snapshot", **overrides.pop("source", {})},
+        "target": {"database": "crm", "table": "people"},
+        "keys": ["id"],
+        **overrides,
+    }
+    with pytest.raises(ValueError, match=message):
+        TableConfig.model_validate(spec)
+
+
+def test_a_snapshot_table_is_ordered_by_its_folder_or_snapshot_by():
+    assert table().sequence_columns == ["lakeloader_snapshot"]
+    assert table(snapshot_by="exported_at").sequence_columns == ["exported_at"]
