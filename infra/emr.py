@@ -1,9 +1,11 @@
 """EMR Serverless: the Spark application `engine: emr` tables run on, its entry points and arguments.
 
 The application runs at the stage runtime's release (emr-7.12.0 for glue-5.1, emr-spark-8.1.0 for
-glue-6.0) `emr_steps/*.py` with the lakeloader zip on `spark.submit.pyFiles` and the jobs' wheels
-unpacked from `spark.archives` onto PYTHONPATH, on the image's Python of the runtime (3.11, 3.13)
-with its Iceberg jar. The S3-arrival Lambda starts the runs (EMR_EXTRA_ARGS: `entry_point_arguments`).
+glue-6.0) `emr_steps/*.py` with the lakeloader zip on `spark.submit.pyFiles`, on the Python of a
+packed virtual environment of the jobs' wheels (infra.packaging.emr_venv_archive) that
+`spark.archives` unpacks as `./environment`, as AWS's "Using Python libraries with EMR Serverless"
+documents, with the image's Iceberg jar. The S3-arrival Lambda starts the runs (EMR_EXTRA_ARGS:
+`entry_point_arguments`).
 """
 
 from __future__ import annotations
@@ -14,36 +16,30 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from infra.assets import SuffixedFileAsset
 from infra.network import StageNetwork
-from infra.packaging import REPO_ROOT, emr_deps_archive
+from infra.packaging import EMR_VENV_SUFFIX, REPO_ROOT, emr_venv_archive
 from infra.settings import SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
 from lakeloader.config import LakeConfig
 
-EMR_DEPS_ALIAS = "deps"
+# The folder `spark.archives` unpacks the venv as, in the driver's and each executor's working directory.
+EMR_VENV_ALIAS = "environment"
+EMR_VENV_PYTHON = f"./{EMR_VENV_ALIAS}/bin/python"
 
 
-def emr_python_conf(python: str) -> dict[str, str]:
-    """Run driver and executors on `python`, the image's interpreter of the runtime's Python
-    (`Runtime.emr_python`: emr-7.12.0 lists Python 3.9 and 3.11 and defaults to 3.9; emr-spark-8.1.0
-    lists 3.11 and 3.13). The job bundle's wheels are built for that one."""
+def emr_venv_conf(archive_url: str) -> dict[str, str]:
+    """Run driver and executors on the packed virtual environment's Python, as AWS's "Using Python
+    libraries with EMR Serverless" (https://docs.aws.amazon.com/emr/latest/EMR-Serverless-UserGuide/using-python-libraries.html)
+    documents: the archive in `spark.archives` as `#environment`, and `PYSPARK_PYTHON` (driver and
+    executors) and `PYSPARK_DRIVER_PYTHON` at `./environment/bin/python`. No PYTHONPATH: the venv's
+    site-packages is its interpreter's own."""
     return {
-        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": python,
-        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": python,
-        "spark.executorEnv.PYSPARK_PYTHON": python,
-    }
-
-
-def emr_dependency_conf(archive_url: str) -> dict[str, str]:
-    """EMR unpacks the archive as `./deps` in the driver's and each executor's working directory.
-
-    Spark puts its own pyspark/py4j (and `spark.submit.pyFiles`) ahead of this PYTHONPATH.
-    """
-    return {
-        "spark.archives": f"{archive_url}#{EMR_DEPS_ALIAS}",
-        "spark.emr-serverless.driverEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
-        "spark.executorEnv.PYTHONPATH": f"./{EMR_DEPS_ALIAS}",
+        "spark.archives": f"{archive_url}#{EMR_VENV_ALIAS}",
+        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": EMR_VENV_PYTHON,
+        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": EMR_VENV_PYTHON,
+        "spark.executorEnv.PYSPARK_PYTHON": EMR_VENV_PYTHON,
     }
 
 
@@ -102,8 +98,9 @@ class EmrServerless:
                 resources=[storage.assets.arn_for_objects(f"{EMR_LOGS_PREFIX}*")],
             )
         )
-        self.dependencies = s3_assets.Asset(
-            scope, "EmrDependencies", path=str(emr_deps_archive(runtime=runtime))
+        # Spark unpacks an archive by its name's ending: the key must end in .tar.gz, not .gz.
+        self.dependencies = SuffixedFileAsset(
+            scope, "EmrVenv", path=str(emr_venv_archive(runtime=runtime)), suffix=EMR_VENV_SUFFIX
         )
         self.ingest_entry_point = s3_assets.Asset(
             scope, "EmrIngestEntryPoint", path=str(REPO_ROOT / "emr_steps" / "ingest.py")
@@ -117,9 +114,8 @@ class EmrServerless:
         self.lakeloader_conf = {
             **iceberg_conf,
             "spark.jars": runtimes.EMR_ICEBERG_JAR,
-            **emr_python_conf(runtime.emr_python),
             "spark.submit.pyFiles": library.s3_object_url,
-            **emr_dependency_conf(self.dependencies.s3_object_url),
+            **emr_venv_conf(self.dependencies.s3_object_url),
         }
         self.application = emrserverless.CfnApplication(
             scope,

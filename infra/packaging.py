@@ -5,13 +5,14 @@
   timestamps fixed, no `__pycache__`: the same sources give the same bytes, hence the same
   asset hash.
 * Lambda bundles: `infra.lambda_code`, on the helpers here.
-* `glue_wheels_zip()` / `glue_venv_archive()` / `emr_deps_archive()`: the jobs' third-party
+* `glue_wheels_zip()` / `glue_venv_archive()` / `emr_venv_archive()`: the jobs' third-party
   dependencies (`requirements-job.txt`) as wheels for a runtime's CPython (lakeloader.runtimes:
   cp311 for glue-5.1, cp313 for glue-6.0) and platform, fetched once per runtime into
   `.lakeloader/wheels/` (`make setup`) and checked there: Glue 5.1's "zip of wheels" (installed
   with `pip --no-index`), Glue 6.0's packed virtual environment (`--python-virtual-env`), and for
-  EMR Serverless the same wheels unpacked into one directory tree that `spark.archives` ships and
-  PYTHONPATH names. None needs a package index at job start.
+  EMR Serverless the same packed virtual environment (without awsglue), which `spark.archives` ships
+  as `./environment` and whose `bin/python` runs driver and executors. None needs a package index at
+  job start.
 
 Packages are written to `build/cdk-assets/<name>-<content hash>/` and never rewritten
 in place, so concurrent synths (tests, the CLI) cannot see a half-written package.
@@ -51,7 +52,8 @@ GLUE_WHEELS_SUFFIX = ".gluewheels.zip"  # how Glue tells a zip of wheels from a 
 GLUE_WHEELS_NAME = f"lakeloader-deps{GLUE_WHEELS_SUFFIX}"
 GLUE_VENV_SUFFIX = ".tar.gz"
 GLUE_VENV_NAME = f"lakeloader-venv{GLUE_VENV_SUFFIX}"
-EMR_DEPS_NAME = "lakeloader-deps.zip"
+EMR_VENV_SUFFIX = ".tar.gz"  # Spark unpacks an archive by its name's ending
+EMR_VENV_NAME = f"lakeloader-emr-venv{EMR_VENV_SUFFIX}"
 
 
 def default_runtime() -> runtimes.Runtime:
@@ -400,13 +402,36 @@ def glue_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime |
     marked glue-provided are packed too, as the guide requires.
     """
     runtime = runtime or default_runtime()
+    return packed_venv("glue-venv", GLUE_VENV_NAME, pins, runtime, extra=[glue_dataplane_pin(runtime)])
+
+
+def emr_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime | None = None) -> Path:
+    """EMR Serverless's Python dependencies: the same packed virtual environment as Glue 6.0's, without
+    AWS Glue's own library (EMR runs no awsglue), for either runtime (cp311 for emr-7.12.0, cp313 for
+    emr-spark-8.1.0).
+
+    AWS's "Using Python libraries with EMR Serverless" packs a venv with `venv-pack` on Amazon Linux
+    and ships it as `spark.archives=s3://...#environment`, with the driver's and the executors'
+    `PYSPARK_PYTHON` at `./environment/bin/python` (infra.emr.emr_venv_conf). Its `bin/python` links
+    to the image's interpreter of the runtime's Python (/usr/bin/python3.11, /usr/bin/python3.13), as
+    `python3.x -m venv` on the image's Amazon Linux makes it.
+    """
+    runtime = runtime or default_runtime()
+    return packed_venv("emr-venv", EMR_VENV_NAME, pins, runtime, extra=[])
+
+
+def packed_venv(
+    name: str, filename: str, pins: list[Pin] | None, runtime: runtimes.Runtime, extra: list[Pin]
+) -> Path:
+    """A virtual environment of `pins` and `extra` for `runtime`'s CPython, packed as venv-pack packs one."""
     pins = job_pins() if pins is None else pins
-    dataplane = glue_dataplane_pin(runtime)
-    wheels = {**fetch_wheels(pins, runtime=runtime), **fetch_wheels([dataplane], runtime=runtime)}
+    wheels = fetch_wheels(pins, runtime=runtime)
+    if extra:
+        wheels |= fetch_wheels(extra, runtime=runtime)
     python = f"python{runtime.python}"
     site = f"lib/{python}/site-packages/"
-    installed = installed_tree([*pins, dataplane], wheels)
-    entries = [(f"{site}{name}", data, mode) for name, data, mode in installed]
+    installed = installed_tree([*pins, *extra], wheels)
+    entries = [(f"{site}{entry}", data, mode) for entry, data, mode in installed]
     config = (
         f"home = {GLUE_PYTHON_HOME}\ninclude-system-site-packages = false\nversion = {runtime.python}\n"
         f"executable = {GLUE_PYTHON_HOME}/{python}\n"
@@ -418,7 +443,7 @@ def glue_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime |
         ("bin/python3", python),
         ("lib64", "lib"),
     ]
-    return publish_tar_gz("glue-venv", GLUE_VENV_NAME, entries, links)
+    return publish_tar_gz(name, filename, entries, links)
 
 
 def publish_tar_gz(name: str, filename: str, entries: list[Entry], links: list[tuple[str, str]]) -> Path:
@@ -481,14 +506,3 @@ def installed_tree(pins: list[Pin], wheels: dict[str, Path]) -> list[Entry]:
             owners[name] = str(pin)
             entries[name] = (name, data, mode)
     return list(entries.values())
-
-
-def emr_deps_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime | None = None) -> Path:
-    """Every pinned wheel unpacked into one site-packages tree, zipped: EMR's `spark.archives`.
-
-    Unpacking a wheel is what installing it into a directory does (`.data/purelib|platlib` merged
-    into the root); the result goes on PYTHONPATH of the image's Python, so no pip runs at job start.
-    """
-    pins = job_pins() if pins is None else pins
-    wheels = fetch_wheels(pins, runtime=runtime)
-    return publish_zip("emr-deps", EMR_DEPS_NAME, installed_tree(pins, wheels))

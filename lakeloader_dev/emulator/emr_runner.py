@@ -6,7 +6,9 @@ an application of the other runtime fails its runs naming the virtualenv that ru
 The entry point, ``spark.submit.pyFiles``/``--py-files`` and ``spark.archives``/``--archives``
 (unpacked, as YARN/EMR unpack them) are fetched from the emulator's S3, and the entry point runs
 with its ``entryPointArguments`` through :meth:`Runtime.run_spark_script`, on the Python
-packages the EMR Serverless image provides.
+packages the EMR Serverless image provides. A packed virtual environment named as
+``PYSPARK_PYTHON=./environment/bin/python`` (what the stack ships) puts its site-packages on the
+driver's path, once checked to be of the runtime's Python.
 """
 
 from __future__ import annotations
@@ -134,9 +136,33 @@ def _archive_python_path(env: dict[str, str], run_dir: Path) -> list[str]:
             )
         if interpreter and not os.path.isabs(interpreter):  # ./environment/bin/python
             root = (run_dir / interpreter).parent.parent
+            _check_venv_python(name, interpreter, root, runtime)
             found += [str(p) for p in sorted(root.glob("lib/python3*/site-packages")) if str(p) not in found]
     env.pop("JAVA_HOME", None)
     return found
+
+
+def _check_venv_python(name: str, interpreter: str, root: Path, runtime: runtimes.Runtime) -> None:
+    """A packed virtual environment (``spark.archives=...#environment``, ``PYSPARK_PYTHON=./environment/
+    bin/python``, as AWS documents for EMR Serverless) runs here on this venv's Python, in place of the
+    image's interpreter its ``bin/python`` links to: its ``pyvenv.cfg`` must name the runtime's Python
+    (its wheels are built for that one), and its site-packages must be there."""
+    config = root / "pyvenv.cfg"
+    if not config.is_file():
+        raise ValueError(f"{name}={interpreter}: no packed virtual environment there (no {config.name})")
+    fields = dict(
+        (key.strip(), value.strip())
+        for key, _, value in (line.partition("=") for line in config.read_text().splitlines())
+    )
+    version = ".".join(fields.get("version", "").split(".")[:2])
+    if version != runtime.python:
+        raise ValueError(
+            f"{name}={interpreter}: a virtual environment of Python {version or '?'}, but this emulator runs "
+            f"runtime {runtime.name}, whose EMR Serverless Python is {runtime.python} (set "
+            f"{runtimes.RUNTIME_ENV} or use that runtime's virtualenv for another)"
+        )
+    if not list(root.glob(f"lib/python{version}/site-packages")):
+        raise ValueError(f"{name}={interpreter}: the environment has no lib/python{version}/site-packages")
 
 
 def _unpack_archive(s3_get, uri: str, run_dir: Path) -> Path:
@@ -145,5 +171,10 @@ def _unpack_archive(s3_get, uri: str, run_dir: Path) -> Path:
     location, _, alias = uri.partition("#")
     archive = fetch(s3_get, location, run_dir / "archives")
     target = run_dir / (alias or archive.name)
-    shutil.unpack_archive(str(archive), str(target))
+    # A packed venv links bin/python to the image's interpreter (/usr/bin/python3.x), outside the
+    # folder: unpacked as Spark unpacks it (the "tar" filter keeps such links; "data" refuses them).
+    if archive.name.endswith((".tar.gz", ".tgz", ".tar")):
+        shutil.unpack_archive(str(archive), str(target), filter="tar")
+    else:
+        shutil.unpack_archive(str(archive), str(target))
     return target

@@ -7,6 +7,7 @@ The jobs' bundle (the lakeloader zip and its wheels) and the Lambda bundles (the
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 import infra.packaging
 import infra.triggers
 from infra.lambda_code import lambda_bundle
-from infra.packaging import PackagingError, emr_deps_archive, glue_wheels_zip
+from infra.packaging import PackagingError, emr_venv_archive, glue_wheels_zip
 from tests.infra.cdk_helpers import bundle_files, import_in_bundle, join, synthesize
 
 
@@ -62,15 +63,43 @@ def test_glue_installs_the_zip_of_wheels_from_s3_with_no_index(stage_synth, job)
     assert _asset(stage_synth, key)["bytes"] == glue_wheels_zip().read_bytes()
 
 
-def test_emr_application_ships_the_dependency_archive_on_pythonpath(stage_synth):
+def test_emr_application_runs_on_the_packed_venv_as_aws_documents(stage_synth):
+    """EMR Serverless takes Python dependencies as a packed virtual environment: `spark.archives` names
+    the archive with `#environment`, and the driver's and executors' `PYSPARK_PYTHON` (and the driver's
+    `PYSPARK_DRIVER_PYTHON`) are `./environment/bin/python` ("Using Python libraries with EMR
+    Serverless", https://docs.aws.amazon.com/emr/latest/EMR-Serverless-UserGuide/using-python-libraries.html).
+    No unpacked wheels on PYTHONPATH, no interpreter named from the image. The archive's key ends in
+    .tar.gz (Spark unpacks an archive by its name's ending) and its bytes are emr_venv_archive's: a
+    venv of the runtime's Python (pyvenv.cfg, bin/python, lib/python3.11/site-packages), no awsglue."""
     _, app = stage_synth.resource("AWS::EMRServerless::Application")
     conf = app["Properties"]["RuntimeConfiguration"][0]["Properties"]
     archives = conf["spark.archives"]["Fn::Join"][1]
-    assert archives[1] == "#deps"
+    assert archives[1] == "#environment"
+    for key in (
+        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON",
+        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON",
+        "spark.executorEnv.PYSPARK_PYTHON",
+    ):
+        assert conf[key] == "./environment/bin/python", key
+    assert not [k for k in conf if k.endswith("PYTHONPATH")]
     key = _object_key(_sub(archives[0]))
-    assert _asset(stage_synth, key)["bytes"] == emr_deps_archive().read_bytes()
-    assert conf["spark.emr-serverless.driverEnv.PYTHONPATH"] == "./deps"
-    assert conf["spark.executorEnv.PYTHONPATH"] == "./deps"
+    assert key.endswith(".tar.gz")
+    venv = emr_venv_archive()
+    assert _asset(stage_synth, key)["bytes"] == venv.read_bytes()
+    with tarfile.open(venv) as archive:
+        members = {m.name: m for m in archive.getmembers()}
+    assert members["bin/python"].issym() and members["bin/python"].linkname == "python3.11"
+    assert members["bin/python3.11"].linkname == "/usr/bin/python3.11"
+    assert "version = 3.11" in archive_text(venv, "pyvenv.cfg")
+    assert "lib/python3.11/site-packages/pydantic/__init__.py" in members
+    assert not [n for n in members if "/site-packages/awsglue/" in n]  # EMR runs no awsglue
+    processing = stage_synth.stack.processing
+    assert f"/{key}" in _role_policy_text(stage_synth, processing.emr_role)
+
+
+def archive_text(path, name: str) -> str:
+    with tarfile.open(path) as archive:
+        return archive.extractfile(name).read().decode()
 
 
 def test_each_role_reads_its_engine_bundle_only(dev):

@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from infra.emr import emr_python_conf
+from infra.emr import emr_venv_conf
 from infra.packaging import lakeloader_zip
 from infra.processing import glue_conf_argument
 from lakeloader import contract, runtimes
@@ -120,12 +120,10 @@ def test_emr_serverless_application(stage_synth):
         "glue_catalog", f"s3://${{{curated}}}/warehouse/"
     ).items():
         assert join(conf[key]) == value
-    # the documented jar of EMR Serverless images, and their Python 3.11 (the default is 3.9)
+    # the documented jar of EMR Serverless images, and the packed venv's Python (test_infra_bundle)
     assert conf["spark.jars"] == "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
-    assert conf["spark.emr-serverless.driverEnv.PYSPARK_PYTHON"] == "/usr/bin/python3.11"
-    assert conf["spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON"] == "/usr/bin/python3.11"
-    assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "/usr/bin/python3.11"
-    assert emr_python_conf("/usr/bin/python3.11").items() <= conf.items()
+    venv = emr_venv_conf("s3://assets/venv.tar.gz")
+    assert {k: v for k, v in venv.items() if k != "spark.archives"}.items() <= conf.items()
     logs = props["MonitoringConfiguration"]["S3MonitoringConfiguration"]
     assert join(logs["LogUri"]).endswith("/emr/logs/")
 

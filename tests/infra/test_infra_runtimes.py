@@ -13,7 +13,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 
 from infra.app import cdk_json_context
-from infra.packaging import GLUE_VENV_SUFFIX, emr_deps_archive, glue_venv_archive
+from infra.packaging import GLUE_VENV_SUFFIX, emr_venv_archive, glue_venv_archive
 from infra.settings import SettingsError, resolve_stage
 from lakeloader import runtimes
 from tests.infra.cdk_helpers import join, stage_settings, with_settings
@@ -71,7 +71,7 @@ def test_emr_application_runs_the_release_and_python_of_glue_6(glue6):
         "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON",
         "spark.executorEnv.PYSPARK_PYTHON",
     ):
-        assert conf[key] == "/usr/bin/python3.13", key
+        assert conf[key] == "./environment/bin/python", key
     assert join(conf["spark.hadoop.fs.s3a.endpoint.region"]) == "${AWS::Region}"
 
 
@@ -100,11 +100,16 @@ def test_glue_jobs_take_the_packed_venv_of_cp313_wheels(glue6):
     assert f"/{key}" not in _role_policy_text(glue6, processing.emr_role)
 
 
-def test_emr_archive_holds_the_cp313_wheels(glue6):
+def test_emr_venv_holds_the_cp313_wheels(glue6):
+    """The EMR venv of glue-6.0's runtime (emr-spark-8.1.0) links bin/python to the image's Python 3.13."""
     _, app = glue6.resource("AWS::EMRServerless::Application")
     archives = app["Properties"]["RuntimeConfiguration"][0]["Properties"]["spark.archives"]
     key = _object_key(_sub(archives["Fn::Join"][1][0]))
-    assert _asset(glue6, key)["bytes"] == emr_deps_archive(runtime=GLUE_6).read_bytes()
+    venv = emr_venv_archive(runtime=GLUE_6)
+    assert _asset(glue6, key)["bytes"] == venv.read_bytes()
+    with tarfile.open(venv) as archive:
+        assert archive.getmember("bin/python3.13").linkname == "/usr/bin/python3.13"
+        assert [n for n in archive.getnames() if n.startswith("lib/python3.13/site-packages/pydantic_core/")]
 
 
 # --- what synth refuses, in one line naming the stage and the key ------------------------------

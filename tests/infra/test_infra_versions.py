@@ -21,4 +21,5 @@ def test_emr_application_runs_the_runtime_release_with_its_iceberg_jar_and_pytho
     assert app["Properties"]["ReleaseLabel"] == DEFAULT.emr_release_label == "emr-7.12.0"
     conf = app["Properties"]["RuntimeConfiguration"][0]["Properties"]
     assert conf["spark.jars"] == runtimes.EMR_ICEBERG_JAR
-    assert conf["spark.executorEnv.PYSPARK_PYTHON"] == DEFAULT.emr_python == "/usr/bin/python3.11"
+    assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "./environment/bin/python"  # the packed venv's,
+    assert DEFAULT.emr_python == "/usr/bin/python3.11"  # which links to the image's Python of the runtime

@@ -22,7 +22,7 @@ from infra.packaging import (
     PackagingError,
     Pin,
     check_wheel,
-    emr_deps_archive,
+    emr_venv_archive,
     fetch_wheels,
     glue_venv_archive,
     glue_wheels_zip,
@@ -186,18 +186,27 @@ def test_glue_zip_of_wheels_has_the_documented_layout(pins):
 
 
 @pytest.mark.parametrize("runtime", runtimes.RUNTIMES.values(), ids=runtimes.RUNTIMES)
-def test_emr_archive_is_an_installed_site_packages_tree(runtime):
-    with zipfile.ZipFile(emr_deps_archive(runtime=runtime)) as archive:
-        names = archive.namelist()
-    assert names == sorted(names)
+def test_emr_venv_is_a_packed_venv_of_the_runtimes_python(runtime):
+    """EMR Serverless gets a packed virtual environment ("Using Python libraries with EMR Serverless",
+    https://docs.aws.amazon.com/emr/latest/EMR-Serverless-UserGuide/using-python-libraries.html:
+    venv-pack's archive, run as ./environment/bin/python): Glue 6.0's venv layout, every pin installed
+    into lib/python3.x/site-packages, bin/python linked to the image's interpreter, no awsglue."""
+    python = f"python{runtime.python}"
+    with tarfile.open(emr_venv_archive(runtime=runtime)) as archive:
+        members = {m.name: m for m in archive.getmembers()}
+        config = archive.extractfile("pyvenv.cfg").read().decode()
+    names = sorted(members)
+    assert list(members) == names
+    site = f"lib/{python}/site-packages/"
     for expected in ("pydantic/__init__.py", "yaml/__init__.py", "boto3/__init__.py", "six.py"):
-        assert expected in names
+        assert site + expected in names
     abi = f"cpython-{runtime.wheel_python_tag.removeprefix('cp')}-x86_64"  # cpython-311-x86_64, -313-
-    assert [n for n in names if n.startswith(f"pydantic_core/_pydantic_core.{abi}")]
-    assert [n for n in names if n.startswith(f"yaml/_yaml.{abi}")]
-    assert "pydantic-2.13.4.dist-info/METADATA" in names
-    assert not [n for n in names if ".data/" in n or n.startswith("bin/") or n.endswith(".pyc")]
-    assert not [n for n in names if n.startswith("awsglue/")]  # EMR runs no awsglue
+    assert [n for n in names if n.startswith(f"{site}pydantic_core/_pydantic_core.{abi}")]
+    assert f"{site}pydantic-2.13.4.dist-info/METADATA" in names
+    assert not [n for n in names if n.startswith(f"{site}awsglue/")]  # EMR runs no awsglue
+    assert members[f"bin/{python}"].linkname == f"/usr/bin/{python}" == runtime.emr_python
+    assert members["bin/python"].linkname == python
+    assert f"version = {runtime.python}" in config and "include-system-site-packages = false" in config
 
 
 def test_glue_takes_a_venv_from_6_0_and_the_zip_of_wheels_before():
@@ -252,9 +261,9 @@ def test_artifacts_are_byte_identical_across_builds(tmp_path, monkeypatch):
         built.append(
             [
                 glue_wheels_zip(),
-                emr_deps_archive(),
+                emr_venv_archive(),
                 glue_venv_archive(runtime=GLUE_60),
-                emr_deps_archive(runtime=GLUE_60),
+                emr_venv_archive(runtime=GLUE_60),
                 lakeloader_zip(),
             ]
         )

@@ -3,7 +3,7 @@
 Each check starts a fresh Python environment that holds only what the runtime would: Spark
 (pyspark + py4j, linked from this venv, as Glue and EMR provide it), for Glue 5.1 also the packages
 Glue ships (boto3 and its dependencies), then the bundle installed with no package index (Glue 5.1's
-zip of wheels, Glue 6.0's packed venv, EMR's archive). The shipped modules are imported from the
+zip of wheels, Glue 6.0's packed venv, EMR's packed venv). The shipped modules are imported from the
 lakeloader zip with `lakeloader_dev` out of reach. No JVM. Each runtime's check runs on a CPython of
 that runtime's version (this one, or another found on this machine: `_python`).
 """
@@ -27,11 +27,11 @@ import py4j
 import pyspark
 import pytest
 
-from infra.emr import EMR_DEPS_ALIAS, emr_dependency_conf
+from infra.emr import EMR_VENV_ALIAS, emr_venv_conf
 from infra.packaging import (
     GLUE_PYTHON_HOME,
     canonical_name,
-    emr_deps_archive,
+    emr_venv_archive,
     fetch_wheels,
     glue_venv_archive,
     glue_wheels_zip,
@@ -226,19 +226,31 @@ def test_glue_venv_runs_every_entry_point_on_its_python(tmp_path, spark_dir):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", runtimes.RUNTIMES.values(), ids=runtimes.RUNTIMES)
-def test_emr_archive_on_pythonpath_runs_every_entry_point(tmp_path, spark_dir, runtime):
-    """As EMR Serverless: a bare Python of the runtime, the archive unpacked as ./deps in the working
-    directory, PYTHONPATH = Spark's own paths, then ./deps (no pip, no site-packages)."""
-    python = _python(runtime)
+def test_emr_venv_runs_every_entry_point(tmp_path, spark_dir, runtime):
+    """As EMR Serverless ("Using Python libraries with EMR Serverless",
+    https://docs.aws.amazon.com/emr/latest/EMR-Serverless-UserGuide/using-python-libraries.html): the
+    packed venv unpacked as ./environment in the working directory, driver and executors on
+    ./environment/bin/python (its link relinked from the image's /usr/bin/python3.x to a CPython of the
+    runtime here), Spark's own paths on PYTHONPATH. No pip, nothing from any other site-packages."""
+    python = Path(_python(runtime))
     workdir = tmp_path / "work"
-    with zipfile.ZipFile(emr_deps_archive(runtime=runtime)) as archive:
-        archive.extractall(workdir / EMR_DEPS_ALIAS)
-    assert _unmet_requirements(workdir / EMR_DEPS_ALIAS, runtime) == []
-    conf = emr_dependency_conf("s3://assets/deps.zip")
-    assert conf["spark.archives"] == f"s3://assets/deps.zip#{EMR_DEPS_ALIAS}"
-    assert conf["spark.executorEnv.PYTHONPATH"] == "./deps"
-    assert conf["spark.emr-serverless.driverEnv.PYTHONPATH"] == "./deps"
-    env = {"PYTHONPATH": os.pathsep.join([str(spark_dir), conf["spark.executorEnv.PYTHONPATH"]])}
-    origins = _import_all(Path(python), workdir, env, "-S")
-    _assert_shipped(origins, workdir / EMR_DEPS_ALIAS)
-    assert origins["boto3"].startswith(str(workdir / EMR_DEPS_ALIAS))
+    root = workdir / EMR_VENV_ALIAS
+    with tarfile.open(emr_venv_archive(runtime=runtime)) as archive:
+        archive.extractall(root, filter="fully_trusted")  # our archive; it links outside on purpose
+    conf = emr_venv_conf("s3://assets/venv.tar.gz")
+    assert conf["spark.archives"] == f"s3://assets/venv.tar.gz#{EMR_VENV_ALIAS}"
+    assert conf["spark.executorEnv.PYSPARK_PYTHON"] == f"./{EMR_VENV_ALIAS}/bin/python"
+    interpreter = root / "bin" / f"python{runtime.python}"
+    assert os.readlink(interpreter) == runtime.emr_python
+    interpreter.unlink()
+    interpreter.symlink_to(python)
+    config = root / "pyvenv.cfg"
+    config.write_text(config.read_text().replace(GLUE_PYTHON_HOME, str(python.parent)))
+    site = root / "lib" / f"python{runtime.python}" / "site-packages"
+    assert _unmet_requirements(site, runtime) == []
+    venv_python = workdir / conf["spark.executorEnv.PYSPARK_PYTHON"]
+    where = _run([str(venv_python), "-c", "import sys; print(sys.prefix)"], cwd=workdir)
+    assert where.strip() == str(root)  # pyvenv.cfg makes it a venv
+    origins = _import_all(venv_python, workdir, {"PYTHONPATH": str(spark_dir)})
+    _assert_shipped(origins, site)
+    assert origins["boto3"].startswith(str(site))
