@@ -129,9 +129,7 @@ def machine() -> dict[str, str]:
     from lakeloader_dev import jars
 
     try:
-        info["iceberg_jar"] = next(
-            p.name for p in jars.local_jars() if "iceberg-spark-runtime" in p.name
-        )
+        info["iceberg_jar"] = next(p.name for p in jars.local_jars() if "iceberg-spark-runtime" in p.name)
     except Exception:  # noqa: BLE001 - informational only
         info["iceberg_jar"] = "?"
     return info
