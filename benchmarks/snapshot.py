@@ -176,7 +176,8 @@ def main() -> None:
         wrote = (
             f"{s.get('added-data-files', '0')} data files ({int(s.get('added-records', 0)):,} rows, "
             f"{int(s.get('added-files-size', 0)) / 2**20:.1f} MiB), "
-            f"{s.get('added-delete-files', '0')} delete files, {s.get('deleted-data-files', '0')} data files removed"
+            f"{s.get('added-delete-files', '0')} delete files, "
+            f"{s.get('deleted-data-files', '0')} data files removed"
         )
         print(
             f"{engine:<22}{statistics.median(seconds[engine]):>10.1f}{statistics.median(cpu[engine]):>8.1f}"

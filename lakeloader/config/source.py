@@ -88,10 +88,11 @@ class Source(_Strict):
 
     @model_validator(mode="after")
     def _snapshot_options(self) -> Source:
+        # Set away from their defaults (a config read back from the config table holds every field)
         given = [
             f
             for f in ("complete_when", "snapshot_by", "compare_columns", "deletes")
-            if f in self.model_fields_set
+            if getattr(self, f) != type(self).model_fields[f].default
         ]
         if given and self.cdc != "snapshot":
             raise ValueError(

@@ -3,11 +3,13 @@ order key of a snapshot, the table's last applied snapshot, and the config's che
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
 
 import pytest
 
-from lakeloader.config import TableConfig
+from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.config_table import config_items
 from lakeloader.errors import BadInputError
 from lakeloader.formats.snapshot import folder_time, order_key, plan, snapshot_folder
 from lakeloader.iceberg.table_state import SNAPSHOT_SEQUENCE, TableState
@@ -145,3 +147,16 @@ def test_the_config_refuses_what_a_snapshot_table_cannot_do(overrides, message):
 def test_a_snapshot_table_is_ordered_by_its_folder_or_snapshot_by():
     assert table().sequence_columns == ["lakeloader_snapshot"]
     assert table(snapshot_by="exported_at").sequence_columns == ["exported_at"]
+
+
+def test_every_table_reads_back_from_its_config_table_item():
+    """The jobs read each table back from the item cdk synth wrote, with every field set: a snapshot
+    option at its default must not count as given on a table of another format."""
+    tables = [
+        table(deletes="ignore").model_dump(by_alias=True),
+        {**table().model_dump(by_alias=True), "id": "crm.x"},
+    ]
+    tables[1] |= {"source": {"prefix": "crm/x/", "cdc": "dms"}, "target": {"database": "crm", "table": "x"}}
+    lake = LakeConfig.model_validate({"raw_root": "raw", "warehouse": "wh", "tables": tables})
+    for item, original in zip(config_items(lake), lake.tables, strict=True):
+        assert TableConfig.model_validate(json.loads(item["config"])) == original
