@@ -21,11 +21,11 @@ from lakeloader.engine.quality import QualityReport, combine_reports
 from lakeloader.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.faults import crash_point
 from lakeloader.formats import snapshot as snapshots
-from lakeloader.iceberg import commit, table_state
+from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
 from lakeloader.spark import release, table_exists
-from lakeloader.sql import literal, qualified, value_literal
+from lakeloader.sql import qualified, value_literal
 
 # A batch's key values filter the target when they are few, or when the table holds this many times
 # more rows than the list: for a table not much larger, planning a long IN list costs more than the
@@ -235,11 +235,10 @@ def apply_files(
 
         summary = commit.batch_summary(run_id, table.id, files)
         if folder is not None:
-            summary |= {table_state.SUMMARY_SNAPSHOT: folder, table_state.SNAPSHOT_SEQUENCE: order}
+            summary |= commit.snapshot_summary(folder, order)
         if unchanged:  # no commit records the snapshot: the table property does (TableState)
             before_publish()
-            key = literal(table_state.SNAPSHOT_SEQUENCE)
-            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({key} = {literal(order)})")
+            commit.record_snapshot_sequence(spark, name, order)
         else:
             main = commit.Destination(spark, name, summary, publishes=True, before_publish=before_publish)
             result.quality = gate.commit_batch(main, table, changes, write, run_id=run_id, progress=progress)

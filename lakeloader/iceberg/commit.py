@@ -110,6 +110,18 @@ def batch_summary(run_id: str, table_id: str, files: list[InputFile]) -> dict[st
     }
 
 
+def snapshot_summary(folder: str, order: str) -> dict[str, str]:
+    """cdc: snapshot: what a commit records of the snapshot it applied (TableState.snapshot_sequence)."""
+    return {table_state.SUMMARY_SNAPSHOT: folder, table_state.SNAPSHOT_SEQUENCE: order}
+
+
+def record_snapshot_sequence(spark: SparkSession, name: str, order: str) -> None:
+    """A snapshot that changed nothing has no commit to record it in: the table property does."""
+    spark.sql(
+        f"ALTER TABLE {name} SET TBLPROPERTIES ({literal(table_state.SNAPSHOT_SEQUENCE)} = {literal(order)})"
+    )
+
+
 # What the input log says of a file: consumed by a commit (older rows carry no status), set aside by
 # a run because it could not be loaded (a later run retries it), or skipped for good by `run --skip`.
 CONSUMED, SET_ASIDE, SKIPPED = "consumed", "set_aside", "skipped"
