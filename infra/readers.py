@@ -31,15 +31,17 @@ from aws_cdk import aws_athena as athena
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lakeformation as lakeformation
 from aws_cdk import aws_s3 as s3
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.catalog import Catalog, glue_arns
 from infra.lake_formation import grant
 from infra.nag import acknowledge_wildcards, arn_ref
+from infra.reader_grants import ReaderGrants
 from infra.settings import ReaderSettings, SettingsError, Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX
+from lakeloader.reader_grants import TableGrant
 
 CATALOG_READ_ACTIONS = [
     "glue:GetDatabase",
@@ -151,9 +153,22 @@ class Readers(Construct):
             scope=self,
         )
         self.workgroups: dict[str, athena.CfnWorkGroup] = {}
+        # Lake Formation grants on tables by name: applied once each table exists (infra.reader_grants)
+        self.table_grants: list[TableGrant] = []
+        self.grant_databases: dict[str, IConstruct] = {}
         for index, reader in enumerate(settings.readers):
             tables = selected_tables(stage, lake, index, reader)
             self._reader(stage, storage, catalog, lake, reader, tables)
+        self.reader_grants: ReaderGrants | None = None
+        if self.table_grants:
+            self.reader_grants = ReaderGrants(
+                self,
+                "TableGrants",
+                stage=stage,
+                key=storage.key,
+                grants=self.table_grants,
+                databases=self.grant_databases,
+            )
 
     def _reader(
         self,
@@ -302,8 +317,10 @@ class Readers(Construct):
         """DESCRIBE on the databases; SELECT and DESCRIBE on the tables (every table of a whole database),
         without the excluded columns.
 
-        Lake Formation grants a table by name only once it exists: the jobs create a table at its first
-        run, so a per-table grant deploys after that run (docs/query.md). A whole database does not wait."""
+        Lake Formation grants a table by name only once it exists, and the jobs create a table at its
+        first run: a grant of a table by name (or of its columns) goes to the reader-grants Lambda, which
+        applies it when the table is created (infra.reader_grants), so a first deploy neither fails nor
+        waits. A whole database is granted with a wildcard here, at deploy."""
         principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
             data_lake_principal_identifier=reader.role_arn
         )
@@ -322,23 +339,23 @@ class Readers(Construct):
             for table in tables:
                 excluded = reader.exclude_columns.get(f"{database}.{table}")
                 named = {"catalogId": Aws.ACCOUNT_ID, "databaseName": physical}
-                if table == "*":
-                    resource = {"table": {**named, "tableWildcard": {}}}
-                elif excluded:
-                    resource = {
-                        "tableWithColumns": {
-                            **named,
-                            "name": table,
-                            "columnWildcard": {"excludedColumnNames": excluded},
-                        }
-                    }
-                else:
-                    resource = {"table": {**named, "name": table}}
+                if table != "*":
+                    self.table_grants.append(
+                        TableGrant(
+                            reader.role_arn,
+                            physical,
+                            table,
+                            ("SELECT",) if excluded else ("SELECT", "DESCRIBE"),
+                            tuple(excluded or ()),
+                        )
+                    )
+                    self.grant_databases[physical] = catalog.databases[database]
+                    continue
                 grant(
                     self,
                     f"Table-{name}-{database}.{table}",
                     principal,
-                    resource,
-                    ["SELECT"] if excluded else ["SELECT", "DESCRIBE"],
+                    {"table": {**named, "tableWildcard": {}}},
+                    ["SELECT", "DESCRIBE"],
                     depends=depends,
                 )

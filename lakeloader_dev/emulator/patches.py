@@ -113,6 +113,9 @@ def apply(runtime: Any, port: int) -> None:
     _patch_kms()
     _patch_emr_serverless()
     _patch_s3_bucket_versioning()
+    patch_lakeformation_regrant()
+    _patch_glue_table_events()
+    _patch_events_lambda_targets()
     _APPLIED = True
 
 
@@ -632,3 +635,88 @@ def _patch_s3_bucket_versioning() -> None:
         return bucket
 
     FakeBucket.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]
+
+
+# Lake Formation: granting again what a principal holds --------------------------------
+
+
+def patch_lakeformation_regrant() -> None:
+    """Lake Formation grants idempotently: granting a principal what it holds changes nothing. moto
+    5.2.5 merges the permissions into the stored grant in place, changing its hash inside the set that
+    holds it, so a later revoke of it raises KeyError. Merge it out of the set and put it back."""
+    from moto.lakeformation.models import PermissionCatalog
+
+    if getattr(PermissionCatalog.add_permission, "lakeloader", False):
+        return
+
+    def add_permission(self: Any, permission: Any) -> None:
+        for existing in list(self.permissions):
+            if permission.equal_principal_and_resouce(existing):
+                self.permissions.remove(existing)
+                existing.merge(permission)
+                self.permissions.add(existing)
+                return
+        self.permissions.add(permission)
+
+    add_permission.lakeloader = True  # type: ignore[attr-defined]
+    PermissionCatalog.add_permission = add_permission  # type: ignore[method-assign]
+
+
+# Glue's "table created" events and EventBridge rules that target a Lambda --------------
+
+GLUE_DATABASE_CHANGE = "Glue Data Catalog Database State Change"
+
+
+def _patch_glue_table_events() -> None:
+    """Glue sends "Glue Data Catalog Database State Change" (`typeOfChange` CreateTable, the database
+    and the table) to the account's default event bus when a table is created (AWS Glue events,
+    EventBridge reference); moto's Glue sends nothing."""
+    from moto.events.models import events_backends
+    from moto.glue.models import GlueBackend
+
+    original = GlueBackend.create_table
+
+    def create_table(self: Any, database_name: str, table_name: str, *args: Any, **kwargs: Any) -> Any:
+        table = original(self, database_name, table_name, *args, **kwargs)
+        detail = {"databaseName": database_name, "typeOfChange": "CreateTable", "changedTables": [table_name]}
+        arn = f"arn:aws:glue:{self.region_name}:{self.account_id}:table/{database_name}/{table_name}"
+        events_backends[self.account_id][self.region_name].put_events(
+            [
+                {
+                    "Source": "aws.glue",
+                    "DetailType": GLUE_DATABASE_CHANGE,
+                    "Detail": json.dumps(detail),
+                    "Resources": [arn],
+                }
+            ]
+        )
+        return table
+
+    GlueBackend.create_table = create_table  # type: ignore[method-assign]
+
+
+def _patch_events_lambda_targets() -> None:
+    """EventBridge invokes a rule's Lambda targets asynchronously with the event; moto 5.2.5 delivers to
+    logs, SQS and event buses only."""
+    from moto.events.models import Rule
+    from moto.utilities.arns import parse_arn
+
+    original = Rule.send_to_targets
+
+    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        original(self, original_event, transform_input)
+        if not self.event_pattern.matches_event(original_event):
+            return
+        from moto.awslambda.utils import get_backend
+
+        for target in self.targets:
+            arn = parse_arn(target["Arn"])
+            if arn.service != "lambda":
+                continue
+            try:
+                fn = get_backend(arn.account, arn.region).get_function(target["Arn"])
+            except Exception:  # noqa: BLE001 - like EventBridge: a missing target fails no put_events
+                continue
+            invoke_async(fn, dict(original_event), trigger="events")
+
+    Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]

@@ -1,0 +1,163 @@
+"""Readers' grants on tables by name are applied when the table first exists: no CloudFormation grant
+of a table the first deploy cannot have yet (it would fail and roll the stack back), and no second
+deploy needed.
+
+* Lake Formation grants a named table, or its columns, only once it exists ("Granting permissions on
+  Data Catalog resources", https://docs.aws.amazon.com/lake-formation/latest/dg/granting-catalog-permissions.html);
+  all tables of a database take a wildcard, which needs none (those stay CloudFormation grants).
+* Glue sends "Glue Data Catalog Database State Change" with `typeOfChange` CreateTable, the database
+  and the tables ("AWS Glue events", https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-glue.html),
+  on a best effort basis: the rule on it is backed by an hourly run and by each deploy.
+* Whoever grants must hold the permission with grant option, or be a data lake administrator (same
+  Lake Formation page): the Lambda holds SELECT and DESCRIBE with grant option on the readers'
+  databases' tables (a wildcard grant), and is no administrator.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lakeloader import reader_grants
+from tests.infra.cdk_helpers import with_settings
+from tests.infra.iam_eval import allowed, role_statements
+
+ACCOUNT = "123456789012"
+ANALYST = f"arn:aws:iam::{ACCOUNT}:role/analyst"
+SUPPORT = f"arn:aws:iam::{ACCOUNT}:role/support"
+READERS = [
+    {
+        "role_arn": ANALYST,
+        "tables": ["crm.*", "sales.order_lines"],
+        "exclude_columns": {"sales.order_lines": ["price"]},
+    },
+    {
+        "role_arn": SUPPORT,
+        "tables": ["crm.customers"],
+        "exclude_columns": {"crm.customers": ["email", "phone"]},
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def lf(synth):
+    return synth("dev", lake_formation="true", **with_settings("dev", readers=READERS))
+
+
+def grants_function(built) -> tuple[str, dict]:
+    return built.resource(
+        "AWS::Lambda::Function", lambda p: p.get("FunctionName") == "lakeloader-dev-reader-grants"
+    )
+
+
+def test_no_cloudformation_grant_names_a_table_the_jobs_create(lf):
+    """Every reader grant CloudFormation makes is on a database or a whole database's tables
+    (wildcard); the named table and the table with hidden columns are the Lambda's."""
+    for props in (p["Properties"] for p in lf.resources("AWS::LakeFormation::PrincipalPermissions").values()):
+        resource = props["Resource"]
+        assert "TableWithColumns" not in resource, resource
+        if "Table" in resource:
+            assert resource["Table"].get("TableWildcard") == {} and "Name" not in resource["Table"], resource
+
+
+def test_the_lambda_holds_the_named_grants_and_the_deploy_applies_them(lf):
+    """The grants are in the Lambda's environment (what Glue's events and the schedule apply) and in
+    the custom resource's properties (what each deploy applies, and revokes when they are dropped)."""
+    _, function = grants_function(lf)
+    env = function["Properties"]["Environment"]["Variables"]
+    grants = reader_grants.decode(env[reader_grants.ENV_GRANTS])
+    assert {(g.principal, g.database, g.table, g.permissions, g.excluded_columns) for g in grants} == {
+        (ANALYST, "lakeloader_dev_sales", "order_lines", ("SELECT",), ("price",)),
+        (SUPPORT, "lakeloader_dev_crm", "customers", ("SELECT",), ("email", "phone")),
+    }
+    (custom,) = lf.resources("Custom::LakeloaderReaderGrants").values()
+    assert custom["Properties"][reader_grants.PROPERTY_GRANTS] == env[reader_grants.ENV_GRANTS]
+    # the whole crm database of the analyst stays a CloudFormation wildcard grant
+    wildcards = [
+        p["Properties"]["Resource"]["Table"]
+        for p in lf.resources("AWS::LakeFormation::PrincipalPermissions").values()
+        if p["Properties"]["Principal"]["DataLakePrincipalIdentifier"] == ANALYST
+        and "Table" in p["Properties"]["Resource"]
+    ]
+    assert wildcards == [
+        {"CatalogId": {"Ref": "AWS::AccountId"}, "DatabaseName": "lakeloader_dev_crm", "TableWildcard": {}}
+    ]
+
+
+def test_glue_table_creation_in_the_readers_databases_invokes_the_lambda(lf):
+    function_id, _ = grants_function(lf)
+    rules = list(lf.resources("AWS::Events::Rule").values())
+    targeted = [
+        r["Properties"]
+        for r in rules
+        if any(t["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]} for t in r["Properties"].get("Targets", []))
+    ]
+    patterns = [r["EventPattern"] for r in targeted if "EventPattern" in r]
+    assert patterns == [
+        {
+            "source": ["aws.glue"],
+            "detail-type": ["Glue Data Catalog Database State Change"],
+            "detail": {
+                "databaseName": ["lakeloader_dev_crm", "lakeloader_dev_sales"],
+                "typeOfChange": ["CreateTable"],
+            },
+        }
+    ]
+    assert [r["ScheduleExpression"] for r in targeted if "ScheduleExpression" in r] == ["rate(1 hour)"]
+
+
+def test_the_lambda_may_grant_and_nothing_more(lf):
+    """Lake Formation: SELECT and DESCRIBE with grant option on the readers' databases' tables (a
+    wildcard, so a deploy needs no table). IAM: grant and revoke, read those tables' catalog entries;
+    no data, no vended credentials, no catalog writes."""
+    function_id, function = grants_function(lf)
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    role_arn = {"Fn::GetAtt": [role_id, "Arn"]}
+    mine = [
+        p["Properties"]
+        for p in lf.resources("AWS::LakeFormation::PrincipalPermissions").values()
+        if p["Properties"]["Principal"]["DataLakePrincipalIdentifier"] == role_arn
+    ]
+    assert sorted(p["Resource"]["Table"]["DatabaseName"] for p in mine) == [
+        "lakeloader_dev_crm",
+        "lakeloader_dev_sales",
+    ]
+    for props in mine:
+        assert props["Resource"]["Table"]["TableWildcard"] == {}
+        assert props["Permissions"] == props["PermissionsWithGrantOption"] == ["SELECT", "DESCRIBE"]
+    statements = role_statements(lf.template_json, role_id)
+    for action in ("lakeformation:GrantPermissions", "lakeformation:RevokePermissions"):
+        assert allowed(statements, action, "*"), action
+    table = f"arn:aws:glue:us-east-1:{ACCOUNT}:table/lakeloader_dev_crm/customers"
+    assert allowed(statements, "glue:GetTable", table)
+    for action in (
+        "glue:CreateTable",
+        "glue:UpdateTable",
+        "lakeformation:GetDataAccess",
+        "lakeformation:PutDataLakeSettings",
+    ):
+        assert not allowed(statements, action, table) and not allowed(statements, action, "*"), action
+    assert not allowed(statements, "s3:GetObject", "arn:aws:s3:::lakeloader-dev-curated/warehouse/x")
+    # the deploy's custom resource runs once the Lambda may grant
+    (custom_id,) = lf.resources("Custom::LakeloaderReaderGrants")
+    depends = set(lf.template_json["Resources"][custom_id].get("DependsOn", []))
+    grantor_ids = {
+        k
+        for k, v in lf.resources("AWS::LakeFormation::PrincipalPermissions").items()
+        if v["Properties"] in mine
+    }
+    assert grantor_ids <= depends
+
+
+@pytest.mark.parametrize("lake_formation", ["false", "true"])
+def test_no_lambda_without_grants_on_tables_by_name(synth, lake_formation):
+    """IAM mode grants by IAM policy (no Lake Formation), and whole databases take wildcards."""
+    readers = [{"role_arn": ANALYST, "tables": ["crm.*"]}]
+    built = synth("dev", lake_formation=lake_formation, **with_settings("dev", readers=readers))
+    assert built.resources("Custom::LakeloaderReaderGrants") == {}
+    names = [
+        json.dumps(p["Properties"].get("FunctionName"))
+        for p in built.resources("AWS::Lambda::Function").values()
+    ]
+    assert not [n for n in names if "reader-grants" in n]
