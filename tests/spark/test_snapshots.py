@@ -133,3 +133,18 @@ def test_scd2_history_closes_at_the_snapshot_time(spark, raw, make_table):
         (3, "lima", "2026-11-25", "2026-11-26", False),
         (4, "kiev", "2026-11-26", "None", True),
     ]
+
+
+def test_a_snapshot_passes_the_quality_gate_and_its_deletes_are_not_rows_to_check(spark, raw, make_table):
+    """The gate checks what the snapshot writes: a NULL name fails `not_null`, a key the snapshot drops
+    (a delete, which carries no name) does not."""
+    table = snapshot_table(make_table, quality={"rules": [{"not_null": ["name"]}], "on_failure": "fail"})
+    deliver(raw, "2026-11-25", DAY1)
+    load(spark, table, raw)
+    deliver(raw, "2026-11-26", {1: ("ann", "oslo"), 2: ("bob", "rome")})  # 3 gone
+
+    assert load(spark, table, raw).deleted == 1
+    deliver(raw, "2026-11-27", {1: (None, "oslo"), 2: ("bob", "rome")})  # type: ignore[dict-item]
+    with pytest.raises(Exception, match="not_null"):
+        load(spark, table, raw)
+    assert [r[0] for r in rows(spark, table)] == [1, 2]
