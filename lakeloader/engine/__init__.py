@@ -5,12 +5,15 @@ layer (lakeloader.iceberg). The jobs (lakeloader.jobs) use only what is named he
 from lakeloader.engine import tombstones
 from lakeloader.engine.batch import Applied, apply_batch
 from lakeloader.engine.quality import combine_reports, report_counts
+from lakeloader.engine.repair import compare_snapshot, repair_difference
 from lakeloader.engine.schema import table_layout_sql
 
 __all__ = [
     "Applied",
     "apply_batch",
     "combine_reports",
+    "compare_snapshot",
+    "repair_difference",
     "report_counts",
     "table_layout_sql",
     "tombstones",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from functools import reduce
+from typing import Literal
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -82,11 +83,20 @@ def _same(left: Column, right: Column, data_type: T.DataType) -> Column:
 
 
 def as_changes(
-    spark: SparkSession, name: str, table: TableConfig, snapshot: DataFrame, target: T.StructType
+    spark: SparkSession,
+    name: str,
+    table: TableConfig,
+    snapshot: DataFrame,
+    target: T.StructType,
+    *,
+    deletes: Literal["delete", "ignore"] | None = None,
 ) -> SnapshotChanges:
     """The inserts, updates and deletes that make table `name` equal to `snapshot` (cdc.read_changes'
     rows of one snapshot, every row an insert), materialised once: the merge reads them several times,
-    and each read of the join would scan the table again."""
+    and each read of the join would scan the table again.
+
+    `deletes`: whether the keys only the table holds become deletes (default: `source.deletes`);
+    `lakeloader reconcile` (lakeloader.jobs.reconcile) counts them whatever the table says."""
     keys = [find_column(snapshot.columns, k) for k in table.keys]
     compared = compared_columns(table, snapshot, target)
     current = spark.table(name)
@@ -117,8 +127,11 @@ def as_changes(
         .when(F.col(IN_TABLE).isNull(), F.lit("I"))
         .when(differs, F.lit("U"))
     )
+    # A delete takes the snapshot's sequence in the first sequence column; its tie-breakers stay NULL
+    # (the oldest), as a value of the first one cast to theirs would not order anything
     sequence_columns = set(cdc.seq_columns_of(snapshot))
     sequence_columns |= {find_column(snapshot.columns, c) for c in table.sequence_columns} - {None}
+    firsts = {SEQ, find_column(snapshot.columns, table.sequence_column or "")} - {None}
     defaults = {FILE_POS: F.lit(0), ROW_POS: F.lit(0), FILE: F.col(SNAPSHOT_FILE)}
 
     def column(c: str) -> Column:
@@ -127,14 +140,16 @@ def as_changes(
             return op.alias(OP)
         if c in keys:
             return F.coalesce(F.col(c), F.col(_held_key(keys.index(c))).cast(kind)).alias(c)
-        if c in sequence_columns:
+        if c in firsts:
             return F.coalesce(F.col(c), F.col(SNAPSHOT_SEQ).cast(kind)).alias(c)
+        if c in sequence_columns:
+            return F.col(c)
         if c in defaults:
             return F.coalesce(F.col(c), defaults[c]).alias(c)
         return F.col(c)
 
     changed = joined.select(*[column(c) for c in snapshot.columns]).filter(F.col(OP).isNotNull())
-    if table.source.deletes == "ignore":
+    if (deletes or table.source.deletes) == "ignore":
         changed = changed.filter(F.col(OP) != "D")
     observation = Observation(f"lakeloader_snapshot_{uuid.uuid4().hex[:12]}")
     counts = [F.sum((F.col(OP) == op).cast("long")).alias(op) for op in ("I", "U", "D")]

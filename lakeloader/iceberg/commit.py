@@ -115,6 +115,15 @@ def snapshot_summary(folder: str, order: str) -> dict[str, str]:
     return {table_state.SUMMARY_SNAPSHOT: folder, table_state.SNAPSHOT_SEQUENCE: order}
 
 
+def repair_summary(run_id: str, table_id: str, repair: dict[str, object]) -> dict[str, str]:
+    """`lakeloader reconcile --repair`: what its commit records of the repair (table_state.SUMMARY_REPAIR)."""
+    return {
+        table_state.SUMMARY_RUN_ID: run_id,
+        table_state.SUMMARY_TABLE_ID: table_id,
+        table_state.SUMMARY_REPAIR: json.dumps(repair, sort_keys=True, default=str),
+    }
+
+
 def record_snapshot_sequence(spark: SparkSession, name: str, order: str) -> None:
     """A snapshot that changed nothing has no commit to record it in: the table property does."""
     spark.sql(

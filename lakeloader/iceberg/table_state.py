@@ -19,6 +19,9 @@ SUMMARY_TABLE_ID = "lakeloader.table-id"
 # also kept as a table property when a snapshot changed nothing (no commit to record it in).
 SUMMARY_SNAPSHOT = "lakeloader.snapshot"
 SNAPSHOT_SEQUENCE = "lakeloader.snapshot-sequence"
+# `lakeloader reconcile --repair`: what the repair commit applied (JSON: the snapshot's URI, the missing,
+# extra and different keys found, what was inserted, updated and deleted, the sequence its changes carry).
+SUMMARY_REPAIR = "lakeloader.repair"
 
 
 @dataclass(frozen=True)
