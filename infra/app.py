@@ -49,7 +49,10 @@ def load_stage_and_config(app: App) -> tuple[Stage, LakeConfig, Path]:
     context = {key: app.node.try_get_context(key) for key in CONTEXT_KEYS}
     stage = resolve_stage(context)
     path = config_path(app)
-    return stage, with_stage_defaults(load_config(path), stage.settings.batching), path
+    lake = with_stage_defaults(
+        load_config(path), stage.settings.batching, storage=stage.settings.target_storage
+    )
+    return stage, lake, path
 
 
 def default_environment() -> Environment | None:

@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.config.target import s3_tables_problems
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
@@ -231,6 +232,20 @@ class WriterSettings(_Strict):
         return self.role_arn.rsplit("/", 1)[1]
 
 
+class S3TablesSettings(_Strict):
+    """The stage's S3 Tables table bucket (tables with `target.storage: s3_tables`).
+
+    Unreferenced file removal is a table bucket setting in S3 Tables (UnreferencedFileRemoval of
+    AWS::S3Tables::TableBucket): a file no snapshot references is marked noncurrent after
+    `unreferenced_days` and deleted `noncurrent_days` later. Their sum is how long an erased row's
+    files can outlive `lakeloader erase` (docs/deploy.md#amazon-s3-tables)."""
+
+    unreferenced_days: int = Field(
+        default=3, ge=1, description="Days before a file no snapshot references is marked noncurrent"
+    )
+    noncurrent_days: int = Field(default=10, ge=1, description="Days a noncurrent file is kept, then deleted")
+
+
 class SubnetSettings(_Strict):
     id: str = Field(pattern=r"^subnet-[0-9a-f]{8,17}$")
     availability_zone: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="e.g. eu-west-1a")
@@ -365,6 +380,12 @@ class StageSettings(_Strict):
         description='Crawler per source folder: {source: "cron(...)" or "on-demand"}; "*" = every source',
     )
     lake_formation: bool = False
+    target_storage: Literal["glue", "s3_tables"] = Field(
+        default="glue",
+        description="target.storage of the tables that do not set it: glue (Glue Data Catalog + curated "
+        "bucket) or s3_tables (the stage's S3 Tables table bucket)",
+    )
+    s3_tables: S3TablesSettings = Field(default_factory=S3TablesSettings)
     encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)
     network: NetworkSettings | None = Field(
         default=None,
@@ -519,9 +540,10 @@ def check_flex_tables(stage: Stage, lake: LakeConfig) -> None:
         )
 
 
-def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings) -> LakeConfig:
+def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings, *, storage: str = "glue") -> LakeConfig:
     """The config as the stage deploys it: a table's trigger settings it does not spell out (window,
-    execution class) come from the stage's batching defaults."""
+    execution class) come from the stage's batching defaults, its target.storage from the stage's
+    target_storage (checked against S3 Tables' rules when that makes it s3_tables)."""
 
     def deployed(table: TableConfig) -> TableConfig:
         trigger, given = table.trigger, table.trigger.model_fields_set
@@ -530,7 +552,18 @@ def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings) -> LakeCon
             update["min_interval_seconds"] = batching.window_seconds
         if "execution_class" not in given and table.engine == "glue":
             update["execution_class"] = batching.execution_class
-        return table.model_copy(update={"trigger": trigger.model_copy(update=update)}) if update else table
+        if update:
+            table = table.model_copy(update={"trigger": trigger.model_copy(update=update)})
+        if "storage" not in table.target.model_fields_set and table.target.storage != storage:
+            table = table.model_copy(update={"target": table.target.model_copy(update={"storage": storage})})
+            problems = s3_tables_problems(table) if storage == "s3_tables" else []
+            if problems:
+                raise SettingsError(
+                    f"table {table.id!r} takes the stage's target_storage s3_tables: "
+                    + "; ".join(problems)
+                    + " (fix the table, or give it target.storage: glue)"
+                )
+        return table
 
     return lake.model_copy(update={"tables": [deployed(t) for t in lake.tables]})
 

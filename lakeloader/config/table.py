@@ -18,7 +18,7 @@ from lakeloader.config.policies import (
 )
 from lakeloader.config.rules import QualityConfig
 from lakeloader.config.source import Source
-from lakeloader.config.target import Scd2Options, Target
+from lakeloader.config.target import Scd2Options, Target, s3_tables_problems
 from lakeloader.formats import source_format
 
 ARRIVAL_ORDER = "none"  # sequence_by: none -- no column orders changes; the file and row order do
@@ -90,6 +90,14 @@ class TableConfig(_Strict):
     def _unique_needs_keys(self) -> TableConfig:
         if any(rule.unique is True for rule in self.quality.rules) and not self.keys:
             raise ValueError("quality rule 'unique: true' means the key columns, but the table has no keys")
+        return self
+
+    @model_validator(mode="after")
+    def _s3_tables(self) -> TableConfig:
+        if self.target.storage == "s3_tables":
+            problems = s3_tables_problems(self)
+            if problems:
+                raise ValueError("target.storage s3_tables: " + "; ".join(problems))
         return self
 
     @model_validator(mode="after")

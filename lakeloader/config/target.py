@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from lakeloader.config.base import IDENTIFIER, _Strict
+
+if TYPE_CHECKING:
+    from lakeloader.config.table import TableConfig
 
 PARTITION_TRANSFORM = re.compile(
     r"^\s*(?:(?P<fn>bucket|truncate)\(\s*(?P<n>\d+)\s*,\s*(?P<col1>[A-Za-z_][A-Za-z0-9_]*)\s*\)"
@@ -41,6 +44,13 @@ class Target(_Strict):
         description="Iceberg partition transforms: col, bucket(N, col), truncate(N, col), days(col), ...",
     )
     properties: dict[str, str] = Field(default_factory=dict, description="Iceberg table properties")
+    storage: Literal["glue", "s3_tables"] = Field(
+        default="glue",
+        description="Where the table lives: glue (default): the Glue Data Catalog, data in the stage's "
+        "curated bucket; s3_tables: an Amazon S3 Tables table bucket of the stage (namespace = database), "
+        "whose own maintenance compacts, expires snapshots and removes unreferenced files "
+        "(docs/deploy.md#amazon-s3-tables). Default: the stage's target_storage",
+    )
 
     @field_validator("database", "table")
     @classmethod
@@ -78,6 +88,50 @@ class Target(_Strict):
             assert match is not None  # validated above
             columns.append(match.group("col1") or match.group("col2") or match.group("col3"))
         return columns
+
+
+# Amazon S3 Tables' naming rules for namespaces and tables ("Naming rules for S3 tables and
+# namespaces", S3 User Guide): 1-255 characters, lower-case letters, digits and underscores, starting
+# and ending with a letter or digit; a namespace must not start with the reserved "aws".
+S3_TABLES_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_]{0,253}[a-z0-9])?$")
+# What S3 Tables' compaction accepts as its target file size (PutTableMaintenanceConfiguration,
+# icebergCompaction.targetFileSizeMB).
+S3_TABLES_TARGET_FILE_MB = (64, 512)
+
+
+def s3_tables_problems(table: TableConfig) -> list[str]:
+    """Why `table` cannot live in an S3 Tables table bucket: (field, message) joined as 'field: ...'.
+
+    Checked wherever a table becomes `storage: s3_tables` (its own entry, or a stage default)."""
+    problems = []
+    target = table.target
+    for field, name in (("target.database", target.database), ("target.table", target.table)):
+        if not S3_TABLES_NAME.match(name):
+            problems.append(
+                f"{field}: {name!r} is not an S3 Tables name (lower-case letters, digits and _, starting "
+                "and ending with a letter or digit)"
+            )
+    if target.database.startswith("aws"):
+        problems.append(f"target.database: {target.database!r}: S3 Tables reserves namespaces starting 'aws'")
+    quarantine = table.quality.quarantine_table
+    if quarantine is not None and not S3_TABLES_NAME.match(quarantine):
+        problems.append(f"quality.quarantine_table: {quarantine!r} is not an S3 Tables name")
+    compaction = table.maintenance.compaction
+    low, high = S3_TABLES_TARGET_FILE_MB
+    if not low <= compaction.target_file_size_mb <= high:
+        problems.append(
+            f"maintenance.compaction.target_file_size_mb: S3 Tables compacts to {low}-{high} MB, "
+            f"not {compaction.target_file_size_mb}"
+        )
+    for field in ("where", "sort_order"):
+        if getattr(compaction, field) is not None:
+            problems.append(
+                f"maintenance.compaction.{field}: S3 Tables' own compaction takes no {field}; leave it out "
+                "(storage: s3_tables)"
+            )
+    if "location" in {k.lower() for k in target.properties} or "write.data.path" in target.properties:
+        problems.append("target.properties: S3 Tables places the table's files itself (no location)")
+    return problems
 
 
 class Scd2Options(_Strict):
