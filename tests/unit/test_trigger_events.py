@@ -127,3 +127,42 @@ def test_a_stage_whose_eventbridge_keys_arrive_as_they_are_records_them_so(world
     event["detail"]["object"]["key"] = CUSTOMERS + "a+b.parquet"
     assert HANDLER(event, context())["recorded"] == 1
     assert [o.key for o in world.ledger.objects("crm.customers")] == [CUSTOMERS + "a+b.parquet"]
+
+
+def test_a_snapshot_tables_success_file_is_recorded_and_starts_its_run(world: World):
+    """cdc: snapshot: the _SUCCESS file completes a snapshot folder, so its arrival must reach the
+    ledger and start a run (the item comes from config_items, as cdk synth writes it); another
+    table's _SUCCESS stays ignored."""
+    from boto3.dynamodb.types import TypeSerializer
+
+    from lakeloader.config import LakeConfig
+    from lakeloader.config_table import config_items
+
+    accounts = "vendor/accounts/"
+    lake = LakeConfig.model_validate(
+        {
+            "raw_root": f"s3://{RAW}/",
+            "warehouse": "s3://wh/",
+            "tables": [
+                {
+                    "id": "vendor.accounts",
+                    "source": {"prefix": accounts, "cdc": "snapshot"},
+                    "target": {"database": "vendor", "table": "accounts"},
+                    "keys": ["id"],
+                }
+            ],
+        }
+    )
+    [item] = config_items(lake)
+    world.dynamodb.put_item(
+        TableName=world.config_table, Item={k: TypeSerializer().serialize(v) for k, v in item.items()}
+    )
+    world.add_table("crm.customers", CUSTOMERS)
+
+    summary = HANDLER(
+        s3_event(s3_record(accounts + "2026-11-27/_SUCCESS"), s3_record(CUSTOMERS + "_SUCCESS")), context()
+    )
+
+    assert (summary["recorded"], summary["ignored"]) == (1, 1)
+    assert [o.key for o in world.ledger.objects("vendor.accounts")] == [accounts + "2026-11-27/_SUCCESS"]
+    assert summary["started"], summary
