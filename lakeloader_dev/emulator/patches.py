@@ -704,15 +704,20 @@ def _patch_events_lambda_targets() -> None:
     original = Rule.send_to_targets
 
     def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
-        original(self, original_event, transform_input)
-        if not self.event_pattern.matches_event(original_event):
+        functions = [t for t in self.targets if parse_arn(t["Arn"]).service == "lambda"]
+        others = [t for t in self.targets if t not in functions]
+        if others:  # moto raises NotImplementedError on a target type it does not deliver to
+            every, self.targets = self.targets, others
+            try:
+                original(self, original_event, transform_input)
+            finally:
+                self.targets = every
+        if not functions or not self.event_pattern.matches_event(original_event):
             return
         from moto.awslambda.utils import get_backend
 
-        for target in self.targets:
+        for target in functions:
             arn = parse_arn(target["Arn"])
-            if arn.service != "lambda":
-                continue
             try:
                 fn = get_backend(arn.account, arn.region).get_function(target["Arn"])
             except Exception:  # noqa: BLE001 - like EventBridge: a missing target fails no put_events
