@@ -499,3 +499,22 @@ def test_a_table_whose_ledger_fails_mid_run_leaves_the_others_alone(ledger, tabl
     assert results[1].status == "ok"
     assert statuses(ledger, second) == {"1.parquet": ("done", None)}
     assert statuses(ledger, table)["late.parquet"] == ("pending", None)  # left to the lock's holder
+
+
+def test_files_of_an_incomplete_snapshot_go_back_pending_and_end_the_run(ledger, table, merges):
+    """cdc: snapshot: the files a batch leaves waiting (their folder has no _SUCCESS yet) are given
+    back pending, not done or failed, with their attempt undone; the run ends once a batch holds
+    nothing but waiting files (a batch that also applied something goes on to the next)."""
+    land(ledger, table, "a.parquet", "b.parquet")
+
+    def waits_for_b(names: list[str]) -> TableResult:
+        result = ok(table, 1)
+        result.waiting = [n for n in names if n.endswith("b.parquet")]
+        return result
+
+    calls = merges(table, waits_for_b)
+    result = drain(ledger, table)
+
+    assert result.status == "ok" and [len(c) for c in calls] == [2, 1]
+    assert statuses(ledger, table) == {"a.parquet": ("done", None), "b.parquet": ("pending", None)}
+    assert [o.attempts for o in ledger.objects(table.id) if o.key.endswith("b.parquet")] == [0]
