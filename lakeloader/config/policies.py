@@ -1,4 +1,5 @@
-"""Per-table policies: `tombstones:`, `partial_updates:`, `maintenance:` (with its retries) and `trigger:`."""
+"""Per-table policies: `tombstones:`, `reconcile:`, `partial_updates:`, `maintenance:` (with its
+retries) and `trigger:`."""
 
 from __future__ import annotations
 
@@ -28,6 +29,21 @@ class TombstoneSettings(_Strict):
         description="Days `lakeloader maintain` keeps a tombstone. Cover the longest re-delivery window "
         "of the source: a DMS task resumed or restarted from an earlier checkpoint, a Debezium connector "
         "replaying from its last committed offset, a late file from a backfill",
+    )
+
+
+class ReconcileSettings(_Strict):
+    """Reconciliation on every commit (`merge`, `scd2`): what the batch's files asked for is held
+    against what the table reports of the commit (lakeloader.reconciliation)."""
+
+    on_mismatch: Literal["fail", "alarm"] = Field(
+        default="alarm",
+        description="A commit the table disagrees with: 'alarm' (default) publishes it, records the "
+        "mismatch in the run record and raises the ReconciliationMismatch metric and its alarm; 'fail' "
+        "writes every batch to an audit branch first and fails a disagreeing one there, nothing "
+        "published. The default alarms because what disagrees is nearly always the table already (a "
+        "row written behind the engine's back), which failing the batch does not undo, while it would "
+        "stop every later batch of the table until someone repairs it",
     )
 
 

@@ -13,6 +13,7 @@ from lakeloader.config.policies import (
     ColumnSelection,
     MaintenanceConfig,
     PartialUpdates,
+    ReconcileSettings,
     TombstoneSettings,
     TriggerConfig,
 )
@@ -49,6 +50,11 @@ class TableConfig(_Strict):
     tombstones: TombstoneSettings = Field(
         default_factory=TombstoneSettings,
         description="Deletes leave tombstones so later-arriving older changes stay deleted (merge, scd2)",
+    )
+    reconcile: ReconcileSettings = Field(
+        default_factory=ReconcileSettings,
+        description="Each commit's counts held against what the table reports of it, and what a "
+        "mismatch does (merge, scd2)",
     )
     partial_updates: PartialUpdates | None = Field(
         default=None,

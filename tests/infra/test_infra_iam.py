@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.cdk_helpers import as_list, join, statements
+from tests.infra.cdk_helpers import as_list, join, statements, with_settings
 
 # Actions that take no resource-level permission, granted on "*" (each with a reason in the code).
 STAR_ACTIONS = {
     "cloudwatch:PutMetricData",  # conditioned on the namespace
     "lakeformation:GetDataAccess",
+    "lakeformation:GrantPermissions",  # reader-grants: its grant options decide
+    "lakeformation:RevokePermissions",
     "logs:CreateLogDelivery",
     "logs:DeleteLogDelivery",
     "logs:DescribeLogGroups",
@@ -47,7 +49,16 @@ def test_no_admin_or_service_wide_actions(stage_synth):
 
 
 def test_star_resources_only_for_actions_without_resource_level_permissions(synth):
-    for synthesized in (synth("dev"), synth("dev", lake_formation="true")):
+    exclude = [
+        {
+            "role_arn": "arn:aws:iam::123456789012:role/support",
+            "tables": ["crm.customers"],
+            "exclude_columns": {"crm.customers": ["email"]},
+        }
+    ]
+    with_grants = synth("dev", lake_formation="true", **with_settings("dev", readers=exclude))
+    assert with_grants.resources("Custom::LakeloaderReaderGrants")  # the reader-grants Lambda is there
+    for synthesized in (synth("dev"), synth("dev", lake_formation="true"), with_grants):
         for role_id, statement in all_statements(synthesized):
             if statement["Effect"] == "Allow" and "*" in as_list(statement["Resource"]):
                 assert set(as_list(statement["Action"])) <= STAR_ACTIONS, role_id
