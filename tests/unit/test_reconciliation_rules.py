@@ -156,3 +156,22 @@ def test_reconciliations_add_up_and_travel_through_the_run_record():
     assert from_run_counts(counts | {"inserted": 5})["mismatched_commits"] == 1
     assert from_run_counts({"inserted": 5}) is None
     assert from_run_counts(Reconciliation().run_counts()) is None  # nothing reconciled
+
+
+def test_on_mismatch_is_a_per_table_setting_alarm_by_default():
+    import pytest
+    from pydantic import ValidationError
+
+    from lakeloader.config import TableConfig
+
+    spec = {
+        "id": "a.b",
+        "source": {"prefix": "a/"},
+        "target": {"database": "a", "table": "b"},
+        "keys": ["id"],
+    }
+    assert TableConfig.model_validate(spec).reconcile.on_mismatch == "alarm"
+    failing = TableConfig.model_validate(spec | {"reconcile": {"on_mismatch": "fail"}})
+    assert failing.reconcile.on_mismatch == "fail"
+    with pytest.raises(ValidationError, match="on_mismatch"):
+        TableConfig.model_validate(spec | {"reconcile": {"on_mismatch": "ignore"}})
