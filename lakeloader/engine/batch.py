@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakeloader import iceberg
+from lakeloader import iceberg, reconciliation
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, schema, snapshot, table_settings, truncate, unreadable
@@ -24,6 +24,7 @@ from lakeloader.formats import snapshot as snapshots
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
+from lakeloader.reconciliation import Reconciliation
 from lakeloader.spark import release, table_exists
 from lakeloader.sql import qualified, value_literal
 
@@ -48,6 +49,8 @@ class Applied:
     quality: QualityReport | None = None  # rule outcomes when the table has quality rules
     # cdc: snapshot: the files whose snapshot is not complete yet; not consumed, a later run takes them
     waiting: list[str] = field(default_factory=list)
+    # each commit's counts held against what the table reports of it (merge, scd2; engine.commit_check)
+    reconciliation: Reconciliation | None = None
 
 
 def apply_batch(
@@ -78,6 +81,7 @@ def apply_batch(
         total.snapshot_id = applied.snapshot_id
         total.notes += applied.notes
         total.quality = combine_reports(total.quality, applied.quality)
+        total.reconciliation = reconciliation.combine(total.reconciliation, applied.reconciliation)
     return total
 
 

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, partial, schema, tombstones
+from lakeloader.engine import cdc, commit_check, partial, schema, tombstones
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import MERGE_COUNT_KEYS, committed_summary
@@ -272,11 +272,13 @@ def write(
             broadcast_keys=key_rows <= BROADCAST_KEYS_MAX,
             ahead=ahead,
         )
-        classified = classified.filter(F.col(ACTION) != "skip")
-        # The counts per action are observed while the checkpoint is written: no extra Spark job.
+        # The counts per action, and what the batch's latest changes asked (reconciliation), are
+        # observed while the checkpoint is written: no extra Spark job.
         observation = Observation(f"lakeloader_classified_{uuid.uuid4().hex[:12]}")
         tally = [F.sum((F.col(ACTION) == a).cast("long")).alias(a) for a in ACTIONS]
-        classified = classified.observe(observation, *tally).localCheckpoint(eager=True)
+        tally += commit_check.asked_metrics()
+        classified = classified.observe(observation, *tally)
+        classified = classified.filter(F.col(ACTION) != "skip").localCheckpoint(eager=True)
     except BaseException:
         if ahead is not None:
             ahead.wait()  # never left running; an error of its own chains onto this one
@@ -313,6 +315,13 @@ def write(
             progress,
             lambda v: merge_sql(name, v, columns, keys, seq, filled, key_values),
         )
+        asked = commit_check.asked_merge(
+            observed,
+            changes=result.changes,
+            late=counts.get("late", 0),
+            expected=(result.inserted, result.updated, result.deleted),
+        )
+        commit_check.check_commit(spark, target, table, asked, result, progress)
     finally:
         release(classified)
 
@@ -371,6 +380,7 @@ def write_counted(
     keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
     source, late = aligned, 0
     checkpointed = False
+    asked_observed: dict | None = None  # what the latest changes asked (reconciliation), observed
     if tombstones.enabled(table, seq):
         tomb = tombstones.lookup(
             spark,
@@ -392,11 +402,16 @@ def write_counted(
             is_late = (F.col(OP) != "D") & tombstones.buried(joined.columns, [quote(c) for c in seq])
             observation = Observation(f"lakeloader_late_{uuid.uuid4().hex[:12]}")
             flagged = joined.withColumn(LATE, is_late).observe(
-                observation, F.sum(F.col(LATE).cast("long")).alias("late")
+                observation, F.sum(F.col(LATE).cast("long")).alias("late"), *commit_check.asked_metrics()
             )
             source = flagged.filter(~F.col(LATE)).select(*[F.col(quote(c)) for c in aligned.columns])
             source = source.localCheckpoint(eager=True)
-            checkpointed, late = True, observation.get["late"] or 0
+            asked_observed = observation.get
+            checkpointed, late = True, asked_observed["late"] or 0
+    merge_observation = None
+    if asked_observed is None:  # counted as the MERGE reads its source: no pass of its own
+        merge_observation = Observation(f"lakeloader_asked_{uuid.uuid4().hex[:12]}")
+        source = source.observe(merge_observation, *commit_check.asked_metrics())
     columns = target_schema.fieldNames()
     try:
         run_merge(
@@ -429,3 +444,7 @@ def write_counted(
         result.notes.append(f"{late:,} late change(s) older than their key's delete ignored")
     if not (result.inserted or result.updated or result.deleted):
         result.notes.append("nothing newer than the table; the commit changed no row")
+    if merge_observation is not None:
+        asked_observed = commit_check.observed(merge_observation)
+    asked = commit_check.asked_merge(asked_observed, changes=result.changes, late=late)
+    commit_check.check_commit(spark, target, table, asked, result, progress, summary=summary)

@@ -15,9 +15,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lakeloader import reconciliation
 from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, partial, schema, tombstones
+from lakeloader.engine import cdc, commit_check, partial, schema, tombstones
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.errors import BadInputError, LakeloaderError
 from lakeloader.iceberg.commit import Destination
@@ -115,6 +116,20 @@ class Scd2Batch:
     late: int
     unchanged: int
     tombstones: int
+    closed: int = 0  # the table's current versions the MERGE closes (updates)
+    dropped: int = 0  # and those it deletes: replaced by a new version at their own valid_from
+
+    def asked(self) -> reconciliation.Asked:
+        """What the batch asks of the table (lakeloader.reconciliation): the versions it opens, closes
+        and drops; the changes applied, unchanged (superseded: no tracked column changed) and late."""
+        return reconciliation.Asked(
+            mode="scd2",
+            upserts=self.opened,
+            deletes=self.deleted,
+            superseded=self.unchanged,
+            late=self.late,
+            expected=(self.opened, self.closed, self.dropped),
+        )
 
     @property
     def empty(self) -> bool:
@@ -231,6 +246,10 @@ def prepare(
     events = events.localCheckpoint(eager=True)
 
     is_open = F.col(EFFECTIVE) & (F.col(OP) != "D")
+    # The table's current versions the MERGE closes, and those it drops (a new version at the current
+    # one's own valid_from replaces it): what the commit is reconciled with (engine.commit_check).
+    closing = F.col(EFFECTIVE) & F.col(FIRST) & F.coalesce(F.col(T_CURRENT), F.lit(False))
+    replacing = (F.col(SEQ) == F.col(T_FROM)) & (F.col(OP) != "D")
     counts = events.agg(
         F.sum(F.col(LATE).cast("int")).alias("late"),
         F.sum((~F.col(LATE) & ~F.col(EFFECTIVE)).cast("int")).alias("unchanged"),
@@ -238,6 +257,8 @@ def prepare(
         F.sum((is_open & F.col(PREV).isNotNull()).cast("int")).alias("superseded"),
         F.sum((F.col(EFFECTIVE) & (F.col(OP) == "D")).cast("int")).alias("deleted"),
         F.sum(F.col(TOMBSTONE).cast("int")).alias("tombstones"),
+        F.sum((closing & ~replacing).cast("int")).alias("closed"),
+        F.sum((closing & replacing).cast("int")).alias("dropped"),
     ).first()
     if counts["tombstones"]:  # before the MERGE: see lakeloader.engine.tombstones
         tombstones.record(spark, table, name, events.filter(F.col(TOMBSTONE)), keys, seq_names)
@@ -284,6 +305,8 @@ def prepare(
         late=counts["late"] or 0,
         unchanged=counts["unchanged"] or 0,
         tombstones=counts["tombstones"] or 0,
+        closed=counts["closed"] or 0,
+        dropped=counts["dropped"] or 0,
     )
 
 
@@ -349,5 +372,6 @@ def write(
                 spark.sql(statement)
         finally:
             spark.catalog.dropTempView(view)
+        commit_check.check_commit(spark, target, table, batch.asked(), result, progress)
     finally:
         release(batch.checkpoint)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
+from lakeloader import reconciliation
 from lakeloader.iceberg.table_state import TableState
 from lakeloader.progress import Progress
 from lakeloader.sql import literal, qualified, quote, tblproperties
@@ -49,21 +50,31 @@ def current_snapshot_id(spark: SparkSession, name: str, *, refresh: bool = True)
 
 # What Spark 4.1+ with Iceberg 1.11+ records of a MERGE in the summary of the snapshot it commits
 # (SPARK-54309, Iceberg PR 15014): the rows it inserted, updated and deleted.
-MERGE_COUNT_KEYS = {
-    "inserted": "spark.merge-into.num-target-rows-inserted",
-    "updated": "spark.merge-into.num-target-rows-updated",
-    "deleted": "spark.merge-into.num-target-rows-deleted",
-}
+MERGE_COUNT_KEYS = reconciliation.MERGE_COUNT_KEYS
 
 
 def committed_summary(spark: SparkSession, name: str) -> dict[str, str]:
     """The summary of the snapshot this session last committed to `name`, a table or one of its
     branches (`branch_target`), as the session holds the table: no catalog call, and a writer
     committing right after it is not read as this session's commit."""
+    return committed_summaries(spark, name)[1]
+
+
+def committed_summaries(
+    spark: SparkSession, name: str
+) -> tuple[int | None, dict[str, str], dict[str, str] | None]:
+    """The snapshot this session last committed to `name` (as `committed_summary`): its id, its summary
+    and its parent's (None: it has no parent, the table's first). Metadata the session holds: no catalog
+    call, no Spark job (lakeloader.reconciliation reads the totals' change from the two)."""
     branch = re.fullmatch(r"(.+)\.`branch_((?:[^`]|``)+)`", name)
     table = iceberg_table(spark, branch[1] if branch else name, refresh=False)
     snapshot = table.snapshot(branch[2].replace("``", "`")) if branch else table.currentSnapshot()
-    return dict(snapshot.summary()) if snapshot is not None else {}
+    if snapshot is None:
+        return None, {}, None
+    parent_id = snapshot.parentId()
+    parent = table.snapshot(parent_id) if parent_id is not None else None
+    parent_summary = dict(parent.summary()) if parent is not None else None
+    return snapshot.snapshotId(), dict(snapshot.summary()), parent_summary
 
 
 def may_hold(

@@ -219,10 +219,16 @@ def load_table(
         )
         result = TableResult.applied(table.id, applied)
     except LakeloaderError as exc:
-        # A failed quality gate carries its rule outcomes into the run record.
+        # A failed quality gate carries its rule outcomes into the run record, a failed reconciliation
+        # (reconcile.on_mismatch: fail) what it found.
         report = getattr(exc, "report", None)
         result = TableResult(
-            table.id, status="failed", error=str(exc), quality=report, bad_files=blamed_files(exc)
+            table.id,
+            status="failed",
+            error=str(exc),
+            quality=report,
+            bad_files=blamed_files(exc),
+            reconciliation=getattr(exc, "reconciliation", None),
         )
     except Exception as exc:  # Spark/JVM errors no file explains (engine.unreadable looked): the root cause
         result = TableResult(table.id, status="failed", error=f"table {table.id!r}: {root_cause(exc)}")
