@@ -117,6 +117,8 @@ METRICS_NAMESPACE = "lakeloader"
 METRIC_DIMENSIONS = ("Ledger", "TableId")
 PENDING_AGE_METRIC = "PendingAgeSeconds"  # the sweep's, per table: the table's lag
 FILES_QUARANTINED_METRIC = "FilesQuarantined"  # the drain's, per table
+# the drain's, per table: commits the table disagreed with (lakeloader.reconciliation), published or not
+RECONCILIATION_MISMATCH_METRIC = "ReconciliationMismatch"
 
 # --- Iceberg in Spark ---------------------------------------------------------------------------
 
@@ -157,6 +159,25 @@ def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
         f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
         f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         f"{prefix}.warehouse": warehouse,
+        **catalog_properties(catalog),
+    }
+
+
+# The Spark catalog name of the stage's S3 Tables table bucket (target.storage: s3_tables), through the
+# Amazon S3 Tables catalog for Iceberg (docs/deploy.md#amazon-s3-tables): a namespace is the config's
+# database, unprefixed (the table bucket is the stage's own).
+S3_TABLES_CATALOG = "s3tables"
+S3_TABLES_CATALOG_IMPL = "software.amazon.s3tables.iceberg.S3TablesCatalog"
+
+
+def s3_tables_catalog_conf(table_bucket_arn: str, catalog: str = S3_TABLES_CATALOG) -> dict[str, str]:
+    """Spark settings for the tables of one S3 Tables table bucket (its ARN is the warehouse)."""
+    prefix = f"spark.sql.catalog.{catalog}"
+    return {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        prefix: ICEBERG_SPARK_CATALOG,
+        f"{prefix}.catalog-impl": S3_TABLES_CATALOG_IMPL,
+        f"{prefix}.warehouse": table_bucket_arn,
         **catalog_properties(catalog),
     }
 

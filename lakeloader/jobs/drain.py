@@ -13,8 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from urllib.parse import urlparse
 
+from lakeloader import reconciliation
 from lakeloader.config import TableConfig
-from lakeloader.contract import FILES_QUARANTINED_METRIC, METRIC_DIMENSIONS, METRICS_NAMESPACE, new_run_id
+from lakeloader.contract import (
+    FILES_QUARANTINED_METRIC,
+    METRIC_DIMENSIONS,
+    METRICS_NAMESPACE,
+    RECONCILIATION_MISMATCH_METRIC,
+    new_run_id,
+)
 from lakeloader.engine import combine_reports, report_counts
 from lakeloader.inputs import InputFile
 from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
@@ -146,7 +153,8 @@ def drain_table(
             run_id,
             {"ok": "succeeded", "skipped": "skipped"}.get(total.status, "failed"),
             counts={k: getattr(total, k) for k in ("files", "changes", "inserted", "updated", "deleted")}
-            | report_counts(total.quality),
+            | report_counts(total.quality)
+            | (total.reconciliation.run_counts() if total.reconciliation else {}),
             snapshot_id=total.snapshot_id,
             error=total.error,
             objects=total.files,
@@ -210,9 +218,10 @@ def _set_aside(
 
 
 def publish_metrics(result: TableResult, ledger_table: str, quarantined: int = 0) -> None:
-    """RunsSucceeded / RunsFailed / RowsMerged / FilesQuarantined per table, for the stack's
-    dashboard and alarms. Dimensions: the stage's ledger table (so two stages of one account never
-    mix) and the table id.
+    """RunsSucceeded / RunsFailed / RowsMerged / FilesQuarantined / ReconciliationMismatch per table,
+    for the stack's dashboard and alarms (ReconciliationMismatch: the commits the table disagreed with,
+    published under `reconcile.on_mismatch: alarm`, failed under `fail`). Dimensions: the stage's
+    ledger table (so two stages of one account never mix) and the table id.
 
     Best effort: the data is committed already; a metrics outage is logged, not raised.
     """
@@ -238,6 +247,9 @@ def publish_metrics(result: TableResult, ledger_table: str, quarantined: int = 0
         },
         {"MetricName": FILES_QUARANTINED_METRIC, "Value": quarantined, "Unit": "Count"},
     ]
+    if result.reconciliation is not None:
+        mismatched = result.reconciliation.mismatched_commits
+        data.append({"MetricName": RECONCILIATION_MISMATCH_METRIC, "Value": mismatched, "Unit": "Count"})
     with _CLIENT_LOCK:
         if not _CLOUDWATCH:
             _CLOUDWATCH.append(boto3.client("cloudwatch"))
@@ -297,6 +309,7 @@ def _accumulate(total: TableResult, result: TableResult) -> None:
         setattr(total, field, getattr(total, field) + getattr(result, field))
     total.seconds += result.seconds
     total.quality = combine_reports(total.quality, result.quality)
+    total.reconciliation = reconciliation.combine(total.reconciliation, result.reconciliation)
     total.snapshot_id = result.snapshot_id or total.snapshot_id
     total.notes.extend(result.notes)
     if result.status == "failed":

@@ -25,12 +25,13 @@ import aws_fixtures  # noqa: E402
 from aws_fixtures import ManualClock, create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader.config import TableConfig  # noqa: E402
-from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE  # noqa: E402
+from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE, RECONCILIATION_MISMATCH_METRIC  # noqa: E402
 from lakeloader.jobs import drain as drain_job  # noqa: E402
 from lakeloader.jobs import load  # noqa: E402
 from lakeloader.jobs.drain import drain_table, drain_tables  # noqa: E402
 from lakeloader.jobs.load import TableResult  # noqa: E402
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, LockLostError, ObjectRef  # noqa: E402
+from lakeloader.reconciliation import Reconciliation  # noqa: E402
 from tests.infra.test_infra_iam_sufficient import JOB_DYNAMODB_ACTIONS  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
@@ -157,6 +158,62 @@ def test_a_good_batch_is_done_and_recorded_as_succeeded(ledger, table, merges):
     assert ledger.get_lock(table.id) is None
 
 
+def test_each_batchs_reconciliation_adds_up_in_the_run_record_and_a_mismatch_is_a_metric(
+    ledger, table, merges
+):
+    """Two batches, the second's commit mismatched (reconcile.on_mismatch: alarm, published): the run
+    record keeps both commits' reconciliation, and ReconciliationMismatch counts the mismatched one."""
+    clean = Reconciliation(commits=1, upserts_asked=3, inserted=3, live_delta=3, snapshot_id=7)
+    bad = Reconciliation(commits=1, upserts_asked=1, updated=2, mismatched_commits=1, snapshot_id=8)
+    bad.mismatches.append("2 row(s) inserted or updated for 1 upsert(s) asked")
+    table = table.model_copy(update={"trigger": table.trigger.model_copy(update={"max_files_per_run": 2})})
+
+    def outcome(names: list[str]) -> TableResult:
+        if names == ["crm/public/customers/LOAD00000001.parquet"]:
+            land(ledger, table, "20240102.parquet")
+            return TableResult(
+                table.id, status="ok", files=1, inserted=3, snapshot_id=7, reconciliation=clean
+            )
+        return TableResult(table.id, status="ok", files=1, updated=2, snapshot_id=8, reconciliation=bad)
+
+    merges(table, outcome)
+    land(ledger, table, "LOAD00000001.parquet")
+
+    result = drain(ledger, table)
+
+    assert result.reconciliation is not None and result.reconciliation.mismatched_commits == 1
+    (run,) = ledger.list_runs(table.id)
+    assert run.status == "succeeded"
+    assert {k: v for k, v in run.counts.items() if k.startswith("reconcile_")} == {
+        "reconcile_commits": 2,
+        "reconcile_upserts_asked": 4,
+        "reconcile_deletes_asked": 0,
+        "reconcile_superseded": 0,
+        "reconcile_late": 0,
+        "reconcile_inserted": 3,
+        "reconcile_updated": 2,
+        "reconcile_deleted": 0,
+        "reconcile_live_delta": 3,
+        "reconcile_mismatched_commits": 1,
+        "reconcile_snapshot_id": 8,
+    }
+    assert metric_sum(ledger, table, RECONCILIATION_MISMATCH_METRIC) == 1
+
+
+def test_a_run_that_reconciled_nothing_publishes_no_mismatch_metric(ledger, table, merges):
+    merges(table, lambda names: ok(table, inserted=3))
+    land(ledger, table, "LOAD00000001.parquet")
+
+    drain(ledger, table)
+
+    (run,) = ledger.list_runs(table.id)
+    assert not any(k.startswith("reconcile_") for k in run.counts)
+    listed = boto3.client("cloudwatch").list_metrics(
+        **metric_of(ledger, table, RECONCILIATION_MISMATCH_METRIC)
+    )
+    assert listed["Metrics"] == []
+
+
 def test_a_failed_batch_stays_failed_with_its_error_and_stops_the_run(ledger, table, merges):
     """Batch 1 succeeds; an object arriving meanwhile makes batch 2, which fails; a third
     object arriving during batch 2 stays pending: the run stops at the first failure."""
@@ -205,11 +262,15 @@ def metric_of(ledger: Ledger, table: TableConfig, name: str | None = None) -> di
 
 
 def quarantined_metric(ledger: Ledger, table: TableConfig) -> float:
+    return metric_sum(ledger, table, "FilesQuarantined")
+
+
+def metric_sum(ledger: Ledger, table: TableConfig, name: str) -> float:
     from datetime import UTC, datetime, timedelta
 
     now = datetime.now(UTC)
     points = boto3.client("cloudwatch").get_metric_statistics(
-        **metric_of(ledger, table, "FilesQuarantined"),
+        **metric_of(ledger, table, name),
         StartTime=now - timedelta(hours=1),
         EndTime=now + timedelta(minutes=5),
         Period=3600,
