@@ -27,6 +27,7 @@ from lakeloader.ledger import (
     utc_now_iso,
 )
 from lakeloader.progress import Progress, no_progress
+from lakeloader.reconciliation import from_run_counts
 from lakeloader.stage import DeployedStage
 
 RECORD_THREADS = 8  # conditional puts in flight while a backfill records a listing
@@ -44,10 +45,17 @@ class TableStatus:
     last_run: dict[str, Any] | None
     last_commit: dict[str, Any] | None  # the newest run that committed: its snapshot and end
     stuck: list[dict[str, Any]] = field(default_factory=list)  # quarantined and failed files: why
+    # the newest run that reconciled a commit (lakeloader.reconciliation): its counts, run and end
+    last_reconciliation: dict[str, Any] | None = None
 
     @property
     def healthy(self) -> bool:
-        return not self.stuck and (self.last_run or {}).get("status") not in ("failed", "abandoned")
+        mismatched = (self.last_reconciliation or {}).get("mismatched_commits")
+        return (
+            not self.stuck
+            and (self.last_run or {}).get("status") not in ("failed", "abandoned")
+            and not mismatched
+        )
 
 
 def _age(iso: str | None, now: datetime) -> float | None:
@@ -72,6 +80,7 @@ def table_status(ledger: Ledger, table: TableConfig, now: datetime | None = None
     backlog = ledger.backlog(table.id)
     runs = ledger.list_runs(table.id, limit=20)
     committed = next((r for r in runs if r.snapshot_id), None)
+    reconciled = next(((r, found) for r in runs if (found := from_run_counts(r.counts))), None)
     return TableStatus(
         table_id=table.id,
         enabled=table.enabled,
@@ -84,6 +93,11 @@ def table_status(ledger: Ledger, table: TableConfig, now: datetime | None = None
             {"key": o.key, "status": o.status, "attempts": o.attempts, "error": o.error}
             for o in backlog.stuck
         ],
+        last_reconciliation=(
+            reconciled[1] | {"run_id": reconciled[0].run_id, "at": reconciled[0].ended_at}
+            if reconciled
+            else None
+        ),
     )
 
 
@@ -93,7 +107,17 @@ def _minutes(seconds: float | None) -> str:
 
 def status_report(statuses: list[TableStatus]) -> str:
     """The table `lakeloader status` prints, then every stuck file with its error."""
-    header = ("table", "pending", "failed", "quarantined", "skipped", "lag", "last run", "last commit")
+    header = (
+        "table",
+        "pending",
+        "failed",
+        "quarantined",
+        "skipped",
+        "lag",
+        "last run",
+        "last commit",
+        "reconciled",
+    )
     rows = [header]
     for s in statuses:
         run = s.last_run or {}
@@ -107,6 +131,7 @@ def status_report(statuses: list[TableStatus]) -> str:
                 _minutes(s.lag_seconds),
                 f"{run.get('status', '-')} {run.get('ended_at') or ''}".strip(),
                 str((s.last_commit or {}).get("snapshot_id", "-")),
+                _reconciled(s.last_reconciliation),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -118,6 +143,15 @@ def status_report(statuses: list[TableStatus]) -> str:
             )
             lines.append(f"    {(stuck['error'] or '').splitlines()[0] if stuck['error'] else ''}")
     return "\n".join(lines)
+
+
+def _reconciled(found: dict[str, Any] | None) -> str:
+    """The status table's cell for a table's last reconciliation: `ok`, or its mismatched commits."""
+    if not found:
+        return "-"
+    if found.get("mismatched_commits"):
+        return f"MISMATCH {found['mismatched_commits']}/{found['commits']} {found.get('at') or ''}".strip()
+    return f"ok {found['commits']} {found.get('at') or ''}".strip()
 
 
 def status_json(statuses: list[TableStatus]) -> str:

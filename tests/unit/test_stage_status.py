@@ -12,13 +12,24 @@ import boto3
 
 from lakeloader import operate
 from lakeloader.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
+from lakeloader.reconciliation import Reconciliation
 from tests.aws_fixtures import ManualClock
 from tests.unit import stage_world
 from tests.unit.test_operator_verbs import one_file_in
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-COLUMNS = ("table", "pending", "failed", "quarantined", "skipped", "lag", "last run", "last commit")
+COLUMNS = (
+    "table",
+    "pending",
+    "failed",
+    "quarantined",
+    "skipped",
+    "lag",
+    "last run",
+    "last commit",
+    "reconciled",
+)
 
 
 def clocked(stage, at: datetime) -> Ledger:
@@ -65,9 +76,9 @@ def test_the_status_table_and_every_stuck_file_with_the_first_line_of_its_error(
     ends = [*starts[1:], None]
     assert [[line[a:b].strip() for a, b in zip(starts, ends, strict=True)] for line in lines[:4]] == [
         list(COLUMNS),
-        ["crm.customers", "3", "1", "1", "1", "90 min", "failed 2026-03-02T10:00:00.000Z", "41"],
-        ["crm.vip", "0", "0", "0", "0", "-", "-", "-"],
-        ["old.archive (disabled)", "0", "0", "1", "0", "-", "-", "-"],
+        ["crm.customers", "3", "1", "1", "1", "90 min", "failed 2026-03-02T10:00:00.000Z", "41", "-"],
+        ["crm.vip", "0", "0", "0", "0", "-", "-", "-", "-"],
+        ["old.archive (disabled)", "0", "0", "1", "0", "-", "-", "-", "-"],
     ]
     # each column as wide as its widest cell, two spaces apart, nothing trailing
     assert header.index("pending") == len("old.archive (disabled)  ")
@@ -107,7 +118,7 @@ def test_lag_is_never_negative_and_a_live_run_is_running_a_dead_one_abandoned(st
     (shown,) = statuses(stage, "crm.customers")
     assert shown.healthy
     row = operate.status_report([shown]).splitlines()[1]
-    assert row.split() == ["crm.customers", "1", "0", "0", "0", "0", "min", "running", "-"]
+    assert row.split() == ["crm.customers", "1", "0", "0", "0", "0", "min", "running", "-", "-"]
 
 
 def test_status_json_is_each_table_with_its_health(stage, capsys):
@@ -135,9 +146,29 @@ def test_status_json_is_each_table_with_its_health(stage, capsys):
                 "error": "quarantined: bad rows in crm.customers/quarantined-2026-03-01T00:00:00Z.parquet",
             }
         ],
+        "last_reconciliation": None,
         "healthy": False,
     }
     assert (
         vip["last_commit"] == {"snapshot_id": 5, "at": "2026-03-02T09:00:00.000Z"} and vip["healthy"] is True
     )
     assert vip["last_run"]["status"] == "succeeded" and vip["last_run"]["run_id"] == "run-1"
+
+
+def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage):
+    """The newest run whose record kept a reconciliation (lakeloader.reconciliation.run_counts); a run
+    that reconciled nothing (no commit) does not hide it."""
+    clean = Reconciliation(commits=2, upserts_asked=5, inserted=3, updated=2, live_delta=3).run_counts()
+    mismatched = Reconciliation(commits=1, updated=2, mismatched_commits=1).run_counts()
+    run(stage, "crm.customers", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), counts=clean)
+    run(stage, "crm.vip", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), counts=mismatched)
+    run(stage, "crm.vip", "run-2", "succeeded", datetime(2026, 3, 2, 10, tzinfo=UTC), counts={"files": 0})
+
+    customers, vip = statuses(stage, "crm.customers", "crm.vip")
+
+    assert customers.last_reconciliation["commits"] == 2 and customers.last_reconciliation["inserted"] == 3
+    assert customers.last_reconciliation["run_id"] == "run-1" and customers.healthy
+    assert vip.last_reconciliation["mismatched_commits"] == 1 and not vip.healthy
+    lines = operate.status_report([customers, vip]).splitlines()
+    cells = [line[lines[0].index("reconciled") :] for line in lines]
+    assert cells == ["reconciled", "ok 2 2026-03-02T09:00:00.000Z", "MISMATCH 1/1 2026-03-02T09:00:00.000Z"]
