@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from cfnlint.api import ManualArgs, lint
 
 from lakeloader import reader_grants
 from tests.infra.cdk_helpers import with_settings
 from tests.infra.iam_eval import allowed, role_statements
+from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS
+from tests.infra.test_infra_nag import findings
 
 ACCOUNT = "123456789012"
 ANALYST = f"arn:aws:iam::{ACCOUNT}:role/analyst"
@@ -161,3 +164,12 @@ def test_no_lambda_without_grants_on_tables_by_name(synth, lake_formation):
         for p in built.resources("AWS::Lambda::Function").values()
     ]
     assert not [n for n in names if "reader-grants" in n]
+
+
+def test_the_reader_grants_lambda_passes_cdk_nag_and_cfn_lint(lf):
+    """The stack's other checks, on a stage that has the Lambda (the shared variants' readers
+    take whole databases only, so they have none)."""
+    assert lf.resources("Custom::LakeloaderReaderGrants")
+    assert findings(lf.app) == []
+    matches = lint(lf.template_path.read_text(), config=ManualArgs(regions=REGIONS, ignore_checks=IGNORED))
+    assert [f"{m.rule.id} {m.message} ({'/'.join(str(p) for p in m.path)})" for m in matches] == []
