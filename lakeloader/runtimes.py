@@ -48,7 +48,8 @@ class Runtime:
 
     @property
     def emr_python(self) -> str:
-        """The interpreter EMR Serverless's image documents for this Python."""
+        """The image's interpreter of this Python, which the EMR venv's `bin/python` links to
+        (infra.packaging.emr_venv_archive; the runs name `./environment/bin/python`)."""
         return f"/usr/bin/python{self.python}"
 
     @property
