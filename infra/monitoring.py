@@ -7,10 +7,11 @@
   Lambda's errors and throttles, the dead-letter queue's depth and failed maintenance
   executions, and a dashboard of runs, rows merged and failures.
 
-The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged` and `FilesQuarantined`, and the sweep
-`PendingAgeSeconds`, to the `lakeloader` namespace (lakeloader.contract.METRICS_NAMESPACE) with the
-dimensions Ledger (this stage's ledger table) and TableId. Per table: an alarm on quarantined files,
-and one on lag past the table's `trigger.freshness_minutes` where it is set.
+The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged`, `FilesQuarantined` and
+`ReconciliationMismatch`, and the sweep `PendingAgeSeconds`, to the `lakeloader` namespace
+(lakeloader.contract.METRICS_NAMESPACE) with the dimensions Ledger (this stage's ledger table) and
+TableId. Per table: an alarm on quarantined files, one on a commit that did not reconcile (merge and
+scd2 tables), and one on lag past the table's `trigger.freshness_minutes` where it is set.
 """
 
 from __future__ import annotations
@@ -39,12 +40,14 @@ from lakeloader.contract import (
     METRIC_DIMENSIONS,
     METRICS_NAMESPACE,
     PENDING_AGE_METRIC,
+    RECONCILIATION_MISMATCH_METRIC,
 )
 
 FIVE_MINUTES = Duration.minutes(5)
 GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]
 EMR_FAILED_STATES = ["FAILED"]
 PUBLISHER_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey*"]
+RECONCILED_MODES = ("merge", "scd2")  # the modes whose commits are reconciled (lakeloader.reconciliation)
 
 
 class AlarmTopic(Construct):
@@ -251,6 +254,16 @@ class Monitoring(Construct):
                 f"A raw file of {table.id} failed {stage.settings.max_attempts} times and is quarantined: "
                 f"lakeloader status --stage {stage.name} says why; fix it, then lakeloader requeue or skip.",
             )
+            if table.mode in RECONCILED_MODES:
+                alarm(
+                    f"Reconciliation{_construct_id(table.id)}",
+                    f"reconciliation-{table.id}",
+                    table_metric(table.id, RECONCILIATION_MISMATCH_METRIC, "Sum"),
+                    f"A commit of {table.id} disagreed with what its files asked for "
+                    f"(reconcile.on_mismatch: {table.reconcile.on_mismatch}; alarm: published, fail: not "
+                    f"published): lakeloader status --stage {stage.name} shows its last reconciliation, "
+                    "the job's log what differed.",
+                )
             if table.trigger.freshness_minutes:
                 alarm(
                     f"Stale{_construct_id(table.id)}",

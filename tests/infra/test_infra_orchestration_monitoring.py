@@ -99,6 +99,7 @@ def test_every_alarm_notifies_the_topic(stage_synth):
     per_table = [f"quarantined-{t.id}" for t in tables] + [
         f"stale-{t.id}" for t in tables if t.trigger.freshness_minutes
     ]
+    per_table += [f"reconciliation-{t.id}" for t in tables if t.mode in ("merge", "scd2")]
     assert per_table and any(name.startswith("stale-") for name in per_table)
     stage_wide = [
         "emr-job-failures",
@@ -143,6 +144,31 @@ def test_each_table_alarms_on_quarantined_files_and_on_lag_past_its_freshness(de
         "GreaterThanOrEqualToThreshold",
     )
     assert not any(name.startswith("lakeloader-dev-stale-sales") for name in alarms)  # no freshness set
+
+
+def test_each_merged_table_alarms_on_a_commit_that_did_not_reconcile(dev):
+    alarms = {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in dev.resources("AWS::CloudWatch::Alarm").values()
+    }
+    ledger = {"Ref": dev.logical_id(dev.stack.config_store.ledger_table)}
+    dimensions = [{"Name": "Ledger", "Value": ledger}, {"Name": "TableId", "Value": "crm.customers"}]
+    mismatch = alarms["lakeloader-dev-reconciliation-crm.customers"]
+    assert watched(mismatch) == {
+        "Namespace": "lakeloader",
+        "MetricName": "ReconciliationMismatch",
+        "Dimensions": dimensions,
+    }
+    assert (mismatch["Statistic"], mismatch["Threshold"], mismatch["ComparisonOperator"]) == (
+        "Sum",
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert mismatch["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic.topic)}]
+    assert "reconcile.on_mismatch: alarm" in mismatch["AlarmDescription"]
+    tables = load_config(REPO_ROOT / DEFAULT_CONFIG).tables
+    unreconciled = [t.id for t in tables if t.mode not in ("merge", "scd2")]
+    assert not any(f"lakeloader-dev-reconciliation-{t}" in alarms for t in unreconciled)
 
 
 def watched(alarm: dict) -> dict:
