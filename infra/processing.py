@@ -34,6 +34,7 @@ from infra.packaging import (
     lakeloader_zip,
     uses_python_venv,
 )
+from infra.s3_tables import TableBucket, catalog_jar_assets
 from infra.settings import GlueJobSettings, SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
@@ -100,6 +101,7 @@ class Processing(Construct):
         catalog: Catalog,
         raw_prefixes: list[str],
         network: StageNetwork | None = None,
+        table_bucket: TableBucket | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.network = network
@@ -129,6 +131,12 @@ class Processing(Construct):
             iceberg_conf |= contract.lake_formation_catalog_conf(
                 contract.GLUE_CATALOG, Aws.ACCOUNT_ID, Aws.REGION
             )
+        # target.storage: s3_tables -- the stage's table bucket through the S3 Tables catalog for Iceberg,
+        # whose jars neither Glue nor EMR provides: shipped as assets (infra.s3_tables.catalog_jar_assets).
+        self.s3_tables_jars: list[s3_assets.Asset] = []
+        if table_bucket is not None:
+            iceberg_conf |= contract.s3_tables_catalog_conf(table_bucket.arn)
+            self.s3_tables_jars = catalog_jar_assets(self, runtime)
         # What every job needs to start (contract.JOB_REQUIRED_ARGS), for both engines.
         required = {
             contract.ARG_CONFIG_TABLE: store.config_table.table_name,
@@ -173,6 +181,12 @@ class Processing(Construct):
                 databases=catalog.database_names,
                 raw_prefixes=raw_prefixes,
             )
+            if table_bucket is not None:
+                table_bucket.grant_jobs(role)
+                for jar in self.s3_tables_jars:
+                    jar.bucket.grant_read(role, jar.s3_object_key)
+        if table_bucket is not None:
+            table_bucket.add_policy()
 
         # Glue only: temp dir, Glue's own metrics namespace, its log groups (KMS-encrypted).
         self.glue_role.add_to_policy(
@@ -264,9 +278,12 @@ class Processing(Construct):
             iceberg_conf=iceberg_conf,
             job_arguments=emr_arguments,
             network=network,
+            extra_jars=[j.s3_object_url for j in self.s3_tables_jars],
         )
 
         lake_findings = lake_access_findings(stage, storage, catalog, raw_prefixes)
+        if table_bucket is not None:
+            lake_findings.append(f"Resource::{arn_ref(table_bucket.bucket, 'TableBucketARN')}/table/*")
         acknowledge_wildcards(
             self.glue_role,
             lake_findings
@@ -345,6 +362,9 @@ class Processing(Construct):
             job_run_queuing_enabled=job_run_queuing,
             default_arguments=dict(arguments),
             extra_python_files=[library],
+            # the S3 Tables catalog's jars (--extra-jars; none without an s3_tables table)
+            extra_jars=[glue.Code.from_bucket(j.bucket, j.s3_object_key) for j in self.s3_tables_jars]
+            or None,
             security_configuration=catalog.security_configuration,
             continuous_logging=glue.ContinuousLoggingProps(enabled=True),
             enable_metrics=True,

@@ -18,6 +18,7 @@ from infra.network import StageNetwork
 from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing
 from infra.readers import Readers
+from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.settings import Stage, check_flex_tables
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
@@ -62,6 +63,9 @@ class LakeloaderStack(Stack):
             self.network = StageNetwork(
                 self, "Network", stage=stage, network=stage.settings.network, key=self.storage.key
             )
+        self.table_bucket = None  # target.storage: s3_tables
+        if s3_tables_namespaces(lake):
+            self.table_bucket = TableBucket(self, "S3Tables", stage=stage, lake=lake, storage=self.storage)
         self.config_store = ConfigStore(
             self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key, network=self.network
         )
@@ -76,6 +80,7 @@ class LakeloaderStack(Stack):
             catalog=self.catalog,
             raw_prefixes=sorted(t.source.prefix for t in lake.tables),
             network=self.network,
+            table_bucket=self.table_bucket,
         )
         check_emr_tables(stage, users, self.processing.emr.lakeloader_conf)  # the EMR canary runs only
         check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
@@ -176,6 +181,11 @@ class LakeloaderStack(Stack):
             "AlarmTopicArn": (self.alarm_topic.topic.topic_arn, "Alarms and failure notifications"),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
         }
+        if self.table_bucket is not None:
+            outputs["TableBucketArn"] = (
+                self.table_bucket.arn,
+                "S3 Tables table bucket (target.storage: s3_tables)",
+            )
         if self.catalog.database_prefix:  # (an output cannot be empty)
             outputs["GlueDatabasePrefix"] = (
                 self.catalog.database_prefix,

@@ -163,6 +163,25 @@ def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
     }
 
 
+# The Spark catalog name of the stage's S3 Tables table bucket (target.storage: s3_tables), through the
+# Amazon S3 Tables catalog for Iceberg (docs/deploy.md#amazon-s3-tables): a namespace is the config's
+# database, unprefixed (the table bucket is the stage's own).
+S3_TABLES_CATALOG = "s3tables"
+S3_TABLES_CATALOG_IMPL = "software.amazon.s3tables.iceberg.S3TablesCatalog"
+
+
+def s3_tables_catalog_conf(table_bucket_arn: str, catalog: str = S3_TABLES_CATALOG) -> dict[str, str]:
+    """Spark settings for the tables of one S3 Tables table bucket (its ARN is the warehouse)."""
+    prefix = f"spark.sql.catalog.{catalog}"
+    return {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        prefix: ICEBERG_SPARK_CATALOG,
+        f"{prefix}.catalog-impl": S3_TABLES_CATALOG_IMPL,
+        f"{prefix}.warehouse": table_bucket_arn,
+        **catalog_properties(catalog),
+    }
+
+
 def lake_formation_catalog_conf(catalog: str, account: str, region: str) -> dict[str, str]:
     """Lake Formation mode (Glue 5 / EMR 7 full table access): the catalog asks Lake Formation for the
     table's S3 credentials instead of using the role's own, and drops a table's folder before the

@@ -93,6 +93,7 @@ class Resolver:
             ),
             "AWS::StepFunctions::StateMachine": lambda: self.get_att(logical, "Arn"),
             "AWS::EMRServerless::Application": lambda: self.get_att(logical, "ApplicationId"),
+            "AWS::S3Tables::TableBucket": lambda: self.get_att(logical, "TableBucketARN"),
         }
         if kind not in refs:
             raise ValueError(f"no placeholder for Ref of {kind} ({logical})")
@@ -116,6 +117,9 @@ class Resolver:
                 f"arn:aws:states:{region}:stateMachine:{self._name(logical, 'StateMachineName')}"
             ),
             ("AWS::EMRServerless::Application", "ApplicationId"): lambda: f"app-{logical.lower()}",
+            ("AWS::S3Tables::TableBucket", "TableBucketARN"): lambda: (
+                f"arn:aws:s3tables:{region}:bucket/{self._name(logical, 'TableBucketName')}"
+            ),
             ("AWS::EMRServerless::Application", "Arn"): lambda: (
                 f"arn:aws:emr-serverless:{region}:/applications/{self.get_att(logical, 'ApplicationId')}"
             ),

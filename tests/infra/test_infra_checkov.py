@@ -30,6 +30,7 @@ VARIANTS = {
         {"lake_formation": "true", **with_settings("dev", readers=READERS, network=CREATED_VPC)},
     ),
     "prod-your-key": ("prod", with_settings("prod", encryption={"customer_managed_key": YOUR_KEY})),
+    "dev-s3-tables": ("dev", {"config": "tests/fixtures/s3_tables/tables.yaml"}),
 }
 
 

@@ -34,6 +34,10 @@ def test_no_findings_with_your_own_key(synth):
     )
 
 
+def test_no_findings_with_an_s3_tables_table(synth):
+    assert findings(synth("dev", config="tests/fixtures/s3_tables/tables.yaml").app) == []
+
+
 def test_no_findings_in_a_created_vpc(synth):
     assert findings(synth("dev", **with_settings("dev", network=CREATED_VPC)).app) == []
 

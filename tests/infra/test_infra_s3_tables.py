@@ -1,0 +1,189 @@
+"""target.storage: s3_tables at synth (issue 42): the stage's table bucket, its namespaces, its policy,
+the key that encrypts it, the job roles that may write only there, and the jobs' Spark settings.
+
+Synthesized with tests/fixtures/s3_tables/tables.yaml: crm.customers in S3 Tables, sales.order_lines
+in the Glue catalog.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lakeloader import contract
+from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, role_statements
+
+CONFIG = "tests/fixtures/s3_tables/tables.yaml"
+BUCKET_ARN = f"arn:aws:s3tables:{REGION}:{ACCOUNT}:bucket/lakeloader-dev-tables"
+OTHER_BUCKET_ARN = f"arn:aws:s3tables:{REGION}:{ACCOUNT}:bucket/someone-elses-tables"
+
+
+@pytest.fixture(scope="module")
+def s3t(synth):
+    return synth("dev", config=CONFIG)
+
+
+def only(synth, kind):
+    found = synth.resources(kind)
+    assert len(found) == 1, found
+    return next(iter(found.items()))
+
+
+def job_role_ids(synth) -> list[str]:
+    processing = synth.stack.processing
+    return [synth.logical_id(processing.glue_role), synth.logical_id(processing.emr_role)]
+
+
+def test_table_bucket_is_encrypted_with_the_stage_key(s3t):
+    """AWS::S3Tables::TableBucket with SSE-KMS and the stage's key, as the S3 User Guide's "Specifying
+    server-side encryption with AWS KMS keys (SSE-KMS) in table buckets" sets it
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-kms-specify.html)."""
+    _, bucket = only(s3t, "AWS::S3Tables::TableBucket")
+    props = bucket["Properties"]
+    assert props["TableBucketName"] == "lakeloader-dev-tables"
+    assert props["EncryptionConfiguration"] == {
+        "SSEAlgorithm": "aws:kms",
+        "KMSKeyArn": {"Fn::GetAtt": [s3t.logical_id(s3t.stack.storage.key), "Arn"]},
+    }
+
+
+def test_unreferenced_file_removal_follows_the_stage_settings(s3t):
+    """Unreferenced file removal is a table bucket setting ("Unreferenced file removal", S3 User Guide,
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-table-buckets-maintenance.html); its two
+    windows are the stage's s3_tables settings (defaults 3 and 10 days, AWS's own defaults)."""
+    _, bucket = only(s3t, "AWS::S3Tables::TableBucket")
+    assert bucket["Properties"]["UnreferencedFileRemoval"] == {
+        "Status": "Enabled",
+        "UnreferencedDays": 3,
+        "NoncurrentDays": 10,
+    }
+
+
+def test_one_namespace_per_database_of_s3_tables_tables(s3t):
+    """AWS::S3Tables::Namespace in the bucket, for crm only (sales stays in the Glue catalog); the
+    namespace is the config's database, unprefixed: the table bucket is the stage's own."""
+    bucket_id, _ = only(s3t, "AWS::S3Tables::TableBucket")
+    namespaces = [r["Properties"] for r in s3t.resources("AWS::S3Tables::Namespace").values()]
+    assert namespaces == [{"Namespace": "crm", "TableBucketARN": {"Fn::GetAtt": [bucket_id, "TableBucketARN"]}}]
+
+
+def test_the_default_config_has_no_table_bucket(dev):
+    assert dev.resources("AWS::S3Tables::TableBucket") == {}
+    assert dev.resources("AWS::S3Tables::Namespace") == {}
+
+
+def test_table_bucket_policy_names_the_job_roles(s3t):
+    """AWS::S3Tables::TableBucketPolicy ("Table bucket policies", S3 User Guide,
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-resource-based-policies.html): the
+    stage's two job roles, by ARN, on the bucket and its tables, and nobody else."""
+    bucket_id, _ = only(s3t, "AWS::S3Tables::TableBucket")
+    _, policy = only(s3t, "AWS::S3Tables::TableBucketPolicy")
+    props = policy["Properties"]
+    assert props["TableBucketARN"] == {"Fn::GetAtt": [bucket_id, "TableBucketARN"]}
+    resolve = Resolver(s3t.template_json)
+    roles = {f"arn:aws:iam::{ACCOUNT}:role/{resolve.ref(r)}" for r in job_role_ids(s3t)}
+    for statement in props["ResourcePolicy"]["Statement"]:
+        assert statement["Effect"] == "Allow"
+        principals = {resolve(p) for p in statement["Principal"]["AWS"]}
+        assert principals == roles
+    resources = {resolve(s["Resource"]) for s in props["ResourcePolicy"]["Statement"]}
+    assert resources == {BUCKET_ARN, f"{BUCKET_ARN}/table/*"}
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "s3tables:CreateTable",
+        "s3tables:GetTable",
+        "s3tables:GetTableMetadataLocation",
+        "s3tables:UpdateTableMetadataLocation",
+        "s3tables:GetTableData",
+        "s3tables:PutTableData",
+        "s3tables:PutTableMaintenanceConfiguration",
+        "s3tables:DeleteTable",
+    ],
+)
+def test_job_roles_write_tables_in_the_stage_bucket_only(s3t, action):
+    """What the S3 Tables catalog for Iceberg and S3FileIO call ("Access management for S3 Tables",
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-setting-up.html): allowed on the
+    stage's table bucket's tables, on no other table bucket."""
+    for role in job_role_ids(s3t):
+        statements = role_statements(s3t.template_json, role)
+        assert allowed(statements, action, f"{BUCKET_ARN}/table/0123-abcd"), (role, action)
+        assert not allowed(statements, action, f"{OTHER_BUCKET_ARN}/table/0123-abcd"), (role, action)
+
+
+def test_job_roles_read_the_bucket_but_do_not_manage_it(s3t):
+    for role in job_role_ids(s3t):
+        statements = role_statements(s3t.template_json, role)
+        for action in ("s3tables:GetTableBucket", "s3tables:GetNamespace", "s3tables:ListTables"):
+            assert allowed(statements, action, BUCKET_ARN), (role, action)
+            assert not allowed(statements, action, OTHER_BUCKET_ARN), (role, action)
+        # CloudFormation owns the bucket, its namespaces, its policy and its maintenance settings
+        for action in (
+            "s3tables:CreateNamespace",
+            "s3tables:DeleteNamespace",
+            "s3tables:DeleteTableBucket",
+            "s3tables:PutTableBucketPolicy",
+            "s3tables:PutTableBucketMaintenanceConfiguration",
+            "s3tables:PutTableBucketEncryption",
+            "s3tables:CreateTableBucket",
+        ):
+            assert not allowed(statements, action, BUCKET_ARN), (role, action)
+            assert not allowed(statements, action, "*"), (role, action)
+
+
+def test_default_config_job_roles_have_no_s3_tables_access(dev):
+    for role in job_role_ids(dev):
+        statements = role_statements(dev.template_json, role)
+        assert not allowed(statements, "s3tables:PutTableData", f"{BUCKET_ARN}/table/x")
+
+
+def test_s3_tables_maintenance_may_use_the_stage_key(s3t):
+    """With SSE-KMS, S3 Tables' maintenance principal needs kms:GenerateDataKey and kms:Decrypt on the
+    key, scoped to the bucket's tables ("Permission requirements for S3 Tables SSE-KMS encryption",
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-kms-permissions.html)."""
+    key = s3t.template_json["Resources"][s3t.logical_id(s3t.stack.storage.key)]
+    resolve = Resolver(s3t.template_json)
+    [statement] = [
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+        if s.get("Principal", {}).get("Service") == "maintenance.s3tables.amazonaws.com"
+    ]
+    assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    context = statement["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"]
+    assert resolve(context) == f"{BUCKET_ARN}/*"
+    assert resolve(statement["Condition"]["StringEquals"]["aws:SourceAccount"]) == ACCOUNT
+
+
+def glue_conf(synth) -> dict[str, str]:
+    job = synth.template_json["Resources"][synth.logical_id(synth.stack.processing.ingest_job)]
+    arguments = job["Properties"]["DefaultArguments"]
+    return arguments, dict(part.split("=", 1) for part in Resolver(synth.template_json)(
+        arguments["--conf"]
+    ).split(" --conf "))
+
+
+def test_glue_jobs_get_the_s3_tables_catalog_and_its_jars(s3t):
+    """Glue 5.x loads the S3 Tables catalog for Iceberg from --extra-jars ("Running ETL jobs on Amazon S3
+    tables with AWS Glue", https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-integrating-glue.html):
+    the catalog `s3tables` with the table bucket's ARN as its warehouse, beside the Glue catalog."""
+    arguments, conf = glue_conf(s3t)
+    prefix = f"spark.sql.catalog.{contract.S3_TABLES_CATALOG}"
+    assert conf[prefix] == contract.ICEBERG_SPARK_CATALOG
+    assert conf[f"{prefix}.catalog-impl"] == "software.amazon.s3tables.iceberg.S3TablesCatalog"
+    assert conf[f"{prefix}.warehouse"] == BUCKET_ARN
+    assert conf[f"spark.sql.catalog.{contract.GLUE_CATALOG}.catalog-impl"].endswith("GlueCatalog")
+    jars = Resolver(s3t.template_json)(arguments["--extra-jars"]).split(",")
+    assert len(jars) == 3 and all(j.startswith("s3://") and j.endswith(".jar") for j in jars)
+    # the same jars reach EMR Serverless runs
+    emr = s3t.stack.processing.emr.lakeloader_conf
+    spark_jars = json.dumps(s3t.stack.resolve(emr["spark.jars"]))
+    assert spark_jars.count(".jar") == 4  # the image's Iceberg jar and the three
+
+
+def test_default_config_jobs_get_no_s3_tables_catalog(dev):
+    arguments, conf = glue_conf(dev)
+    assert "--extra-jars" not in arguments
+    assert not any(key.startswith(f"spark.sql.catalog.{contract.S3_TABLES_CATALOG}") for key in conf)
