@@ -29,8 +29,10 @@ from lakeloader.contract import (
     ICEBERG_EXTENSIONS,
     ICEBERG_SPARK_CATALOG,
     LOCAL_CATALOG,
+    S3_TABLES_CATALOG,
     catalog_properties,
     iceberg_catalog_conf,
+    s3_tables_catalog_conf,
 )
 from lakeloader.errors import LakeloaderError
 
@@ -41,6 +43,9 @@ Runtime = Literal["local", "glue", "emr"]
 CATALOG = LOCAL_CATALOG  # what tests and benchmarks address local tables with
 JARS_ENV = "LAKELOADER_SPARK_JARS"
 CACHE_ENV = "LAKELOADER_CACHE"  # the jar cache folder (default: <checkout>/.lakeloader/jars)
+# The table bucket ARN of target.storage: s3_tables tables in a local session against an emulator
+# (the emulator's Glue runs set it from the deployed job's --conf); unset: no S3 Tables catalog.
+S3_TABLES_ENV = "LAKELOADER_S3_TABLES_WAREHOUSE"
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,19 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
                     or os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
                 }
             )
+        bucket = os.environ.get(S3_TABLES_ENV)
+        if bucket:  # the S3 Tables catalog for Iceberg against the same endpoint
+            conf.update(s3_tables_catalog_conf(bucket))
+            if endpoint:
+                tables = f"spark.sql.catalog.{S3_TABLES_CATALOG}"
+                conf.update(
+                    {
+                        f"{tables}.s3tables.endpoint": endpoint,
+                        f"{tables}.s3.endpoint": endpoint,
+                        f"{tables}.s3.path-style-access": "true",
+                        f"{tables}.client.region": conf[f"{prefix}.client.region"],
+                    }
+                )
     else:
         conf.update(
             {

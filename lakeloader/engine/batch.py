@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakeloader import iceberg, reconciliation
+from lakeloader import iceberg, reconciliation, s3_tables
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, schema, snapshot, table_settings, truncate, unreadable
@@ -26,7 +26,7 @@ from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
 from lakeloader.reconciliation import Reconciliation
 from lakeloader.spark import release, table_exists
-from lakeloader.sql import qualified, value_literal
+from lakeloader.sql import value_literal
 
 # A batch's key values filter the target when they are few, or when the table holds this many times
 # more rows than the list: for a table not much larger, planning a long IN list costs more than the
@@ -102,7 +102,7 @@ def apply_files(
     `log_consumed` keeps the consumed files in the input log too (for runs without a ledger).
     """
     result = Applied()
-    name = qualified(catalog, table.target.database, table.target.table)
+    name = s3_tables.target_name(spark, catalog, table)
     exists = table_exists(spark, name)
     state = iceberg.read_state(spark, name) if exists else iceberg.TableState()
     if exists:
@@ -151,6 +151,9 @@ def apply_files(
             schema.create_table(
                 spark, name, table, scd2.with_scd2_columns(table, typed) if table.mode == "scd2" else typed
             )
+            bucket = s3_tables.table_bucket_arn(spark) if s3_tables.in_s3_tables(table) else None
+            if bucket:  # S3 Tables maintains the table from now on, as its maintenance settings say
+                s3_tables.configure_maintenance(bucket, table)
 
         # The whole plan is checked (raising on anything not allowed) before one schema commit.
         plan = schema.plan_schema(

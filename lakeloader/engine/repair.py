@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import iceberg
+from lakeloader import iceberg, s3_tables
 from lakeloader.columns import OP, SEQ, find_column, seq_columns
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, tombstones
@@ -38,7 +38,7 @@ from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
 from lakeloader.spark import release, table_exists
-from lakeloader.sql import qualified, quote
+from lakeloader.sql import quote
 
 KINDS = {"missing": "I", "extra": "D", "different": "U"}  # what a difference becomes when repaired
 
@@ -190,7 +190,7 @@ def compare_snapshot(
         raise LakeloaderError(f"table {table.id!r} has no keys: reconcile compares rows by key")
     if repair and table.mode not in ("merge", "scd2"):
         raise LakeloaderError(f"table {table.id!r}: --repair needs mode merge or scd2, not {table.mode}")
-    name = qualified(catalog, table.target.database, table.target.table)
+    name = s3_tables.target_name(spark, catalog, table)
     if not table_exists(spark, name):
         raise LakeloaderError(f"table {table.id!r}: {name} does not exist: nothing to reconcile yet")
     notes: list[str] = []

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import iceberg
+from lakeloader import iceberg, s3_tables
 from lakeloader.actor import identity
 from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
@@ -36,7 +36,7 @@ AUDIT_COLUMNS = (
     "erased_at TIMESTAMP, who STRING, table_id STRING, target STRING, rows_erased BIGINT, "
     "predicate_kind STRING, subjects INT, predicate_sha256 STRING, snapshots_expired INT, "
     "files_deleted BIGINT, orphan_files_removed BIGINT, snapshots_verified INT, verified BOOLEAN, "
-    "object_versions_purged BIGINT, tombstones_erased BIGINT"
+    "object_versions_purged BIGINT, tombstones_erased BIGINT, files_gone_by TIMESTAMP"
 )
 
 
@@ -69,6 +69,9 @@ class ErasureResult:
     who: str = ""
     erased_at: str = ""
     audit_table: str = ""
+    # target.storage s3_tables: when S3 Tables has deleted the files the erasure unreferenced (its
+    # unreferenced + noncurrent windows after the erasure); None: gone when erase returns
+    files_gone_by: str | None = None
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -215,6 +218,7 @@ def _audit(spark: SparkSession, catalog: str, result: ErasureResult, erased_at: 
         result.verified,
         result.object_versions_purged,
         result.tombstones_erased,
+        datetime.fromisoformat(result.files_gone_by).replace(tzinfo=None) if result.files_gone_by else None,
     )
     spark.createDataFrame([row], AUDIT_COLUMNS).writeTo(target).append()
     return f"{AUDIT_DATABASE}.{AUDIT_TABLE}"
@@ -263,7 +267,8 @@ def _erase_tombstones(
     # rewrite_manifests: the DELETE's manifest entries keep the removed file's column bounds
     retried("tombstones: rewrite_manifests", lambda: iceberg.call_procedure(spark, side, "rewrite_manifests"))
     retried("tombstones: expire_snapshots", lambda: _expire_all_but_current(spark, side))
-    iceberg.delete_orphan_files(spark, side, started)
+    if not s3_tables.in_s3_tables(table):  # S3 Tables removes unreferenced files itself
+        iceberg.delete_orphan_files(spark, side, started)
     return side, predicate
 
 
@@ -288,7 +293,8 @@ def erase(
         raise ErasureError("give either --key VALUE (repeatable) or --where SQL, not both")
     started_clock = time.monotonic()
     started = datetime.now(UTC)
-    name = qualified(catalog, table.target.database, table.target.table)
+    name = s3_tables.target_name(spark, catalog, table)
+    managed = s3_tables.in_s3_tables(table) and name.startswith(qualified(s3_tables.S3_TABLES_CATALOG))
     try:
         schema = spark.table(name).schema
     except AnalysisException:
@@ -334,7 +340,8 @@ def erase(
     result.snapshots_expired = max(0, before - spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0])
     # Under 24 hours, unlike `maintain`: a crashed write's files may hold the subject. Only files older
     # than the erasure's start go, and erase runs while no writer loads the table.
-    result.orphan_files_removed = iceberg.delete_orphan_files(spark, name, started)
+    if not managed:  # S3 Tables: no listing of a table's storage; its unreferenced file removal deletes
+        result.orphan_files_removed = iceberg.delete_orphan_files(spark, name, started)
     forgotten = consumed_before - consumed_file_ids(spark, name, catalog=catalog, table_id=table.id)
     if forgotten:
         result.notes.append(
@@ -343,7 +350,7 @@ def erase(
             "AWS). Remove the subject from the raw zone too."
         )
     locations = iceberg.table_locations(spark, name) + (iceberg.table_locations(spark, side) if side else [])
-    result.versioned_locations = [loc for loc in locations if on_s3(loc)]
+    result.versioned_locations = [loc for loc in locations if on_s3(loc) and not managed]
     for location in result.versioned_locations:
         progress(f"deleting noncurrent object versions under {location}")
         result.object_versions_purged += purge_noncurrent_versions(location)
@@ -359,6 +366,17 @@ def erase(
     result.notes.extend(f"! {p}" for p in problems)
     erased_at = datetime.now(UTC)
     result.erased_at = erased_at.isoformat(timespec="seconds")
+    if managed:
+        bucket = s3_tables.table_bucket_arn(spark)
+        assert bucket is not None
+        windows = s3_tables.removal_windows(bucket)
+        gone = s3_tables.physically_gone_by(erased_at, windows)
+        result.files_gone_by = gone.isoformat(timespec="seconds")
+        result.notes.append(
+            f"S3 Tables deletes the files that held the erased rows itself: unreferenced now, noncurrent "
+            f"after {windows[0]} day(s), deleted {windows[1]} day(s) later: physically gone by "
+            f"{result.files_gone_by} (the table bucket's unreferenced file removal)"
+        )
     result.audit_table = _audit(spark, catalog, result, erased_at)
     result.seconds = time.monotonic() - started_clock
     if problems:

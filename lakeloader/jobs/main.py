@@ -48,12 +48,17 @@ def with_database_prefix(tables: list[TableConfig], prefix: str) -> list[TableCo
     """Point each table at its stage's Glue database, `<prefix><database>` (infra.catalog names them).
 
     Applied once, where the jobs load the config: every name a run derives from the target (the
-    table, its quarantine table, maintenance) follows. Local runs pass no prefix.
+    table, its quarantine table, maintenance) follows. Local runs pass no prefix. A table in S3 Tables
+    (target.storage s3_tables) keeps its database as its namespace: the table bucket is the stage's own.
     """
     if not prefix:
         return tables
     return [
-        t.model_copy(update={"target": t.target.model_copy(update={"database": prefix + t.target.database})})
+        t
+        if t.target.storage == "s3_tables"
+        else t.model_copy(
+            update={"target": t.target.model_copy(update={"database": prefix + t.target.database})}
+        )
         for t in tables
     ]
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg
+from lakeloader import iceberg, s3_tables
 from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import tombstones
@@ -24,7 +24,7 @@ from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
 from lakeloader.jobs import retention
 from lakeloader.progress import Progress, no_progress, text_table
 from lakeloader.spark import table_exists
-from lakeloader.sql import literal, qualified, timestamp_literal
+from lakeloader.sql import literal, timestamp_literal
 
 
 @dataclass
@@ -99,14 +99,21 @@ def _plan(
 ) -> list[tuple[str, Callable]]:
     """The enabled steps as (name, callable returning counts)."""
     settings = table.maintenance
-    name = qualified(catalog, table.target.database, table.target.table)
+    name = s3_tables.target_name(spark, catalog, table)
     steps: list[tuple[str, Callable[[], dict[str, int]]]] = []
+    # target.storage s3_tables: S3 Tables compacts, expires snapshots and removes unreferenced files
+    # itself (lakeloader.s3_tables.MANAGED_STEPS), as the table's settings tell it here
+    managed = s3_tables.in_s3_tables(table) and s3_tables.table_bucket_arn(spark) is not None
 
     def retry_props() -> dict[str, int]:
         wanted = settings.commit_retry.table_properties()
         return {"properties_set": len(iceberg.ensure_properties(spark, name, wanted))}
 
     steps.append(("commit_retry_properties", retry_props))
+    if managed:
+        bucket = s3_tables.table_bucket_arn(spark)
+        assert bucket is not None
+        steps.append(("s3_tables_maintenance", lambda: s3_tables.configure_maintenance(bucket, table)))
 
     def cut() -> retention.Cutoffs:  # taken when a step runs (expiry comes after the rewrites)
         return retention.cutoffs(table, now or datetime.now(UTC))
@@ -130,7 +137,7 @@ def _plan(
         )
 
     compaction = settings.compaction
-    if compaction.enabled:
+    if compaction.enabled and not managed:
 
         def rewrite_data() -> dict[str, int]:
             args = []
@@ -167,9 +174,9 @@ def _plan(
                 lambda: iceberg.call_procedure(spark, name, "rewrite_manifests"),
             )
         )
-    if settings.snapshots.enabled:
+    if settings.snapshots.enabled and not managed:
         steps.append(("expire_snapshots", lambda: expire_snapshots(name)))
-    if settings.orphan_files.enabled:
+    if settings.orphan_files.enabled and not managed:
 
         def remove_orphans() -> dict[str, int]:
             older = cut().orphan_files
@@ -190,7 +197,7 @@ def _plan(
         iceberg.ensure_properties(spark, side, tombstones.PROPERTIES)  # a side table created before them
         rewritten = iceberg.call_procedure(spark, side, "rewrite_data_files")
         counts["tombstone_files_rewritten"] = rewritten.get("rewritten_data_files_count", 0)
-        if settings.snapshots.enabled:
+        if settings.snapshots.enabled and not managed:
             expired = expire_snapshots(side)
             counts["tombstone_files_expired"] = sum(v for k, v in expired.items() if k.startswith("deleted_"))
         return counts
@@ -216,7 +223,7 @@ def maintain_table(
     """Run the table's maintenance steps. A failed step is recorded and the next steps still run."""
     started = time.monotonic()
     result = MaintenanceResult(table.id)
-    name = qualified(catalog, table.target.database, table.target.table)
+    name = s3_tables.target_name(spark, catalog, table)
     if not table_exists(spark, name):
         result.status = "skipped"
         result.error = f"table {table.qualified_target} does not exist yet (nothing loaded)"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg
+from lakeloader import iceberg, s3_tables
 from lakeloader.config import TableConfig
 from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.engine import apply_batch, table_layout_sql, tombstones
@@ -76,9 +76,9 @@ def rebuild_table(
             f"table {table.id!r}: no raw files under {table.source.prefix!r} to rebuild from; "
             "the table is left as it is"
         )
-    name = qualified(catalog, table.target.database, table.target.table)
-    staged = staging_config(table)
-    staging = qualified(catalog, staged.target.database, staged.target.table)
+    name = s3_tables.target_name(spark, catalog, table)
+    staged = staging_config(table)  # beside the table: in its table bucket for an s3_tables table
+    staging = s3_tables.target_name(spark, catalog, staged)
     _drop(spark, staging, staged)  # what a rebuild that died left behind
     progress(f"building {staging} from {len(files)} raw file(s)")
     started = time.monotonic()

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from lakeloader import runtimes
+from lakeloader.contract import S3_TABLES_CATALOG
+from lakeloader.spark import S3_TABLES_ENV
 from lakeloader_dev.emulator.runtime import (
     SHIM_DIR,
     Runtime,
@@ -85,16 +87,29 @@ def _glue_subprocess(
     for key, value in arguments.items():
         argv += [key if key.startswith("--") else f"--{key}", str(value)]
     timeout_minutes = float(getattr(job, "timeout", None) or 60)
+    env = {runtimes.RUNTIME_ENV: row.name}  # the job's lakeloader.runtimes.local(): no dist-info on -S
+    bucket = s3_tables_warehouse(arguments.get("--conf", ""))
+    if bucket:  # the deployed job's S3 Tables catalog, rebuilt against the emulator by lakeloader.spark
+        env[S3_TABLES_ENV] = bucket
     return runtime.run_spark_script(
         script,
         argv,
         python_path=python_path,
-        env={runtimes.RUNTIME_ENV: row.name},  # the job's lakeloader.runtimes.local(): no dist-info on -S
+        env=env,
         run_dir=run_dir,
         log_path=log_path,
         timeout=timeout_minutes * 60,
         image=image,
     )
+
+
+def s3_tables_warehouse(conf: str) -> str | None:
+    """The table bucket ARN a Glue job's `--conf` gives its S3 Tables catalog (infra.processing), if any."""
+    key = f"spark.sql.catalog.{S3_TABLES_CATALOG}.warehouse="
+    for setting in conf.split(" --conf "):
+        if setting.strip().startswith(key):
+            return setting.strip()[len(key) :]
+    return None
 
 
 def _glue_modules(

@@ -1,0 +1,124 @@
+"""target.storage: s3_tables in the jobs (issue 42), the parts that need no JVM: which catalog holds a
+table, the maintenance S3 Tables is given, when an erasure's files are gone, the local session's
+S3 Tables catalog against an emulator, and the stage's database prefix."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from lakeloader import contract, s3_tables
+from lakeloader.config import parse_config
+from lakeloader.errors import LakeloaderError
+from lakeloader.jobs import with_database_prefix
+from lakeloader.spark import S3_TABLES_ENV, SparkSettings, local_conf
+from lakeloader_dev.emulator.glue_runner import s3_tables_warehouse
+
+BUCKET = "arn:aws:s3tables:us-east-1:123456789012:bucket/lakeloader-dev-tables"
+
+
+def table(storage="s3_tables", **maintenance):
+    spec = {
+        "id": "crm.customers",
+        "source": {"prefix": "crm/customers/", "format": "parquet", "cdc": "dms"},
+        "target": {"database": "crm", "table": "customers", "storage": storage},
+        "keys": ["customer_id"],
+    }
+    if maintenance:
+        spec["maintenance"] = maintenance
+    return parse_config({"tables": [spec]}).tables[0]
+
+
+class Conf:
+    """A session's runtime conf, as `spark.conf` answers `get(key, default)`."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+
+class Session:
+    def __init__(self, **values):
+        self.conf = Conf(values)
+
+
+def test_an_s3_tables_table_is_addressed_through_the_s3_tables_catalog():
+    spark = Session(**{s3_tables.WAREHOUSE_CONF: BUCKET})
+    assert s3_tables.target_name(spark, contract.GLUE_CATALOG, table()) == "`s3tables`.`crm`.`customers`"
+    assert (
+        s3_tables.target_name(spark, contract.GLUE_CATALOG, table("glue"))
+        == "`glue_catalog`.`crm`.`customers`"
+    )
+
+
+def test_a_laptop_run_keeps_an_s3_tables_table_in_its_local_warehouse():
+    assert s3_tables.target_catalog(Session(), contract.LOCAL_CATALOG, table()) == contract.LOCAL_CATALOG
+
+
+def test_a_job_without_the_s3_tables_catalog_refuses_the_table():
+    with pytest.raises(LakeloaderError) as err:
+        s3_tables.target_catalog(Session(), contract.GLUE_CATALOG, table())
+    assert "crm.customers" in str(err.value) and s3_tables.WAREHOUSE_CONF in str(err.value)
+
+
+def test_maintenance_configuration_follows_the_table_retention_settings():
+    """PutTableMaintenanceConfiguration's two table types (S3 Tables API reference): compaction's
+    target file size, and snapshot management's minimum snapshots and maximum age in hours."""
+    configurations = s3_tables.maintenance_configurations(
+        table(
+            compaction={"target_file_size_mb": 256},
+            snapshots={"older_than_days": 2.5, "retain_last": 7},
+        )
+    )
+    assert configurations == {
+        "icebergCompaction": {
+            "status": "enabled",
+            "settings": {"icebergCompaction": {"targetFileSizeMB": 256}},
+        },
+        "icebergSnapshotManagement": {
+            "status": "enabled",
+            "settings": {"icebergSnapshotManagement": {"minSnapshotsToKeep": 7, "maxSnapshotAgeHours": 60}},
+        },
+    }
+    off = s3_tables.maintenance_configurations(
+        table(compaction={"enabled": False}, snapshots={"enabled": False})
+    )
+    assert off["icebergCompaction"]["status"] == off["icebergSnapshotManagement"]["status"] == "disabled"
+
+
+def test_files_are_physically_gone_after_both_removal_windows():
+    erased = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    assert s3_tables.physically_gone_by(erased, (3, 10)) == datetime(2026, 12, 11, 12, 0, tzinfo=UTC)
+
+
+def test_an_emulated_session_gets_the_s3_tables_catalog_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv(S3_TABLES_ENV, BUCKET)
+    conf = local_conf(SparkSettings(runtime="glue", warehouse="s3://curated/warehouse/", extra_conf={}))
+    prefix = "spark.sql.catalog.s3tables"
+    assert conf[f"{prefix}.catalog-impl"] == "software.amazon.s3tables.iceberg.S3TablesCatalog"
+    assert conf[f"{prefix}.warehouse"] == BUCKET
+    assert conf[f"{prefix}.s3tables.endpoint"] == conf[f"{prefix}.s3.endpoint"] == "http://127.0.0.1:5000"
+    assert conf[f"{prefix}.client.region"] == "eu-west-1"
+    monkeypatch.delenv(S3_TABLES_ENV)
+    conf = local_conf(SparkSettings(runtime="glue", warehouse="s3://curated/warehouse/", extra_conf={}))
+    assert not any(key.startswith(prefix) for key in conf)
+
+
+def test_the_emulator_takes_the_table_bucket_from_the_glue_job_conf():
+    conf = (
+        "spark.sql.extensions=x --conf spark.sql.catalog.glue_catalog.warehouse=s3://c/w/ "
+        f"--conf spark.sql.catalog.s3tables.warehouse={BUCKET} --conf spark.x=y"
+    )
+    assert s3_tables_warehouse(conf) == BUCKET
+    assert s3_tables_warehouse("spark.sql.catalog.glue_catalog.warehouse=s3://c/w/") is None
+
+
+def test_the_stage_database_prefix_leaves_s3_tables_namespaces_alone():
+    glue, tables = table("glue"), table()
+    prefixed = with_database_prefix([glue, tables], "lakeloader_dev_")
+    assert [t.target.database for t in prefixed] == ["lakeloader_dev_crm", "crm"]
