@@ -13,7 +13,7 @@ from lakeloader.jobs.load import run_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
 from tests.faults.rounds import deliver
-from tests.spark.merge_batches import DMS, FULL, at, change, rows
+from tests.spark.merge_batches import DMS, DMS_SEQ, FULL, at, change, rows, seq_change
 
 pytestmark = pytest.mark.spark
 
@@ -61,11 +61,13 @@ def test_batches_with_deletes_late_and_duplicate_changes_reconcile_clean(spark, 
 
 def test_late_superseded_and_absent_deletes_are_counted_and_reconcile(spark, raw, make_table):
     table = make_table()
-    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0), change("I", 2, "b", 0)], DMS)
+    first = [change("I", 1, "a", 0), change("I", 2, "b", 0), change("I", 4, "d", 0)]
+    raw.write_parquet("src/20261101-0800.parquet", first, DMS)
     raw.write_parquet("src/20261101-0810.parquet", [change("D", 1, None, 10)], DMS)
     assert run(spark, table, raw, "first").status == "ok"
     # key 1's update is older than its delete (late); key 2's first update is superseded by its second;
-    # key 3 is not in the table (its delete leaves a tombstone, deletes no row)
+    # key 3 is not in the table (its delete leaves a tombstone, deletes no row); key 4's insert is
+    # replayed (asked, and skipped: not newer than the row)
     raw.write_parquet(
         "src/20261101-0900.parquet",
         [
@@ -73,6 +75,7 @@ def test_late_superseded_and_absent_deletes_are_counted_and_reconcile(spark, raw
             change("U", 2, "b1", 5),
             change("U", 2, "b2", 6),
             change("D", 3, None, 7),
+            change("I", 4, "d", 0),
         ],
         DMS,
     )
@@ -82,10 +85,31 @@ def test_late_superseded_and_absent_deletes_are_counted_and_reconcile(spark, raw
     assert found is not None and found.ok, found and found.describe()
     asked = (found.upserts_asked, found.deletes_asked, found.superseded, found.late)
     assert (asked, (found.inserted, found.updated, found.deleted, found.live_delta)) == (
-        (2, 1, 1, 1),
+        (3, 1, 1, 1),
         (0, 1, 0, 0),
     )
-    assert rows(spark, table) == [(2, "b2")]
+    assert rows(spark, table) == [(2, "b2"), (4, "d")]
+
+
+def test_scd2_versions_opened_closed_replaced_and_closed_by_delete_reconcile(spark, raw, make_table):
+    table = make_table(mode="scd2", sequence_by="last_update_time")  # then DMS's AR_H_CHANGE_SEQ
+    first = [seq_change("I", 1, "a", 0, 1), seq_change("I", 2, "b", 0, 2), seq_change("I", 3, "c", 0, 3)]
+    raw.write_parquet("src/20261101-0800.parquet", first, DMS_SEQ)
+    assert run(spark, table, raw, "first").status == "ok"
+    # key 1 replaced at its own valid_from by a later change of the same instant (the version dropped,
+    # a new one opened); key 2 closed and a chain of two versions opened; key 3 closed by its delete
+    second = [
+        seq_change("U", 1, "a2", 0, 4),
+        seq_change("U", 2, "b2", 5, 5),
+        seq_change("D", 3, None, 5, 6),
+        seq_change("U", 2, "b3", 6, 7),
+    ]
+    raw.write_parquet("src/20261101-0900.parquet", second, DMS_SEQ)
+    result = run(spark, table, raw, "second")
+    assert result.status == "ok", result.error
+    found = result.reconciliation
+    assert found is not None and found.ok, found and found.describe()
+    assert (found.inserted, found.updated, found.deleted, found.live_delta) == (3, 2, 1, 2)
 
 
 class Twin:
