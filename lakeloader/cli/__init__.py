@@ -1,5 +1,5 @@
-"""The `lakeloader` command line: run, sql, tables, erase, maintain, rebuild on a config file; status,
-requeue, skip, backfill, rebuild on a deployed stage (lakeloader.cli.stage).
+"""The `lakeloader` command line: run, sql, tables, erase, maintain, rebuild, reconcile on a config file;
+status, requeue, skip, backfill, rebuild, reconcile on a deployed stage (lakeloader.cli.stage).
 
 Exit codes: 0 success, 1 a table failed (status: a table is stuck), 2 a usage or configuration error,
 141 the output's reader went away (`lakeloader ... | head`), as for any Unix tool SIGPIPE ends.
@@ -14,11 +14,14 @@ import select
 import sys
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeloader.cli import stage
 from lakeloader.config import ConfigError, LakeConfig, load_config
 from lakeloader.errors import LakeloaderError
+
+if TYPE_CHECKING:
+    from lakeloader.stage import DeployedStage
 
 DESCRIPTION = """\
 lakeloader merges raw files (full loads and change-data-capture batches from
@@ -34,6 +37,7 @@ examples:
   lakeloader erase  --config config/tables.yaml --table crm.customers --key 42
   lakeloader maintain --config config/tables.yaml --table crm.customers
   lakeloader rebuild  --config config/tables.yaml --table crm.customers
+  lakeloader reconcile --config config/tables.yaml --table crm.customers --snapshot s3://exports/customers/
 
 a deployed stage (its stack's outputs; no Spark):
   lakeloader status   --stage prod
@@ -41,6 +45,7 @@ a deployed stage (its stack's outputs; no Spark):
   lakeloader skip     --stage prod --table crm.customers --key raw/key.csv --reason "test data"
   lakeloader backfill --stage prod --since 2026-01-01
   lakeloader rebuild  --stage prod --table crm.customers
+  lakeloader reconcile --stage prod --table crm.customers --snapshot s3://exports/customers/ --repair
   lakeloader verify   --stage prod   # after cdk deploy: a canary file through every hop
 """
 
@@ -161,6 +166,48 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the subjects of the table's recorded erasures are gone from the raw files too",
     )
+    reconcile = commands.add_parser(
+        "reconcile",
+        help="compare a table with a full copy of its source; --repair makes it equal",
+        description="Compare the table's current rows (scd2: current versions) with a snapshot of its source "
+        "(a DMS full load, an export: a file or a folder, local or s3://), read as the table's own files "
+        "are, and report the keys missing from the table, the extra keys it holds and the keys whose "
+        "compared columns differ, with counts and sample keys. Exits 0 when they are equal, 1 when they "
+        "differ (also after --repair: the report says what was repaired). With --repair the difference "
+        "goes through the normal merge path in one commit (tombstones, scd2 history, the quality gate), "
+        "whose snapshot summary records it (lakeloader.repair). With --stage it runs here against the "
+        "stage's catalog and warehouse, and a repair holds the table's run lock and is recorded in the "
+        "stage's run history (docs/operate.md).",
+    )
+    where = reconcile.add_mutually_exclusive_group(required=True)
+    where.add_argument("--config", metavar="FILE", help="table configuration (YAML)")
+    where.add_argument("--stage", metavar="NAME", help="a deployed stage: its deployed config and catalog")
+    reconcile.add_argument("--table", required=True, metavar="ID", help="the table id")
+    reconcile.add_argument(
+        "--snapshot",
+        required=True,
+        metavar="URI",
+        help="the source snapshot: a file or a folder, local or s3://",
+    )
+    reconcile.add_argument("--repair", action="store_true", help="apply the difference, in one commit")
+    reconcile.add_argument(
+        "--samples",
+        type=int,
+        default=10,
+        metavar="N",
+        help="sample keys shown of each kind (default 10)",
+    )
+    reconcile.add_argument("--json", action="store_true", help="print JSON instead of a report")
+    reconcile.add_argument("--warehouse", help="with --config: override the config's warehouse")
+    reconcile.add_argument(
+        "--database-prefix",
+        default="",
+        metavar="PREFIX",
+        help="with --config: a deployed stage's Glue database prefix (as for run)",
+    )
+    reconcile.add_argument(
+        "--project", default="lakeloader", metavar="NAME", help="with --stage: cdk.json lakeloader:project"
+    )
     stage.add_commands(commands)
     return parser
 
@@ -179,7 +226,7 @@ def _row_to_json(row: Any) -> str:
     return json.dumps(row.asDict(recursive=True), default=_json_default, sort_keys=False)
 
 
-def _session(config: LakeConfig, app_name: str):
+def _session(config: LakeConfig | DeployedStage, app_name: str):
     from lakeloader.spark import SparkSettings, build_session
 
     settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
@@ -298,6 +345,50 @@ def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reconcile(args: argparse.Namespace) -> int:
+    """Both forms: the table from the config file or the stage's deployed config, then the one job."""
+    from lakeloader.actor import identity
+    from lakeloader.contract import new_run_id
+    from lakeloader.jobs.reconcile import reconcile, reconcile_on_stage
+    from lakeloader.progress import stderr_progress
+
+    if args.samples < 0:
+        raise LakeloaderError("--samples must be 0 or more")
+    run_id = new_run_id()
+    options = {"samples": args.samples, "who": identity() if args.repair else "", "progress": stderr_progress}
+    if args.stage:
+        from lakeloader.jobs.main import with_database_prefix
+        from lakeloader.stage import DeployedStage, stack_name
+
+        deployed = DeployedStage.from_stack(stack_name(args.stage, args.project))
+        tables = {t.id: t for t in with_database_prefix(deployed.tables(), deployed.database_prefix)}
+        if args.table not in tables:
+            raise ConfigError(f"unknown table {args.table!r}: the stage has {', '.join(sorted(tables))}")
+        table = tables[args.table]
+        stderr_progress(f"reconcile {run_id}: {table.id} on stage {args.stage}; starting Spark")
+        spark, catalog = _session(deployed, f"lakeloader-reconcile-{run_id}")  # the stage's warehouse
+        result = reconcile_on_stage(
+            spark,
+            deployed.ledger(),
+            table,
+            args.snapshot,
+            catalog=catalog,
+            run_id=run_id,
+            repair=args.repair,
+            **options,
+        )
+    else:
+        config = configure(args)
+        table = config.table(args.table)
+        stderr_progress(f"reconcile {run_id}: {table.id}; starting Spark")
+        spark, catalog = _session(config, f"lakeloader-reconcile-{run_id}")
+        result = reconcile(
+            spark, table, args.snapshot, catalog=catalog, repair=args.repair, run_id=run_id, **options
+        )
+    print(json.dumps(result.as_json(), indent=2, default=_json_default) if args.json else result.describe())
+    return 0 if result.equal else 1
+
+
 def configure(args: argparse.Namespace) -> LakeConfig:
     """The config file with the command line's overrides: warehouse, raw root, database prefix."""
     from lakeloader import next_step
@@ -355,6 +446,8 @@ def _main(argv: list[str]) -> int:
             return stage.run(args)
         if args.command == "rebuild" and args.stage:
             return stage.rebuild(args)
+        if args.command == "reconcile":
+            return _cmd_reconcile(args)
         config = configure(args)
         handler = {
             "tables": _cmd_tables,

@@ -105,8 +105,8 @@ class Reconciliation:
             r = self.repaired
             at = f" (repair sequence {r.sequence})" if r.sequence is not None else ""
             lines += [
-                f"repaired in snapshot {r.snapshot_id}: {r.inserted:,} inserted, {r.updated:,} updated, "
-                f"{r.deleted:,} deleted{at}",
+                f"repaired in one commit (Iceberg snapshot {r.snapshot_id}): {r.inserted:,} inserted, "
+                f"{r.updated:,} updated, {r.deleted:,} deleted{at}",
                 *r.notes,
             ]
         return "\n".join(lines)

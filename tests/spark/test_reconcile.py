@@ -62,13 +62,20 @@ def test_a_table_equal_to_its_snapshot_is_reported_equal(spark, raw, make_table)
     load(spark, table, raw)
     before = snapshots(spark, table)
 
+    said: list[str] = []
+
     # another time in the sequence column (last_update_time): not compared
-    result = reconcile(spark, table, export(raw, "full", PEOPLE, minute=30), catalog=CATALOG, repair=True)
+    uri = export(raw, "full", PEOPLE, minute=30)
+    result = reconcile(
+        spark, table, uri, catalog=CATALOG, repair=True, progress=said.append, tick_seconds=0.1
+    )
 
     assert result.equal and result.counts == {"missing": 0, "extra": 0, "different": 0}
     assert result.rows == 5 and result.files == 1 and result.compared == ["name", "city"]
     assert result.repaired is None and snapshots(spark, table) == before
     assert result.describe().endswith("EQUAL")
+    assert "comparing 5 snapshot row(s) with the table's rows (5 held)" in said
+    assert any(line.startswith("comparing: ") and " s" in line for line in said)  # the ticker
 
 
 def test_missing_extra_and_different_keys_are_counted_and_sampled(spark, raw, make_table):
@@ -107,12 +114,13 @@ def test_repair_makes_the_table_equal_in_one_commit_with_its_audit_record(spark,
     raw.write_parquet("src/LOAD00000001.parquet", people(PEOPLE), FULL)
     raw.write_parquet(
         "src/20261101-0900.parquet",
-        [change("U", 1, "ann", "bergen", 50), change("D", 5, "eve", "bern", 20)],  # 5's tombstone at :20
+        [change("U", 1, "ann", "bergen", 15), change("D", 5, "eve", "bern", 50)],  # 5's tombstone at :50
         CDC,
     )
     load(spark, table, raw)
     before = snapshots(spark, table)
-    # an export older than the table's last change (:05 < :50): the repair must still apply
+    # an export older than the table's changes (:05 < :15): the repair must still apply, and insert 5
+    # back despite its tombstone
     source = {
         1: ("ann", "oslo"),
         2: ("bob", "rome"),
@@ -134,7 +142,7 @@ def test_repair_makes_the_table_equal_in_one_commit_with_its_audit_record(spark,
     audit = json.loads(newest.summary["lakeloader.repair"])
     assert audit["snapshot"] == uri and audit["by"] == "tester"
     assert (audit["missing"], audit["extra"], audit["different"]) == (2, 1, 1)
-    assert "repaired in snapshot" in result.describe()
+    assert "repaired in one commit" in result.describe()
 
     assert reconcile(spark, table, uri, catalog=CATALOG).equal
 
@@ -158,25 +166,27 @@ def test_repair_makes_the_table_equal_in_one_commit_with_its_audit_record(spark,
 def test_scd2_repair_closes_history_at_the_repair_sequence(spark, raw, make_table):
     table = make_table(mode="scd2")
     raw.write_parquet("src/LOAD00000001.parquet", people({k: PEOPLE[k] for k in (1, 2, 3)}), FULL)
+    raw.write_parquet("src/20261101-0900.parquet", [change("D", 3, "cy", "lima", 30)], CDC)  # closed at :30
     load(spark, table, raw)
-    source = {1: ("ann", "oslo"), 2: ("bob", "paris"), 4: ("dee", "kiev")}  # 2 moved, 3 gone, 4 new
+    source = {2: ("bob", "paris"), 3: ("cy", "lima"), 4: ("dee", "kiev")}  # 1 gone, 2 moved, 3 back, 4 new
     uri = export(raw, "full", source)
     before = snapshots(spark, table)
 
     result = reconcile(spark, table, uri, catalog=CATALOG, repair=True)
 
-    assert result.counts == {"missing": 1, "extra": 1, "different": 1}
+    assert result.counts == {"missing": 2, "extra": 1, "different": 1}
     assert snapshots(spark, table) == before + 1
     history = spark.sql(
         f"SELECT id, city, CAST(valid_from AS STRING) f, CAST(valid_to AS STRING) t, is_current "
         f"FROM {name_of(table)} ORDER BY id, valid_from"
     ).collect()
-    at = "2026-11-01 08:00:00.000001"  # just after the table's newest change
+    at = "2026-11-01 08:30:00.000001"  # just after the table's newest change: 3's delete
     assert [(r.id, r.city, r.f, r.t, r.is_current) for r in history] == [
-        (1, "oslo", "2026-11-01 08:00:00", None, True),
+        (1, "oslo", "2026-11-01 08:00:00", at, False),
         (2, "rome", "2026-11-01 08:00:00", at, False),
         (2, "paris", at, None, True),
-        (3, "lima", "2026-11-01 08:00:00", at, False),
+        (3, "lima", "2026-11-01 08:00:00", "2026-11-01 08:30:00", False),
+        (3, "lima", at, None, True),
         (4, "kiev", at, None, True),
     ]
     assert reconcile(spark, table, uri, catalog=CATALOG).equal
@@ -188,12 +198,23 @@ def test_deletes_ignore_keeps_extra_keys_and_reports_them_as_kept(spark, raw, ma
     raw.write_parquet("src/2026-11-25/part-0.parquet", people(PEOPLE), FULL)
     raw.write_text("src/2026-11-25/_SUCCESS", "")
     load(spark, table, raw)
-    uri = export(raw, "full", {k: PEOPLE[k] for k in (1, 2, 3)})
+    uri = export(raw, "full", {1: PEOPLE[1], 2: ("bob", "paris"), 3: PEOPLE[3]})
+    before = snapshots(spark, table)
 
     result = reconcile(spark, table, uri, catalog=CATALOG, repair=True)
 
-    assert result.counts["extra"] == 2 and result.extra_kept and result.equal
-    assert [r[0] for r in rows(spark, table)] == [1, 2, 3, 4, 5]
+    assert result.counts == {"missing": 0, "extra": 2, "different": 1} and result.extra_kept
+    assert result.differing == 1 and "(kept: deletes: ignore)" in result.describe()
+    assert (result.repaired.updated, result.repaired.deleted) == (1, 0)
+    assert snapshots(spark, table) == before + 1
+    assert rows(spark, table, "id, city") == [
+        (1, "oslo"),
+        (2, "paris"),
+        (3, "lima"),
+        (4, "kiev"),
+        (5, "bern"),
+    ]
+    assert reconcile(spark, table, uri, catalog=CATALOG).equal
 
 
 def test_a_repaired_delete_leaves_null_tie_breakers_so_a_source_change_at_its_time_wins(
