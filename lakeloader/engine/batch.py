@@ -199,7 +199,8 @@ def apply_files(
         key_rows = read.count  # the rows of the batch's keys that classification probes the table with
         deletes = read.deletes
         if folder is not None:  # the snapshot becomes its changes; deletes reach keys it does not hold
-            diff = snapshot.as_changes(spark, name, table, changes, target_schema)
+            own = None if table.source.snapshot_by else snapshots.folder_value(folder)
+            diff = snapshot.as_changes(spark, name, table, changes, target_schema, sequence=own)
             changes, keyed, bounds = diff.rows, {}, {}
             result.changes, key_rows, deletes = diff.count, diff.count, diff.deletes
             gone = "gone" if table.source.deletes == "delete" else "gone, kept (deletes: ignore)"

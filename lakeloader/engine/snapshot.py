@@ -90,13 +90,16 @@ def as_changes(
     target: T.StructType,
     *,
     deletes: Literal["delete", "ignore"] | None = None,
+    sequence: Column | None = None,
 ) -> SnapshotChanges:
     """The inserts, updates and deletes that make table `name` equal to `snapshot` (cdc.read_changes'
     rows of one snapshot, every row an insert), materialised once: the merge reads them several times,
     and each read of the join would scan the table again.
 
     `deletes`: whether the keys only the table holds become deletes (default: `source.deletes`);
-    `lakeloader reconcile` (lakeloader.jobs.reconcile) counts them whatever the table says."""
+    `lakeloader reconcile` (lakeloader.jobs.reconcile) counts them whatever the table says.
+    `sequence`: the deletes' sequence when the snapshot holds no row to take it from (a folder's own
+    value): an empty snapshot deletes every key."""
     keys = [find_column(snapshot.columns, k) for k in table.keys]
     compared = compared_columns(table, snapshot, target)
     current = spark.table(name)
@@ -109,10 +112,11 @@ def as_changes(
         F.lit(True).alias(IN_TABLE),
     )
     # A delete takes the snapshot's sequence, and a file name for messages
-    sequence = snapshot.agg(F.max(SEQ).alias(SNAPSHOT_SEQ), F.max(FILE).alias(SNAPSHOT_FILE))
+    highest = F.max(SEQ) if sequence is None else F.coalesce(F.max(SEQ), sequence)
+    sequence_row = snapshot.agg(highest.alias(SNAPSHOT_SEQ), F.max(FILE).alias(SNAPSHOT_FILE))
     given = snapshot.withColumn(IN_SNAPSHOT, F.lit(True))
     on = reduce(lambda a, b: a & b, [F.col(k) == F.col(_held_key(i)) for i, k in enumerate(keys)])
-    joined = given.join(held, on=on, how="full_outer").crossJoin(F.broadcast(sequence))
+    joined = given.join(held, on=on, how="full_outer").crossJoin(F.broadcast(sequence_row))
 
     differs = reduce(
         lambda a, b: a | b,

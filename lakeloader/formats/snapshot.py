@@ -19,7 +19,7 @@ from lakeloader.formats.base import SourceFormat
 from lakeloader.inputs import InputFile, is_success_marker, list_inputs
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from lakeloader.config import TableConfig
     from lakeloader.formats.files import Check
@@ -33,8 +33,6 @@ class Snapshot(SourceFormat):
         self, spark: SparkSession, table: TableConfig, files: list[InputFile], checks: list[Check]
     ) -> DataFrame:
         """One snapshot's rows; without `snapshot_by`, with the folder in the column lakeloader_snapshot."""
-        from pyspark.sql import functions as F
-
         from lakeloader.formats import files as plain
 
         rows = plain.read_rows(spark, table, files, self)
@@ -43,10 +41,15 @@ class Snapshot(SourceFormat):
         folders = {snapshot_folder(table, f.name) for f in files}
         if len(folders) != 1:  # engine.batch applies one snapshot per commit
             raise ValueError(f"one snapshot per batch, not {sorted(folders)}")
-        folder = folders.pop()
-        when = folder_time(folder)
-        value = F.lit(when).cast("timestamp") if when else F.lit(folder)
-        return rows.withColumn(SNAPSHOT, value)
+        return rows.withColumn(SNAPSHOT, folder_value(folders.pop()))
+
+
+def folder_value(folder: str) -> Column:
+    """The column lakeloader_snapshot's value for a folder: a TIMESTAMP where its name reads as one."""
+    from pyspark.sql import functions as F
+
+    when = folder_time(folder)
+    return F.lit(when).cast("timestamp") if when else F.lit(folder)
 
 
 def snapshot_folder(table: TableConfig, name: str) -> str:

@@ -148,3 +148,14 @@ def test_a_snapshot_passes_the_quality_gate_and_its_deletes_are_not_rows_to_chec
     with pytest.raises(Exception, match="not_null"):
         load(spark, table, raw)
     assert [r[0] for r in rows(spark, table)] == [1, 2]
+
+
+def test_an_empty_snapshot_deletes_every_key_and_a_marker_alone_changes_nothing(spark, raw, make_table):
+    table = snapshot_table(make_table)
+    deliver(raw, "2026-11-25", DAY1)
+    load(spark, table, raw)
+    raw.write_text("src/2026-11-26/_SUCCESS", "")  # no data file: nothing to compare with
+
+    assert load(spark, table, raw).deleted == 0 and len(rows(spark, table)) == 3
+    deliver(raw, "2026-11-27", {})  # an empty part file: the source table is empty
+    assert load(spark, table, raw).deleted == 3 and rows(spark, table) == []
