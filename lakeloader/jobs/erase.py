@@ -162,9 +162,12 @@ def predicate_hash(table_id: str, canonical: str) -> str:
 # ------------------------------------------------------------------------------------------ steps
 
 
-def verify(spark: SparkSession, name: str, predicate: str) -> tuple[int, int, list[str]]:
+def verify(
+    spark: SparkSession, name: str, predicate: str, *, managed: bool = False
+) -> tuple[int, int, list[str]]:
     """(snapshots checked, data files checked, problems): time travel to every snapshot, and a
-    direct read of every data file any snapshot references."""
+    direct read of every data file any snapshot references (`managed`: an S3 Tables table, whose
+    storage allows no listing, so its files are fetched one by one: `_files_read_directly`)."""
     problems = []
     snapshots = [r.snapshot_id for r in spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").collect()]
     refs = iceberg.refs_by_snapshot(spark, name)
@@ -182,7 +185,7 @@ def verify(spark: SparkSession, name: str, predicate: str) -> tuple[int, int, li
     ]
     if files:
         try:
-            found = spark.read.option("mergeSchema", "true").parquet(*files).where(predicate).count()
+            found = _files_read_directly(spark, name, files, managed).where(predicate).count()
         except AnalysisException as exc:  # an old file lacks a column of the predicate
             problems.append(
                 f"could not read the data files directly to check them: {str(exc).splitlines()[0]}"
@@ -191,6 +194,27 @@ def verify(spark: SparkSession, name: str, predicate: str) -> tuple[int, int, li
             if found:
                 problems.append(f"{found} row(s) still physically present in the table's data files")
     return len(snapshots), len(files), problems
+
+
+def _files_read_directly(spark: SparkSession, name: str, files: list[str], managed: bool):
+    """The rows physically in `files`, deletes not applied. Spark's own reader lists the path first,
+    which S3 Tables' storage refuses (S3 Tables allows no ListObjects): there each file is fetched
+    with GetObject and read on the driver."""
+    if not managed:
+        return spark.read.option("mergeSchema", "true").parquet(*files)
+    import io
+
+    import boto3
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    s3 = boto3.client("s3")
+    tables = []
+    for path in files:
+        bucket, _, key = path.split("://", 1)[1].partition("/")
+        tables.append(pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())))
+    rows = pa.concat_tables(tables, promote_options="default").to_pylist()
+    return spark.createDataFrame(rows, schema=spark.table(name).schema)  # by name; dropped columns ignored
 
 
 def _audit(spark: SparkSession, catalog: str, result: ErasureResult, erased_at: datetime) -> str:
@@ -355,9 +379,11 @@ def erase(
         progress(f"deleting noncurrent object versions under {location}")
         result.object_versions_purged += purge_noncurrent_versions(location)
     progress("verifying every remaining snapshot and data file")
-    result.snapshots_verified, result.data_files_verified, problems = verify(spark, name, predicate)
+    result.snapshots_verified, result.data_files_verified, problems = verify(
+        spark, name, predicate, managed=managed
+    )
     if side and side_predicate:
-        problems += [f"tombstones: {p}" for p in verify(spark, side, side_predicate)[2]]
+        problems += [f"tombstones: {p}" for p in verify(spark, side, side_predicate, managed=managed)[2]]
     for location in result.versioned_locations:
         left = remaining_versions(location)
         if left:
