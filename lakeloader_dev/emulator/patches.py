@@ -108,6 +108,7 @@ def apply(runtime: Any, port: int) -> None:
     _patch_s3_notifications()
     _patch_custom_resources()
     _patch_cfn_models()
+    _patch_s3_tables()
     _patch_stepfunctions()
     _patch_glue()
     _patch_kms()
@@ -365,16 +366,23 @@ def _threading_module(_thread_class: Any) -> Any:
 def _patch_cfn_models() -> None:
     from moto.cloudformation import parsing
 
+    from lakeloader_dev.emulator import s3_tables
     from lakeloader_dev.emulator.cfn_models import MODELS
 
     original = parsing.get_model_map
 
     def get_model_map() -> dict[str, Any]:
         models = dict(original())
-        models.update({model.cloudformation_type(): model for model in MODELS})
+        models.update({model.cloudformation_type(): model for model in [*MODELS, *s3_tables.MODELS]})
         return models
 
     parsing.get_model_map = get_model_map  # type: ignore[assignment]
+
+
+def _patch_s3_tables() -> None:
+    from lakeloader_dev.emulator import s3_tables
+
+    s3_tables.patch()
 
 
 # 5. Step Functions ---------------------------------------------------------------------

@@ -1,0 +1,215 @@
+"""An S3 Tables table on the deployed loop (issue 42): S3 -> arrival Lambda -> Glue run -> a commit in the
+stage's table bucket through the S3 Tables catalog for Iceberg, read back by an outside Iceberg reader.
+
+`s3t.customers` of tests/e2e/tables.yaml (target.storage: s3_tables) gets the sample customers' full
+load, then its two CDC files (updates, deletes, a new column). The reader is pyiceberg, opening the
+metadata file S3 Tables names for the table (GetTableMetadataLocation): no Spark, no lakeloader code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pyarrow.parquet as pq
+import pytest
+
+from lakeloader_dev.emulator.loop import upload, wait_for_objects
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "raw"
+TABLE_ID, NAMESPACE, NAME = "s3t.customers", "s3t_crm", "customers"
+PREFIX = "s3tables/public/customers/"
+LOAD = "LOAD00000001.parquet"
+CDC = ["2026/11/01/20261101-100000000.parquet", "2026/11/01/20261101-110000000.parquet"]
+SOURCE = "crm/public/customers/"  # the same sample files, landed under the S3 Tables table's prefix
+
+
+def expected_rows() -> dict[int, dict[str, Any]]:
+    """The sample files applied by hand: the latest change per key wins, a delete removes the key."""
+    rows: dict[int, dict[str, Any]] = {}
+    for row in pq.read_table(EXAMPLES / SOURCE / LOAD).to_pylist():
+        rows[row["customer_id"]] = row
+    changes = [c for name in CDC for c in pq.read_table(EXAMPLES / SOURCE / name).to_pylist()]
+    for change in sorted(changes, key=lambda c: c["last_update_time"]):
+        op = change.pop("Op")
+        if op == "D":
+            rows.pop(change["customer_id"], None)
+        else:
+            rows[change["customer_id"]] = {**rows.get(change["customer_id"], {}), **change}
+    return rows
+
+
+@pytest.fixture(scope="module")
+def table_bucket(e2e) -> str:
+    buckets = boto3.client("s3tables").list_table_buckets()["tableBuckets"]
+    [arn] = [b["arn"] for b in buckets if b["name"].endswith("-tables")]
+    return arn
+
+
+@pytest.fixture(scope="module")
+def loaded(e2e) -> list[dict[str, str]]:
+    states = []
+    for keys in ([LOAD], CDC):
+        upload(e2e.stack, [(EXAMPLES / SOURCE / key, PREFIX + key) for key in keys])
+        states.append(
+            wait_for_objects(
+                e2e.stack,
+                {TABLE_ID: [PREFIX + key for key in keys]},
+                timeout=1200,
+                progress=print,
+                fail_fast=True,
+            )[TABLE_ID]
+        )
+    return states
+
+
+def outside_reader(e2e, table_bucket: str):
+    """pyiceberg on the metadata file S3 Tables points at, over the stack's S3."""
+    from pyiceberg.table import StaticTable
+
+    location = boto3.client("s3tables").get_table_metadata_location(
+        tableBucketARN=table_bucket, namespace=NAMESPACE, name=NAME
+    )["metadataLocation"]
+    properties = {
+        "s3.endpoint": e2e.endpoint,
+        "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+        "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+        "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
+        "s3.force-virtual-addressing": "false",
+    }
+    return StaticTable.from_metadata(location, properties=properties)
+
+
+def test_every_file_is_committed_by_a_glue_run(e2e, loaded):
+    for state in loaded:
+        assert set(state.values()) == {"done"}, state
+
+
+def test_the_table_is_in_the_table_bucket_not_the_glue_catalog(e2e, loaded, table_bucket):
+    tables = boto3.client("s3tables").get_table(tableBucketARN=table_bucket, namespace=NAMESPACE, name=NAME)
+    assert tables["metadataLocation"].startswith(tables["warehouseLocation"])
+    glue = boto3.client("glue")
+    for database in (NAMESPACE, e2e.stack.glue_database(NAMESPACE)):
+        with pytest.raises(glue.exceptions.EntityNotFoundException):
+            glue.get_table(DatabaseName=database, Name=NAME)
+
+
+def test_an_outside_iceberg_reader_sees_the_merged_rows(e2e, loaded, table_bucket):
+    table = outside_reader(e2e, table_bucket)
+    rows = {r["customer_id"]: r for r in table.scan().to_arrow().to_pylist()}
+    wanted = expected_rows()
+    assert sorted(rows) == sorted(wanted)
+    for key, row in wanted.items():
+        for column in ("name", "email", "country", "tier"):
+            assert rows[key].get(column) == row.get(column), (key, column)
+    # the last run's record names the snapshot the reader sees
+    [last] = e2e.stack.ledger().list_runs(TABLE_ID, limit=1)
+    assert last.status == "succeeded" and str(last.snapshot_id) == str(table.current_snapshot().snapshot_id)
+
+
+def test_tombstones_live_beside_the_table(e2e, loaded, table_bucket):
+    names = {
+        t["name"]
+        for t in boto3.client("s3tables").list_tables(tableBucketARN=table_bucket, namespace=NAMESPACE)[
+            "tables"
+        ]
+    }
+    assert {NAME, f"{NAME}__tombstones"} <= names, names
+
+
+def test_s3_tables_maintains_the_table_as_its_config_says(e2e, loaded, table_bucket):
+    configuration = boto3.client("s3tables").get_table_maintenance_configuration(
+        tableBucketARN=table_bucket, namespace=NAMESPACE, name=NAME
+    )["configuration"]
+    assert configuration["icebergCompaction"] == {
+        "status": "enabled",
+        "settings": {"icebergCompaction": {"targetFileSizeMB": 128}},
+    }
+    assert configuration["icebergSnapshotManagement"] == {
+        "status": "enabled",
+        "settings": {"icebergSnapshotManagement": {"minSnapshotsToKeep": 3, "maxSnapshotAgeHours": 48}},
+    }
+
+
+# --- maintain and erase on the S3 Tables table (Spark in a subprocess: the JVM reads the endpoint) ---
+
+SCENARIO = """
+import json, sys
+from lakeloader.config import load_config
+from lakeloader.jobs.erase import erase
+from lakeloader.jobs.maintenance import maintain_table
+from lakeloader.spark import SparkSettings, build_session
+from lakeloader_dev.jars import spark_conf
+
+warehouse, config, table_id, key = sys.argv[1:5]
+settings = SparkSettings(warehouse=warehouse, app_name="e2e-s3-tables", extra_conf=spark_conf())
+spark = build_session(settings)
+table = load_config(config).table(table_id)
+maintained = maintain_table(spark, table, catalog=settings.catalog)
+result = erase(spark, table, catalog=settings.catalog, keys=[key], who="e2e")
+audit = spark.sql(
+    f"SELECT files_gone_by, erased_at, rows_erased FROM {settings.catalog}.lakeloader_audit.erasures "
+    f"WHERE table_id = '{table_id}'"
+).collect()
+print("RESULT " + json.dumps({
+    "steps": [(s.step, s.status, s.error) for s in maintained.steps],
+    "erase": result.__dict__,
+    "audit": [row.asDict() for row in audit],
+}, default=str), flush=True)
+spark.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def maintained_and_erased(e2e, loaded, table_bucket, tmp_path_factory) -> dict[str, Any]:
+    import json
+    import subprocess
+    import sys
+
+    from lakeloader.spark import S3_TABLES_ENV
+    from lakeloader_dev.jvm import short_jvm_env
+
+    subject = str(min(expected_rows()))
+    log = tmp_path_factory.mktemp("s3-tables") / "spark.log"
+    with open(log, "w") as stderr:
+        done = subprocess.run(
+            [sys.executable, "-c", SCENARIO, e2e.stack.warehouse, "tests/e2e/tables.yaml", TABLE_ID, subject],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            timeout=1200,
+            env={**e2e.env, **short_jvm_env(e2e.env), S3_TABLES_ENV: table_bucket},
+            cwd=Path(__file__).resolve().parents[2],
+        )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, log.read_text()[-4000:]
+    return {"subject": subject, **json.loads(lines[-1].removeprefix("RESULT "))}
+
+
+def test_maintain_leaves_compaction_expiry_and_orphans_to_s3_tables(maintained_and_erased):
+    steps = {name: (status, error) for name, status, error in maintained_and_erased["steps"]}
+    assert steps["s3_tables_maintenance"] == ("ok", None), steps
+    assert not {"rewrite_data_files", "expire_snapshots", "remove_orphan_files"} & set(steps), steps
+    assert {"rewrite_manifests", "purge_tombstones"} <= set(steps), steps
+    assert all(status == "ok" for status, _ in steps.values()), steps
+
+
+def test_erase_records_when_the_files_are_physically_gone(e2e, maintained_and_erased, table_bucket):
+    """S3 Tables deletes unreferenced files itself: marked noncurrent after the table bucket's
+    unreferenced days, deleted after its noncurrent days (tests/e2e/tables.yaml's stage: 3 + 10)."""
+    from datetime import datetime, timedelta
+
+    result = maintained_and_erased["erase"]
+    assert result["rows_erased"] == 1 and result["verified"] is True, result
+    erased_at = datetime.fromisoformat(result["erased_at"])
+    assert datetime.fromisoformat(result["files_gone_by"]) == erased_at + timedelta(days=13)
+    assert any("physically gone by" in note for note in result["notes"]), result["notes"]
+    [audit] = maintained_and_erased["audit"]
+    assert audit["files_gone_by"].startswith(result["files_gone_by"][:16].replace("T", " ")), audit
+    # and the subject is gone for an outside reader too
+    rows = outside_reader(e2e, table_bucket).scan().to_arrow().to_pylist()
+    assert int(maintained_and_erased["subject"]) not in {r["customer_id"] for r in rows}
