@@ -183,8 +183,14 @@ class Processing(Construct):
             )
             if table_bucket is not None:
                 table_bucket.grant_jobs(role)
-                for jar in self.s3_tables_jars:
-                    jar.bucket.grant_read(role, jar.s3_object_key)
+                # one statement for the three jars (CDK's grant_read would add three, with wildcards)
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        sid="S3TablesCatalogJars",
+                        actions=["s3:GetObject"],
+                        resources=[j.bucket.arn_for_objects(j.s3_object_key) for j in self.s3_tables_jars],
+                    )
+                )
         if table_bucket is not None:
             table_bucket.add_policy()
 

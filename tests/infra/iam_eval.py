@@ -185,10 +185,13 @@ def role_statements(template: dict[str, Any], role_logical_id: str) -> list[Stat
     if role.get("ManagedPolicyArns"):
         raise ValueError(f"{role_logical_id}: managed policies are not evaluated here")
     documents = [p["PolicyDocument"] for p in role.get("Policies", [])]
+    # its AWS::IAM::Policy resources, and the managed policies attached to it by their `Roles` (CDK moves
+    # what overflows a role's inline policy size into such policies)
     documents += [
         r["Properties"]["PolicyDocument"]
         for r in resources.values()
-        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_logical_id} in r["Properties"].get("Roles", [])
+        if r["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+        and {"Ref": role_logical_id} in r["Properties"].get("Roles", [])
     ]
     return [s for document in documents for s in _statements(role_logical_id, document, resolve)]
 
@@ -219,7 +222,8 @@ def _statements(owner: str, document: dict[str, Any], resolve: Resolver) -> list
 
 
 def managed_policies(template: dict[str, Any]) -> dict[str, tuple[dict[str, Any], list[Statement]]]:
-    """Every AWS::IAM::ManagedPolicy of the template: its name -> (properties, statements)."""
+    """Every named AWS::IAM::ManagedPolicy of the template: its name -> (properties, statements) (CDK's
+    unnamed overflow policies belong to their roles: role_statements)."""
     resolve = Resolver(template)
     return {
         resolve(r["Properties"]["ManagedPolicyName"]): (
@@ -227,7 +231,7 @@ def managed_policies(template: dict[str, Any]) -> dict[str, tuple[dict[str, Any]
             _statements(logical, r["Properties"]["PolicyDocument"], resolve),
         )
         for logical, r in template["Resources"].items()
-        if r["Type"] == "AWS::IAM::ManagedPolicy"
+        if r["Type"] == "AWS::IAM::ManagedPolicy" and "ManagedPolicyName" in r["Properties"]
     }
 
 
