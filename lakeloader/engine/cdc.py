@@ -155,7 +155,9 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
         buryable = ~F.col(OP).isin("D", "T")
         metrics += [F.min(F.when(buryable, ordered)).alias("seqlow")]
         metrics += [F.count(F.when(buryable & F.col(SEQ).isNull(), 1)).alias("seqnulls")]
-    if sum(f.size for f in files) <= SMALL_BATCH_BYTES:
+    # A snapshot is the whole table, joined with it next (engine.snapshot): its partitions stay, and
+    # its keys are never a short list
+    if sum(f.size for f in files) <= SMALL_BATCH_BYTES and table.source.cdc != "snapshot":
         df = df.coalesce(1)  # one partition: deduplication and joins on the key need no shuffle
         listed = ranged
         at_most = F.lit(MAX_LISTED_KEYS + 1)

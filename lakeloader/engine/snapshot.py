@@ -27,6 +27,8 @@ from lakeloader.spark import release
 
 IN_SNAPSHOT, IN_TABLE = "_ll_in_snapshot", "_ll_in_table"
 SNAPSHOT_SEQ, SNAPSHOT_FILE = "_ll_snapshot_seq", "_ll_snapshot_file"
+# Up to this many changes, a snapshot's changes are one partition, as a small CDC batch is (cdc.is_small)
+FEW_CHANGES = 200_000
 
 
 def _held_key(i: int) -> str:
@@ -160,4 +162,7 @@ def as_changes(
     rows = changed.observe(observation, *counts).localCheckpoint(eager=True)
     release(snapshot)
     got = observation.get
-    return SnapshotChanges(rows, got["I"] or 0, got["U"] or 0, got["D"] or 0)
+    found = SnapshotChanges(rows, got["I"] or 0, got["U"] or 0, got["D"] or 0)
+    if found.count <= FEW_CHANGES:  # one partition: the merge broadcasts it (cdc.is_small)
+        found.rows = rows.coalesce(1)
+    return found
