@@ -65,7 +65,9 @@ def test_one_namespace_per_database_of_s3_tables_tables(s3t):
     namespace is the config's database, unprefixed: the table bucket is the stage's own."""
     bucket_id, _ = only(s3t, "AWS::S3Tables::TableBucket")
     namespaces = [r["Properties"] for r in s3t.resources("AWS::S3Tables::Namespace").values()]
-    assert namespaces == [{"Namespace": "crm", "TableBucketARN": {"Fn::GetAtt": [bucket_id, "TableBucketARN"]}}]
+    assert namespaces == [
+        {"Namespace": "crm", "TableBucketARN": {"Fn::GetAtt": [bucket_id, "TableBucketARN"]}}
+    ]
 
 
 def test_the_default_config_has_no_table_bucket(dev):
@@ -160,9 +162,9 @@ def test_s3_tables_maintenance_may_use_the_stage_key(s3t):
 def glue_conf(synth) -> dict[str, str]:
     job = synth.template_json["Resources"][synth.logical_id(synth.stack.processing.ingest_job)]
     arguments = job["Properties"]["DefaultArguments"]
-    return arguments, dict(part.split("=", 1) for part in Resolver(synth.template_json)(
-        arguments["--conf"]
-    ).split(" --conf "))
+    return arguments, dict(
+        part.split("=", 1) for part in Resolver(synth.template_json)(arguments["--conf"]).split(" --conf ")
+    )
 
 
 def test_glue_jobs_get_the_s3_tables_catalog_and_its_jars(s3t):
