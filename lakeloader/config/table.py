@@ -93,17 +93,17 @@ class TableConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _unique_needs_keys(self) -> TableConfig:
-        if any(rule.unique is True for rule in self.quality.rules) and not self.keys:
-            raise ValueError("quality rule 'unique: true' means the key columns, but the table has no keys")
-        return self
-
-    @model_validator(mode="after")
     def _s3_tables(self) -> TableConfig:
         if self.target.storage == "s3_tables":
             problems = s3_tables_problems(self)
             if problems:
                 raise ValueError("target.storage s3_tables: " + "; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _unique_needs_keys(self) -> TableConfig:
+        if any(rule.unique is True for rule in self.quality.rules) and not self.keys:
+            raise ValueError("quality rule 'unique: true' means the key columns, but the table has no keys")
         return self
 
     @model_validator(mode="after")
