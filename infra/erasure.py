@@ -11,7 +11,16 @@ this policy, and calls exactly:
   DeleteObject, AbortMultipartUpload, and ListBucket for the orphan-file listing;
 * the purge of old object versions (the bucket is versioned): ListBucketVersions and
   DeleteObjectVersion, prefix-scoped like the rest;
-* the stage's KMS key, which encrypts the curated bucket.
+* the stage's KMS key, which encrypts the curated bucket (and the table bucket);
+* with a `target.storage: s3_tables` table, the stage's table bucket through the S3 Tables catalog for
+  Iceberg (the operator's session names it: LAKELOADER_S3_TABLES_WAREHOUSE = the stack's
+  TableBucketArn output): GetTableMetadataLocation (load, refresh, the commit's version check) and
+  UpdateTableMetadataLocation (the commits) on the bucket's tables, GetTableData / PutTableData for
+  the files S3FileIO and erase's verification read and write in a table's storage (they authorize
+  GetObject, HeadObject and PutObject and the multipart calls there), and on the bucket
+  GetTableBucketMaintenanceConfiguration for the unreferenced file removal windows the audit record
+  states. Nothing that creates, renames or deletes a table, namespace or bucket, or changes a
+  maintenance setting: erase does none of these, and S3 Tables itself deletes the files it unreferences.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from constructs import Construct
 
 from infra.catalog import Catalog, glue_arns
 from infra.nag import acknowledge_wildcards, arn_ref
+from infra.s3_tables import TableBucket
 from infra.settings import Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.contract import AUDIT_DATABASE
@@ -36,13 +46,29 @@ WAREHOUSE_OBJECT_ACTIONS = [
     "s3:DeleteObjectVersion",
 ]
 WAREHOUSE_LIST_ACTIONS = ["s3:ListBucket", "s3:ListBucketVersions"]
+# target.storage: s3_tables ("Actions, resources, and condition keys for Amazon S3 Tables",
+# https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3tables.html)
+S3_TABLES_BUCKET_ACTIONS = ["s3tables:GetTableBucketMaintenanceConfiguration"]
+S3_TABLES_TABLE_ACTIONS = [
+    "s3tables:GetTableMetadataLocation",
+    "s3tables:UpdateTableMetadataLocation",
+    "s3tables:GetTableData",
+    "s3tables:PutTableData",
+]
 
 
 class ErasurePolicy(Construct):
     """`<project>-<stage>-erase`: attach it to the role or group of the people who run erasures."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, stage: Stage, storage: LakeStorage, catalog: Catalog
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        storage: LakeStorage,
+        catalog: Catalog,
+        table_bucket: TableBucket | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -50,6 +76,18 @@ class ErasurePolicy(Construct):
             stack.format_arn(service="glue", resource="database", resource_name=AUDIT_DATABASE),
             stack.format_arn(service="glue", resource="table", resource_name=f"{AUDIT_DATABASE}/*"),
         ]
+        s3_tables = []  # the stage's table bucket, when a table is in S3 Tables
+        if table_bucket is not None:
+            s3_tables = [
+                iam.PolicyStatement(
+                    sid="ErasureTableBucket", actions=S3_TABLES_BUCKET_ACTIONS, resources=[table_bucket.arn]
+                ),
+                iam.PolicyStatement(
+                    sid="ErasureS3Tables",
+                    actions=S3_TABLES_TABLE_ACTIONS,
+                    resources=[table_bucket.tables_arn],
+                ),
+            ]
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
@@ -78,6 +116,7 @@ class ErasurePolicy(Construct):
                     actions=["kms:Decrypt", "kms:GenerateDataKey"],
                     resources=[storage.key.key_arn],
                 ),
+                *s3_tables,
             ],
         )
         acknowledge_wildcards(
@@ -91,3 +130,10 @@ class ErasurePolicy(Construct):
             "metadata files, old object versions) under the warehouse prefix only, and commits to the "
             "tables of the stage's own databases and its audit database only.",
         )
+        if table_bucket is not None:
+            acknowledge_wildcards(
+                self.policy,
+                [f"Resource::{arn_ref(table_bucket.bucket, 'TableBucketARN')}/table/*"],
+                "Erasure reads, writes and commits to the S3 Tables tables it erases from and their "
+                "tombstones, whose table ids S3 Tables assigns: the stage's own table bucket only.",
+            )

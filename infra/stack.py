@@ -70,7 +70,14 @@ class LakeloaderStack(Stack):
             self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key, network=self.network
         )
         self.catalog = Catalog(self, "Catalog", stage=stage, lake=lake, storage=self.storage)
-        self.erasure = ErasurePolicy(self, "Erasure", stage=stage, storage=self.storage, catalog=self.catalog)
+        self.erasure = ErasurePolicy(
+            self,
+            "Erasure",
+            stage=stage,
+            storage=self.storage,
+            catalog=self.catalog,
+            table_bucket=self.table_bucket,
+        )
         self.processing = Processing(
             self,
             "Processing",

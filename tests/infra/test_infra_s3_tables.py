@@ -12,7 +12,7 @@ import json
 import pytest
 
 from lakeloader import contract
-from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, role_statements
+from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies, role_statements
 
 CONFIG = "tests/fixtures/s3_tables/tables.yaml"
 BUCKET_ARN = f"arn:aws:s3tables:{REGION}:{ACCOUNT}:bucket/lakeloader-dev-tables"
@@ -140,6 +140,76 @@ def test_default_config_job_roles_have_no_s3_tables_access(dev):
     for role in job_role_ids(dev):
         statements = role_statements(dev.template_json, role)
         assert not allowed(statements, "s3tables:PutTableData", f"{BUCKET_ARN}/table/x")
+
+
+# What `lakeloader erase` calls on an s3_tables table, written out here rather than imported from
+# infra.erasure (the code under test): the S3 Tables catalog for Iceberg's load and refresh
+# (GetTableMetadataLocation) and commits (UpdateTableMetadataLocation), S3FileIO's and verify's reads
+# and writes in the table's storage, and the bucket's unreferenced file removal windows.
+ERASE_TABLE_ACTIONS = [
+    "s3tables:GetTableMetadataLocation",
+    "s3tables:UpdateTableMetadataLocation",
+    "s3tables:GetTableData",
+    "s3tables:PutTableData",
+]
+ERASE_BUCKET_ACTIONS = ["s3tables:GetTableBucketMaintenanceConfiguration"]
+
+
+def erase_statements(synth):
+    [statements] = [
+        st for name, (_, st) in managed_policies(synth.template_json).items() if name.endswith("-erase")
+    ]
+    return statements
+
+
+def test_the_erase_policy_allows_what_erase_calls_on_an_s3_tables_table(s3t):
+    """The operators' erase policy lets `lakeloader erase` run on an S3 Tables table, in the stage's
+    table bucket only. The actions and their resource types are the Service Authorization Reference's
+    ("Actions, resources, and condition keys for Amazon S3 Tables",
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3tables.html):
+    GetTableMetadataLocation, UpdateTableMetadataLocation, GetTableData (GetObject/HeadObject in the
+    table's storage) and PutTableData (PutObject and the multipart calls there) on the `table`
+    resource, GetTableBucketMaintenanceConfiguration on the `TableBucket` resource; the key encrypts
+    the table bucket too."""
+    statements = erase_statements(s3t)
+    table = f"{BUCKET_ARN}/table/0123-abcd"
+    needs = [(a, table) for a in ERASE_TABLE_ACTIONS] + [(a, BUCKET_ARN) for a in ERASE_BUCKET_ACTIONS]
+    key = Resolver(s3t.template_json)(s3t.stack.resolve(s3t.stack.storage.key.key_arn))
+    needs += [("kms:Decrypt", key), ("kms:GenerateDataKey", key)]
+    assert [need for need in needs if not allowed(statements, *need)] == []
+    # nowhere else
+    other = [(a, f"{OTHER_BUCKET_ARN}/table/0123-abcd") for a in ERASE_TABLE_ACTIONS]
+    other += [(a, OTHER_BUCKET_ARN) for a in ERASE_BUCKET_ACTIONS]
+    assert [o for o in other if allowed(statements, *o)] == []
+
+
+def test_the_erase_policy_changes_no_table_namespace_bucket_or_setting(s3t):
+    """erase creates, renames or deletes no table, namespace or bucket and changes no maintenance or
+    policy (S3 Tables deletes the files it unreferences itself): the policy grants no more s3tables
+    actions than ERASE_*_ACTIONS."""
+    statements = erase_statements(s3t)
+    for action in (
+        "s3tables:CreateTable",
+        "s3tables:DeleteTable",
+        "s3tables:RenameTable",
+        "s3tables:PutTableMaintenanceConfiguration",
+        "s3tables:PutTablePolicy",
+        "s3tables:CreateNamespace",
+        "s3tables:DeleteNamespace",
+        "s3tables:DeleteTableBucket",
+        "s3tables:PutTableBucketPolicy",
+        "s3tables:PutTableBucketMaintenanceConfiguration",
+        "s3tables:PutTableBucketEncryption",
+    ):
+        for resource in (BUCKET_ARN, f"{BUCKET_ARN}/table/0123-abcd", "*"):
+            assert not allowed(statements, action, resource), (action, resource)
+    granted = {a for s in statements for a in s.actions if a.startswith("s3tables:")}
+    assert granted == {*ERASE_TABLE_ACTIONS, *ERASE_BUCKET_ACTIONS}
+
+
+def test_default_config_erase_policy_has_no_s3_tables_access(dev):
+    statements = erase_statements(dev)
+    assert not {a for s in statements for a in s.actions if a.startswith("s3tables:")}
 
 
 def test_s3_tables_maintenance_may_use_the_stage_key(s3t):
