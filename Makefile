@@ -96,15 +96,15 @@ bench-quick: $(STAMP)
 	$(PY) -m benchmarks.merge --quick
 
 # Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM -- the
-# ledger, the trigger, the operator verbs (operate, stage, cli/stage), config, formats (its Spark-free
+# ledger, the trigger, the operator verbs (cli/operate, stage, cli/stage_verbs), config, formats (its Spark-free
 # functions: MUTATE_SPARK_ONLY lists the ones only tests/spark reaches, left out of the score), schema's
 # planning and the Spark-free halves of maintenance and the Iceberg layer -- against their unit tests, and
 # infra's network, readers and encryption constructs (storage: the key and what it encrypts) against the
 # infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
-# copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="operate stage"` or
+# copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate stage"` or
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs.
-MUTATE_MODULES ?= trigger ledger operate stage cli/stage config formats schema inputs retention table_state \
+MUTATE_MODULES ?= trigger ledger cli/operate stage cli/stage_verbs config formats schema inputs retention table_state \
                   object_versions infra/network infra/readers infra/storage
 MUTATE_DIR     ?= build/mutate
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-files-per-run", type=int, default=1000)
     args = parser.parse_args(argv)
 
-    from lakeloader import operate
+    from lakeloader.cli import operate
     from lakeloader.config import TableConfig
     from lakeloader.inputs import InputFile
     from lakeloader.jobs import drain

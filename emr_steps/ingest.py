@@ -8,8 +8,8 @@ and `--correlation-id`).
 import sys
 
 from lakeloader.contract import INGEST_OPTIONAL_ARGS
-from lakeloader.job_args import emr_args
 from lakeloader.jobs import ingest_main
+from lakeloader.jobs.args import emr_args
 
 if __name__ == "__main__":
     sys.exit(ingest_main(emr_args(sys.argv, INGEST_OPTIONAL_ARGS), runtime="emr"))

@@ -7,8 +7,8 @@ arguments (`--config-table` ...).
 import sys
 
 from lakeloader.contract import MAINTAIN_OPTIONAL_ARGS
-from lakeloader.job_args import emr_args
 from lakeloader.jobs import maintain_main
+from lakeloader.jobs.args import emr_args
 
 if __name__ == "__main__":
     sys.exit(maintain_main(emr_args(sys.argv, MAINTAIN_OPTIONAL_ARGS), runtime="emr"))

@@ -7,8 +7,8 @@ the job arguments.
 import sys
 
 from lakeloader.contract import INGEST_OPTIONAL_ARGS
-from lakeloader.job_args import glue_args
 from lakeloader.jobs import ingest_main
+from lakeloader.jobs.args import glue_args
 
 if __name__ == "__main__":
     sys.exit(ingest_main(glue_args(sys.argv, INGEST_OPTIONAL_ARGS), runtime="glue"))

@@ -7,8 +7,8 @@ the job arguments.
 import sys
 
 from lakeloader.contract import MAINTAIN_OPTIONAL_ARGS
-from lakeloader.job_args import glue_args
 from lakeloader.jobs import maintain_main
+from lakeloader.jobs.args import glue_args
 
 if __name__ == "__main__":
     sys.exit(maintain_main(glue_args(sys.argv, MAINTAIN_OPTIONAL_ARGS), runtime="glue"))

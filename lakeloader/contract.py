@@ -199,6 +199,20 @@ def lake_formation_catalog_conf(catalog: str, account: str, region: str) -> dict
 # applications/<app>/jobs/<run>/SPARK_DRIVER/stderr.gz below it): what `lakeloader verify` points at.
 EMR_LOGS_PREFIX = "emr/logs/"
 
+# --- stage names --------------------------------------------------------------------------------
+# A stage's resources are `<project>-<stage>-<what>` (infra.settings.Stage.resource_name), its stack
+# `<project>-<stage>`.
+
+DEFAULT_PROJECT = "lakeloader"
+
+
+def stage_options(config_table: str) -> list[str]:
+    """`--stage` (and `--project`) naming the stack whose config table this is: a stage's resources
+    are `<project>-<stage>-<what>` (infra.settings.Stage.resource_name), its stack `<project>-<stage>`."""
+    project, _, stage = config_table.removesuffix("-config").rpartition("-")
+    return ["--stage", stage] if project == DEFAULT_PROJECT else ["--project", project, "--stage", stage]
+
+
 # --- run ids ------------------------------------------------------------------------------------
 
 

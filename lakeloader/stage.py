@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING
 
 import boto3
 
+from lakeloader.contract import DEFAULT_PROJECT
 from lakeloader.ledger import Ledger
 
 if TYPE_CHECKING:
     from lakeloader.config import TableConfig
-
-DEFAULT_PROJECT = "lakeloader"
 
 
 class StageNotFoundError(LookupError):
@@ -26,13 +25,6 @@ class StageNotFoundError(LookupError):
 
 def stack_name(stage: str, project: str = DEFAULT_PROJECT) -> str:
     return f"{project}-{stage}"
-
-
-def stage_options(config_table: str) -> list[str]:
-    """`--stage` (and `--project`) naming the stack whose config table this is: a stage's resources
-    are `<project>-<stage>-<what>` (infra.settings.Stage.resource_name), its stack `<project>-<stage>`."""
-    project, _, stage = config_table.removesuffix("-config").rpartition("-")
-    return ["--stage", stage] if project == DEFAULT_PROJECT else ["--project", project, "--stage", stage]
 
 
 @dataclass(frozen=True)

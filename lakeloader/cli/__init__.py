@@ -1,5 +1,5 @@
 """The `lakeloader` command line: run, sql, tables, erase, maintain, rebuild, reconcile on a config file;
-status, requeue, skip, backfill, rebuild, reconcile on a deployed stage (lakeloader.cli.stage).
+status, requeue, skip, backfill, rebuild, reconcile on a deployed stage (lakeloader.cli.stage_verbs).
 
 Exit codes: 0 success, 1 a table failed (status: a table is stuck), 2 a usage or configuration error,
 141 the output's reader went away (`lakeloader ... | head`), as for any Unix tool SIGPIPE ends.
@@ -16,7 +16,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from lakeloader.cli import stage
+from lakeloader.cli import stage_verbs
 from lakeloader.config import ConfigError, LakeConfig, load_config
 from lakeloader.errors import LakeloaderError
 
@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_argument(
         "--project", default="lakeloader", metavar="NAME", help="with --stage: cdk.json lakeloader:project"
     )
-    stage.add_commands(commands)
+    stage_verbs.add_commands(commands)
     return parser
 
 
@@ -442,10 +442,10 @@ def _pipes_without_reader() -> list[int]:
 def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command in stage.COMMANDS:
-            return stage.run(args)
+        if args.command in stage_verbs.COMMANDS:
+            return stage_verbs.run(args)
         if args.command == "rebuild" and args.stage:
-            return stage.rebuild(args)
+            return stage_verbs.rebuild(args)
         if args.command == "reconcile":
             return _cmd_reconcile(args)
         config = configure(args)

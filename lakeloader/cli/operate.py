@@ -1,6 +1,6 @@
 """Operating a deployed stage from a laptop: see it (status), unblock it (requeue, skip) and load
 what is already in its raw bucket (backfill). boto3 against the stage's tables, bucket and Lambda;
-no Spark. The CLI verbs are thin wrappers (lakeloader.cli.stage); docs/operate.md shows them at work.
+no Spark. The CLI verbs are thin wrappers (lakeloader.cli.stage_verbs); docs/operate.md shows them at work.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The CLI verbs on a deployed stage: status, requeue, skip, backfill, doctor, verify, and rebuild
---stage. They read and change the stage's ledger through boto3 and its stack's outputs (lakeloader.operate,
-lakeloader.stage), with no Spark and no config file. docs/operate.md shows them at work.
+--stage. They read and change the stage's ledger through boto3 and its stack's outputs
+(lakeloader.cli.operate, lakeloader.stage), with no Spark and no config file. docs/operate.md shows
+them at work.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def rebuild(args: argparse.Namespace) -> int:
     """`lakeloader rebuild --stage`: record what the ledger has not seen, then start the rebuild run."""
-    from lakeloader import operate
+    from lakeloader.cli import operate
     from lakeloader.contract import new_run_id
     from lakeloader.progress import stderr_progress
     from lakeloader.stage import DeployedStage, stack_name
@@ -180,8 +181,8 @@ def _say(line: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """status, requeue, skip, backfill, doctor, verify."""
-    from lakeloader import operate
     from lakeloader.actor import identity
+    from lakeloader.cli import operate
     from lakeloader.contract import new_run_id
     from lakeloader.progress import stderr_progress
     from lakeloader.stage import DeployedStage, stack_name

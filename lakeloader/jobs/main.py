@@ -1,6 +1,6 @@
 """The Glue/EMR job bodies: ingest (drain the ledger into Iceberg) and maintain, from the job arguments.
 
-glue_jobs/ and emr_steps/ resolve the arguments (lakeloader.job_args) into a dict keyed by
+glue_jobs/ and emr_steps/ resolve the arguments (lakeloader.jobs.args) into a dict keyed by
 contract.ARG_*. Both jobs start the same way: the table config from the DynamoDB config table (as
 deployed from config/tables.yaml), with the stage's database prefix, and a Spark session; both
 end with a summary table and exit code 1 if any table failed.
@@ -91,9 +91,8 @@ def _start(args: Mapping[str, str]) -> JobStart:
 
     from lakeloader import next_step
     from lakeloader.config_table import load_tables_from_dynamodb
-    from lakeloader.stage import stage_options
 
-    next_step.address(*stage_options(args[contract.ARG_CONFIG_TABLE]))
+    next_step.address(*contract.stage_options(args[contract.ARG_CONFIG_TABLE]))
     dynamodb = boto3.client("dynamodb")
     tables = load_tables_from_dynamodb(args[contract.ARG_CONFIG_TABLE], client=dynamodb)
     config = LakeConfig(

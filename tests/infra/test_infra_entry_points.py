@@ -55,6 +55,7 @@ def calls(monkeypatch):
     awsglue, utils = types.ModuleType("awsglue"), types.ModuleType("awsglue.utils")
     utils.getResolvedOptions = get_resolved_options
     jobs = types.ModuleType("lakeloader.jobs")
+    jobs.__path__ = [str(REPO / "lakeloader" / "jobs")]  # its submodules stay real: jobs.args
     jobs.ingest_main = lambda args, runtime: recorded.append(("ingest", dict(args), runtime)) or 0
     jobs.maintain_main = lambda args, runtime: recorded.append(("maintain", dict(args), runtime)) or 3
     monkeypatch.setitem(sys.modules, "awsglue", awsglue)

@@ -14,7 +14,7 @@ from tests.infra.cdk_helpers import CREATED_VPC, join, synthesize, with_settings
 ROOT = Path(__file__).resolve().parents[2]
 # Clients of the shipped code that only the operator's CLI makes, outside the VPC.
 CLI_ONLY = {
-    "lambda": "operate.py: the CLI invokes the sweep",
+    "lambda": "cli/operate.py: the CLI invokes the sweep",
     "cloudformation": "stage.py: the stack's outputs",
 }
 # Beyond lakeloader's boto3 clients: Iceberg's GlueCatalog/S3FileIO (glue, s3), the Glue and EMR

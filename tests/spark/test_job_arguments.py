@@ -1,5 +1,5 @@
 """The ingest job's arguments reach the drain of every table it runs: `ingest_main` given what the EMR
-entry point parses from its command line (lakeloader.job_args.emr_args; Glue's resolve to the same
+entry point parses from its command line (lakeloader.jobs.args.emr_args; Glue's resolve to the same
 keys), as the S3-arrival Lambda starts it.
 
 Real: the argument parsing, the config table, ledger and run history on moto's DynamoDB (HTTP),
@@ -29,8 +29,8 @@ from lakeloader.config_table import config_items  # noqa: E402
 from lakeloader.contract import GLUE_CATALOG, INGEST_OPTIONAL_ARGS  # noqa: E402
 from lakeloader.dynamodb import encode_item  # noqa: E402
 from lakeloader.engine import tombstones  # noqa: E402
-from lakeloader.job_args import emr_args  # noqa: E402
 from lakeloader.jobs import main as jobs  # noqa: E402
+from lakeloader.jobs.args import emr_args  # noqa: E402
 from lakeloader.ledger import DONE, FAILED, QUARANTINED, Ledger  # noqa: E402
 from lakeloader.spark import table_exists  # noqa: E402
 from tests.spark.test_parallel_tables import record_and_read_locally  # noqa: E402

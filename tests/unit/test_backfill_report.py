@@ -13,7 +13,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
-from lakeloader import operate  # noqa: E402
+from lakeloader.cli import operate  # noqa: E402
 from lakeloader.config import parse_config  # noqa: E402
 from lakeloader.ledger import ObjectRef  # noqa: E402
 from lakeloader.stage import DeployedStage  # noqa: E402

@@ -31,7 +31,7 @@ def test_the_emr_scripts_take_every_job_argument_the_trigger_may_pass():
     """The trigger starts EMR runs with `--<name> value` for any contract.ARG_* (a rebuild's too);
     an option the script does not declare fails the run before it starts."""
     from lakeloader import contract
-    from lakeloader.job_args import emr_args
+    from lakeloader.jobs.args import emr_args
 
     required = [part for name in contract.JOB_REQUIRED_ARGS for part in (contract.emr_arg(name), "x")]
     for optional in (contract.INGEST_OPTIONAL_ARGS, contract.MAINTAIN_OPTIONAL_ARGS):

@@ -15,6 +15,33 @@ PACKAGE = Path(__file__).resolve().parents[2] / "lakeloader"
 # Top down. A module not in a named layer is the base (config, formats, columns, contract, inputs,
 # spark, sql, ledger, trigger ...): it imports none of the layers.
 LAYERS = ("lakeloader.cli", "lakeloader.jobs", "lakeloader.engine", "lakeloader.iceberg")
+# The modules at the root of lakeloader/: base code only, each named in docs/architecture.md.
+BASE_AT_ROOT = {
+    "actor",
+    "canary",
+    "columns",
+    "config_store",
+    "contract",
+    "dynamodb",
+    "errors",
+    "faults",
+    "inputs",
+    "next_step",
+    "progress",
+    "reader_grants",
+    "reconciliation",
+    "runtimes",
+    "s3_tables",
+    "spark",
+    "sql",
+}
+# Root modules whose home is a folder they have not moved to yet (docs/architecture.md says why), held
+# to the rules of the layer they belong to meanwhile.
+NOT_YET_MOVED = {
+    "lakeloader.stage": "lakeloader.cli",  # -> cli/stage.py
+    "lakeloader.object_versions": "lakeloader.jobs",  # -> jobs/, beside erase.py, its one caller
+    "lakeloader.config_table": "lakeloader.config",  # -> config/, the base: its name beside config_store
+}
 # What the layers above may import of a layer: its package (and its `__all__`) and these modules.
 PUBLIC = {
     "lakeloader.engine": {
@@ -72,6 +99,7 @@ def module_graph() -> dict[str, set[str]]:
 
 def layer(module: str) -> int:
     """0 for the top layer, len(LAYERS) for the base."""
+    module = NOT_YET_MOVED.get(module, module)
     for rank, name in enumerate(LAYERS):
         if module == name or module.startswith(name + "."):
             return rank
@@ -80,6 +108,16 @@ def layer(module: str) -> int:
 
 def shipped_modules() -> list[str]:
     return sorted(m for m in module_graph() if m.split(".")[0] == "lakeloader")
+
+
+def test_the_root_holds_base_modules_the_docs_name():
+    """A module of an upper layer at the root would escape its layer's rules: each lives in its folder."""
+    root = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__"}
+    waiting = {module.removeprefix("lakeloader.") for module in NOT_YET_MOVED}
+    assert root - waiting == BASE_AT_ROOT
+    assert waiting <= root, "moved: drop it from NOT_YET_MOVED"
+    docs = (REPO / "docs" / "architecture.md").read_text()
+    assert sorted(name for name in root if f"`{name}.py`" not in docs) == []
 
 
 def test_a_module_calls_its_own_layer_and_those_below():

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lakeloader import cli, operate
+from lakeloader import cli
+from lakeloader.cli import operate
 from lakeloader.ledger import DONE, FAILED, OBJECT_STATUSES, PENDING, QUARANTINED, RUNNING, SKIPPED
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage

@@ -12,7 +12,8 @@ import pytest
 
 from lakeloader import cli
 from lakeloader.cli.doctor import IAM_ALLOWED_PRINCIPALS
-from lakeloader.stage import DeployedStage, StageNotFoundError, stack_name, stage_options
+from lakeloader.contract import stage_options
+from lakeloader.stage import DeployedStage, StageNotFoundError, stack_name
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 from tests.unit.test_operator_verbs import one_file_in

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import boto3
 
-from lakeloader import operate
+from lakeloader.cli import operate
 from lakeloader.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
 from lakeloader.reconciliation import Reconciliation
 from tests.aws_fixtures import ManualClock
