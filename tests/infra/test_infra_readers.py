@@ -191,7 +191,11 @@ def test_lake_formation_mode_grants_select_without_the_excluded_columns_and_no_s
     assert by_kind["Database"]["Permissions"] == ["DESCRIBE"]
     (table,) = lf_mode.stack.readers.table_grants
     assert table.permissions == ("SELECT",) and table.principal == ANALYST
-    assert (table.database, table.table, table.excluded_columns) == ("lakeloader_dev_crm", "customers", ("email",))
+    assert (table.database, table.table, table.excluded_columns) == (
+        "lakeloader_dev_crm",
+        "customers",
+        ("email",),
+    )
 
 
 def test_no_readers_no_workgroup_and_no_results_bucket(dev):
