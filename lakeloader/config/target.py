@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field, field_validator, model_validator
 
 from lakeloader.config.base import IDENTIFIER, _Strict
 
 if TYPE_CHECKING:
-    from lakeloader.config.table import TableConfig
+    from lakeloader.config.policies import MaintenanceConfig
+    from lakeloader.config.rules import QualityConfig
 
 PARTITION_TRANSFORM = re.compile(
     r"^\s*(?:(?P<fn>bucket|truncate)\(\s*(?P<n>\d+)\s*,\s*(?P<col1>[A-Za-z_][A-Za-z0-9_]*)\s*\)"
@@ -99,7 +100,19 @@ S3_TABLES_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_]{0,253}[a-z0-9])?$")
 S3_TABLES_TARGET_FILE_MB = (64, 512)
 
 
-def s3_tables_problems(table: TableConfig) -> list[str]:
+class S3TablesCandidate(Protocol):
+    """What s3_tables_problems reads of a table (lakeloader.config.TableConfig): config.table imports
+    this module, so it names no TableConfig, not even in a type hint."""
+
+    @property
+    def target(self) -> Target: ...
+    @property
+    def quality(self) -> QualityConfig: ...
+    @property
+    def maintenance(self) -> MaintenanceConfig: ...
+
+
+def s3_tables_problems(table: S3TablesCandidate) -> list[str]:
     """Why `table` cannot live in an S3 Tables table bucket: (field, message) joined as 'field: ...'.
 
     Checked wherever a table becomes `storage: s3_tables` (its own entry, or a stage default)."""

@@ -3,7 +3,8 @@ classified for the table's mode), passed through the quality gate and committed 
 layer (lakeloader.iceberg). The jobs (lakeloader.jobs) use only what is named here."""
 
 from lakeloader.engine import tombstones
-from lakeloader.engine.batch import Applied, apply_batch
+from lakeloader.engine.applied import Applied
+from lakeloader.engine.batch import apply_batch
 from lakeloader.engine.quality import combine_reports, report_counts
 from lakeloader.engine.repair import compare_snapshot, repair_difference
 from lakeloader.engine.schema import table_layout_sql

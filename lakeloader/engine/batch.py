@@ -7,7 +7,6 @@ engine calls back up: it returns what the batch did (`Applied`), and the job rec
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -17,14 +16,14 @@ from lakeloader import iceberg, reconciliation, s3_tables
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, schema, snapshot, table_settings, truncate, unreadable
-from lakeloader.engine.quality import QualityReport, combine_reports
+from lakeloader.engine.applied import Applied
+from lakeloader.engine.quality import combine_reports
 from lakeloader.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.faults import crash_point
 from lakeloader.formats import snapshot as snapshots
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
 from lakeloader.progress import Progress, no_progress
-from lakeloader.reconciliation import Reconciliation
 from lakeloader.spark import release, table_exists
 from lakeloader.sql import value_literal
 
@@ -33,24 +32,6 @@ from lakeloader.sql import value_literal
 # scan it saves (benchmarks/RESULTS.md: 10k keys into 100k rows, merge-on-read 2.4 s listed, 1.6 s not).
 SHORT_KEY_LIST = 1_000
 LISTED_KEYS_MIN_RATIO = 50
-
-
-@dataclass(kw_only=True)
-class Applied:
-    """What one batch did to its table (the job's TableResult extends it into a row of its run summary)."""
-
-    files: int = 0  # the files read; those an earlier commit consumed are not counted
-    changes: int = 0
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-    snapshot_id: int | None = None
-    notes: list[str] = field(default_factory=list)
-    quality: QualityReport | None = None  # rule outcomes when the table has quality rules
-    # cdc: snapshot: the files whose snapshot is not complete yet; not consumed, a later run takes them
-    waiting: list[str] = field(default_factory=list)
-    # each commit's counts held against what the table reports of it (merge, scd2; engine.commit_check)
-    reconciliation: Reconciliation | None = None
 
 
 def apply_batch(

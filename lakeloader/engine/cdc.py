@@ -30,7 +30,8 @@ from lakeloader.config import TableConfig
 from lakeloader.engine import shaping
 from lakeloader.errors import BadInputError
 from lakeloader.formats import SourceFormat, source_format
-from lakeloader.formats.files import Check, lenient_cast, replace_checked, require_sequence
+from lakeloader.formats.files import lenient_cast, replace_checked, require_sequence
+from lakeloader.formats.reading import Check
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.spark import release
 from lakeloader.sql import quote

@@ -23,7 +23,7 @@ from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
 
 if TYPE_CHECKING:
-    from lakeloader.engine.batch import Applied
+    from lakeloader.engine.applied import Applied
 
 OBSERVED_WAIT_SECONDS = 60.0  # a query's observed metrics arrive through Spark's listener bus
 

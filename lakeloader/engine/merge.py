@@ -38,7 +38,7 @@ from lakeloader.sql import in_lists, quote
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from lakeloader.engine.batch import Applied
+    from lakeloader.engine.applied import Applied
 
 ACTION = "_ll_action"
 ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"

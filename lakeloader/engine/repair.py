@@ -32,7 +32,7 @@ from lakeloader.columns import OP, SEQ, find_column, seq_columns
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, tombstones
 from lakeloader.engine import snapshot as diffing
-from lakeloader.engine.batch import Applied
+from lakeloader.engine.applied import Applied
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile

@@ -27,7 +27,7 @@ from lakeloader.spark import release
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
-    from lakeloader.engine.batch import Applied
+    from lakeloader.engine.applied import Applied
 
 KIND, CLOSE_AT = "_ll_kind", "_ll_close_at"
 HASH, STATE, PREV, LATE, EFFECTIVE, NEXT, FIRST = (

@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-    from lakeloader.config import TableConfig
-    from lakeloader.formats.files import Check
+    from lakeloader.formats.reading import Check, FormatTable
     from lakeloader.inputs import InputFile
 
 
@@ -42,7 +41,7 @@ class SourceFormat:
         return bool(self.op_columns)
 
     def read_checked(
-        self, spark: SparkSession, table: TableConfig, files: list[InputFile], checks: list[Check]
+        self, spark: SparkSession, table: FormatTable, files: list[InputFile], checks: list[Check]
     ) -> DataFrame:
         """The batch's rows with FILE_POS and ROW_POS. A format whose files need reshaping or
         decoding overrides this, appending to `checks` a value that does not decode."""

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from lakeloader.columns import FILE_POS, ROW_POS, find_column
 from lakeloader.formats.base import SourceFormat
+from lakeloader.formats.reading import Check
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-    from lakeloader.config import TableConfig
-    from lakeloader.formats.files import Check
+    from lakeloader.formats.reading import FormatTable
     from lakeloader.inputs import InputFile
 
 # The source position, in the order it breaks ties: PostgreSQL lsn; MySQL binlog file, position,
@@ -100,7 +100,7 @@ class Debezium(SourceFormat):
     )
 
     def read_checked(
-        self, spark: SparkSession, table: TableConfig, files: list[InputFile], checks: list[Check]
+        self, spark: SparkSession, table: FormatTable, files: list[InputFile], checks: list[Check]
     ) -> DataFrame:
         from pyspark.sql import functions as F
 
@@ -109,7 +109,7 @@ class Debezium(SourceFormat):
         if table.source.format == "json":
             df = plain.read_rows(spark, table, files, self, corrupt_column=CORRUPT)
             bad_json = F.col(CORRUPT).isNotNull() & (F.trim(F.col(CORRUPT)) != "null")
-            checks.append(plain.Check(bad_json, F.col(CORRUPT), "malformed JSON record {}", None))
+            checks.append(Check(bad_json, F.col(CORRUPT), "malformed JSON record {}", None))
             df = df.filter(F.col(CORRUPT).isNull() | bad_json)
         else:
             df = plain.read_rows(spark, table, files, self)

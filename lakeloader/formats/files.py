@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -17,22 +16,12 @@ from pyspark.sql import types as T
 
 from lakeloader.columns import FILE_POS, INVALID, ROW_POS, find_column
 from lakeloader.errors import BadInputError
+from lakeloader.formats.reading import Check
 from lakeloader.inputs import InputFile
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
-    from lakeloader.config import TableConfig
-    from lakeloader.formats.base import SourceFormat
-
-
-@dataclass
-class Check:
-    """A rule every change row must pass; `message` gets the offending value (repr) at `{}`."""
-
-    bad: Column
-    value: Column
-    message: str
-    column: str | None
+    from lakeloader.formats.reading import FormatTable, PlainFormat
 
 
 def lenient_cast(column: str, data_type: T.DataType) -> Column:
@@ -53,7 +42,7 @@ def replace_checked(
     return df.withColumn(actual, value)
 
 
-def require_sequence(table: TableConfig, fmt: SourceFormat, columns: list[str], file: str) -> None:
+def require_sequence(table: FormatTable, fmt: PlainFormat, columns: list[str], file: str) -> None:
     """A change file (one with the format's operation column) must carry the first sequence column:
     without it every change would read as the oldest, and late or replayed files would overwrite newer
     rows (README "The order of changes"). A full load without it is safe: it never overwrites a
@@ -73,7 +62,7 @@ def require_sequence(table: TableConfig, fmt: SourceFormat, columns: list[str], 
     )
 
 
-def _read_csv(spark: SparkSession, table: TableConfig, file: InputFile, fmt: SourceFormat) -> DataFrame:
+def _read_csv(spark: SparkSession, table: FormatTable, file: InputFile, fmt: PlainFormat) -> DataFrame:
     options = table.source.csv_options
     reader = (
         spark.read.option("header", str(options.header).lower())
@@ -99,9 +88,9 @@ def _read_csv(spark: SparkSession, table: TableConfig, file: InputFile, fmt: Sou
 
 def read_rows(
     spark: SparkSession,
-    table: TableConfig,
+    table: FormatTable,
     files: list[InputFile],
-    fmt: SourceFormat,
+    fmt: PlainFormat,
     *,
     corrupt_column: str | None = None,
 ) -> DataFrame:

@@ -21,8 +21,7 @@ from lakeloader.inputs import InputFile, is_success_marker, list_inputs
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from lakeloader.config import TableConfig
-    from lakeloader.formats.files import Check
+    from lakeloader.formats.reading import Check, FormatTable
 
 
 class Snapshot(SourceFormat):
@@ -30,7 +29,7 @@ class Snapshot(SourceFormat):
     default_sequence = SNAPSHOT  # TableConfig.sequence_columns: source.snapshot_by, else this column
 
     def read_checked(
-        self, spark: SparkSession, table: TableConfig, files: list[InputFile], checks: list[Check]
+        self, spark: SparkSession, table: FormatTable, files: list[InputFile], checks: list[Check]
     ) -> DataFrame:
         """One snapshot's rows; without `snapshot_by`, with the folder in the column lakeloader_snapshot."""
         from lakeloader.formats import files as plain
@@ -52,7 +51,7 @@ def folder_value(folder: str) -> Column:
     return F.lit(when).cast("timestamp") if when else F.lit(folder)
 
 
-def snapshot_folder(table: TableConfig, name: str) -> str:
+def snapshot_folder(table: FormatTable, name: str) -> str:
     """The snapshot a file belongs to: the first folder under the table's prefix."""
     prefix = table.source.prefix
     rest = name[len(prefix) :] if name.startswith(prefix) else ""
@@ -99,7 +98,7 @@ class SnapshotPlan:
     markers: list[InputFile] = field(default_factory=list)  # the batch's _SUCCESS files of ready folders
 
 
-def plan(table: TableConfig, batch: list[InputFile], listing: list[InputFile]) -> SnapshotPlan:
+def plan(table: FormatTable, batch: list[InputFile], listing: list[InputFile]) -> SnapshotPlan:
     """Group `batch` by snapshot folder; `listing` is everything under the table's prefix, markers
     included (list_inputs(markers=True)), the evidence of completeness."""
     by_folder: dict[str, list[InputFile]] = {}
@@ -128,7 +127,7 @@ def plan(table: TableConfig, batch: list[InputFile], listing: list[InputFile]) -
     return result
 
 
-def list_table(table: TableConfig, files: list[InputFile]) -> list[InputFile]:
+def list_table(table: FormatTable, files: list[InputFile]) -> list[InputFile]:
     """Everything under the table's prefix, markers included, listed from the raw root the batch's files
     sit under (an InputFile's uri ends with its name relative to that root)."""
     roots = {f.uri[: -len(f.name)] for f in files if f.uri.endswith(f.name)}
@@ -138,7 +137,7 @@ def list_table(table: TableConfig, files: list[InputFile]) -> list[InputFile]:
     return listing
 
 
-def describe_waiting(table: TableConfig, waiting: list[InputFile]) -> str:
+def describe_waiting(table: FormatTable, waiting: list[InputFile]) -> str:
     folders = sorted({snapshot_folder(table, f.name) for f in waiting})
     needs = "a later snapshot folder" if table.source.complete_when == "next_snapshot" else "_SUCCESS"
     return f"snapshot(s) {', '.join(folders)} incomplete: {len(waiting)} file(s) wait for {needs}"

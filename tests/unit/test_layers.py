@@ -63,8 +63,8 @@ PACKAGES = ("lakeloader", "infra", "lakeloader_dev")
 
 @functools.cache
 def module_graph() -> dict[str, set[str]]:
-    """Module -> the project modules it imports, at the top or inside a function (TYPE_CHECKING aside):
-    an import deferred into a function to dodge a cycle is still the cycle."""
+    """Module -> the project modules it imports, at the top, inside a function or under TYPE_CHECKING:
+    an import deferred into a function, or kept to type hints, to dodge a cycle is still the cycle."""
     files = {
         ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): path
         for package in PACKAGES
@@ -78,17 +78,8 @@ def module_graph() -> dict[str, set[str]]:
 
     graph = {}
     for module, path in files.items():
-        tree = ast.parse(path.read_text())
-        skipped = {
-            id(node)
-            for block in ast.walk(tree)
-            if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
-            for node in ast.walk(block)
-        }
         names = []
-        for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names += [f"{node.module}.{alias.name}" for alias in node.names]
             elif isinstance(node, ast.Import):
