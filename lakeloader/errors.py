@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 
+def first_line(exc: BaseException) -> str:
+    """An error in one line for a summary or a message: `Type: the message's first line`, or `Type`
+    when it has no message."""
+    text = str(exc).strip()
+    line = text.splitlines()[0].rstrip() if text else ""
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+
+
 class LakeloaderError(Exception):
     """Base class: a problem with input or config, reported without a traceback."""
 

@@ -18,8 +18,8 @@ IAM_ALLOWED_PRINCIPALS = "IAM_ALLOWED_PRINCIPALS"
 
 
 @dataclass(frozen=True)
-class Check:
-    """One precondition: passed, failed (with the fix) or not applicable (`passed` None)."""
+class Precondition:
+    """One precondition of the stage: passed, failed (with the fix) or not applicable (`passed` None)."""
 
     name: str
     passed: bool | None
@@ -40,18 +40,21 @@ def warehouse_arn(warehouse: str, region: str) -> str:
     return f"arn:{partition}:s3:::{warehouse.removeprefix('s3://').rstrip('/')}"
 
 
-def lake_formation_checks(warehouse: str, databases: list[str], client: Any | None = None) -> list[Check]:
+def lake_formation_checks(
+    warehouse: str, databases: list[str], client: Any | None = None
+) -> list[Precondition]:
     """The Lake Formation preconditions of a stage whose warehouse is `warehouse`, with `databases`."""
     client = client or boto3.client("lakeformation")
     arn = warehouse_arn(warehouse, client.meta.region_name)
     try:
         client.describe_resource(ResourceArn=arn)
     except client.exceptions.EntityNotFoundException:
-        return [Check("Lake Formation mode", None, f"off ({arn} is not registered): IAM policies decide")]
-    checks = [Check("Lake Formation mode", True, f"on ({arn} is registered)")]
+        off = f"off ({arn} is not registered): IAM policies decide"
+        return [Precondition("Lake Formation mode", None, off)]
+    checks = [Precondition("Lake Formation mode", True, f"on ({arn} is registered)")]
     settings = client.get_data_lake_settings()["DataLakeSettings"]
     checks.append(
-        Check(
+        Precondition(
             "full table access for external engines",
             settings.get("AllowFullTableExternalDataAccess") is True,
             "allowed"
@@ -67,7 +70,7 @@ def lake_formation_checks(warehouse: str, databases: list[str], client: Any | No
             Resource={"Database": {"Name": database}},
         )["PrincipalResourcePermissions"]
         checks.append(
-            Check(
+            Precondition(
                 f"database {database}",
                 not held,
                 "IAMAllowedPrincipals holds nothing"

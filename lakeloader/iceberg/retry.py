@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from lakeloader.errors import LakeloaderError
+from lakeloader.errors import LakeloaderError, first_line
 from lakeloader.progress import Progress, no_progress
 
 T = TypeVar("T")
@@ -55,7 +55,7 @@ class RetryExhaustedError(LakeloaderError):
         self.what, self.attempts, self.last = what, attempts, last
         super().__init__(
             f"{what}: gave up after {attempts} attempt(s) over {seconds:.1f}s because of concurrent "
-            f"commits; last error: {_first_line(last)} (raise maintenance.retry.attempts, or run it when "
+            f"commits; last error: {first_line(last)} (raise maintenance.retry.attempts, or run it when "
             "fewer writers are active)"
         )
 
@@ -93,12 +93,6 @@ class RetryPolicy:
         """The wait before retry `retry`: in [ceiling * (1 - jitter), ceiling]."""
         ceiling = self.ceiling(retry)
         return ceiling * (1 - self.jitter) + ceiling * self.jitter * rand()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {line}" if line else repr(exc)
 
 
 def error_text(exc: BaseException) -> str:
@@ -165,7 +159,7 @@ def retry_on_conflict(
                 raise RetryExhaustedError(what, attempt, clock() - started, exc) from exc
             wait = policy.delay(attempt, rand)
             progress(
-                f"{what}: concurrent commit ({_first_line(exc)[:160]}); attempt {attempt + 1}/"
+                f"{what}: concurrent commit ({first_line(exc)[:160]}); attempt {attempt + 1}/"
                 f"{policy.attempts} in {wait:.1f}s"
             )
             sleep(wait)

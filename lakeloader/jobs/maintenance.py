@@ -18,7 +18,7 @@ from lakeloader import iceberg, s3_tables
 from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import tombstones
-from lakeloader.errors import LakeloaderError
+from lakeloader.errors import LakeloaderError, first_line
 from lakeloader.faults import crash_point
 from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
 from lakeloader.jobs import retention
@@ -206,11 +206,6 @@ def _plan(
     return steps
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-
-
 def maintain_table(
     spark: SparkSession,
     table: TableConfig,
@@ -249,7 +244,7 @@ def maintain_table(
             )
             crash_point(f"maintain:{step_name}")
         except Exception as exc:  # recorded with the step, reported in the summary, exit code 1
-            step.status, step.error = "failed", _first_line(exc)
+            step.status, step.error = "failed", first_line(exc)
             result.status = "failed"
             result.error = result.error or f"{step_name}: {step.error}"
         step.seconds = time.monotonic() - step_started
@@ -279,8 +274,8 @@ def maintain_tables(
         try:
             results.append(maintain_table(spark, table, catalog=catalog, progress=table_progress))
         except Exception as exc:  # one table's failure never stops the others
-            results.append(MaintenanceResult(table.id, status="failed", error=_first_line(exc)))
-            table_progress(f"failed: {_first_line(exc)}")
+            results.append(MaintenanceResult(table.id, status="failed", error=first_line(exc)))
+            table_progress(f"failed: {first_line(exc)}")
     return results
 
 

@@ -9,7 +9,7 @@ from lakeloader.trigger.events import parse_event
 from lakeloader.trigger.handler import Trigger, TriggerError, handle_event
 from lakeloader.trigger.launch import clear_clients
 from lakeloader.trigger.routes import TableRoute, clear_route_cache, match_route
-from lakeloader.trigger.settings import SettingsError, TriggerSettings
+from lakeloader.trigger.settings import TriggerSettings, TriggerSettingsError
 
 
 def clear_caches() -> None:
@@ -19,7 +19,7 @@ def clear_caches() -> None:
 
 
 __all__ = [
-    "SettingsError",
+    "TriggerSettingsError",
     "TableRoute",
     "Trigger",
     "TriggerError",

@@ -22,13 +22,13 @@ from lakeloader.contract import (
     emr_arg,
     glue_arg,
 )
-from lakeloader.trigger.settings import SettingsError, TriggerSettings
+from lakeloader.trigger.settings import TriggerSettings, TriggerSettingsError
 
 ENGINES = ("glue", "emr")
 GLUE_CONCURRENCY_ERRORS = {"ConcurrentRunsExceededException"}
 EMR_CONCURRENCY_ERRORS = {"ServiceQuotaExceededException"}
 # What a failed start raises; anything else is a bug and fails the invocation as is.
-START_ERRORS = (ClientError, BotoCoreError, SettingsError)
+START_ERRORS = (ClientError, BotoCoreError, TriggerSettingsError)
 
 _CLIENTS: dict[tuple[str, str | None, str | None], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
@@ -65,7 +65,7 @@ def failure_reason(exc: Exception) -> tuple[str, bool]:
     code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
     if code in GLUE_CONCURRENCY_ERRORS | EMR_CONCURRENCY_ERRORS:
         return "concurrent_runs_exceeded", False
-    if isinstance(exc, SettingsError):
+    if isinstance(exc, TriggerSettingsError):
         return "engine_not_configured", True
     return "start_failed", True
 
@@ -111,11 +111,11 @@ class Launcher:
             return self._start_glue(arguments, execution_class)
         if engine == "emr":
             return self._start_emr(arguments)
-        raise SettingsError(f"engine {engine!r} is not one of {ENGINES}")
+        raise TriggerSettingsError(f"engine {engine!r} is not one of {ENGINES}")
 
     def _start_glue(self, arguments: Mapping[str, str], execution_class: str) -> str:
         if not self.settings.glue_job_name:
-            raise SettingsError(f"{ENV_GLUE_JOB_NAME} is not set but the table's engine is glue")
+            raise TriggerSettingsError(f"{ENV_GLUE_JOB_NAME} is not set but the table's engine is glue")
         extra: dict[str, Any] = {}
         if execution_class == "FLEX":  # a flex run is never queued (Glue refuses queuing for FLEX)
             extra = {"ExecutionClass": "FLEX", "JobRunQueuingEnabled": False}
@@ -138,7 +138,7 @@ class Launcher:
             if not value
         ]
         if missing:
-            raise SettingsError(f"{', '.join(missing)} not set but the table's engine is emr")
+            raise TriggerSettingsError(f"{', '.join(missing)} not set but the table's engine is emr")
         tables = arguments[ARG_TABLE_ID]
         # the same invocation asking again (a Lambda retry) gets the same run, not a second one
         token = hashlib.sha256(f"{arguments[ARG_CORRELATION_ID]}|{tables}".encode()).hexdigest()[:64]

@@ -28,7 +28,7 @@ from lakeloader.ledger import DEFAULT_START_LEASE_SECONDS
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-class SettingsError(ValueError):
+class TriggerSettingsError(ValueError):
     """The Lambda's environment is incomplete or malformed (names the variable)."""
 
 
@@ -44,7 +44,7 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         return float(text)
     except ValueError:
-        raise SettingsError(f"{name} must be a number, got {text!r}") from None
+        raise TriggerSettingsError(f"{name} must be a number, got {text!r}") from None
 
 
 def _extra_args(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -52,9 +52,9 @@ def _extra_args(env: Mapping[str, str]) -> tuple[str, ...]:
     try:
         extra = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SettingsError(f"{ENV_EMR_EXTRA_ARGS} is not valid JSON ({exc}): {text!r}") from None
+        raise TriggerSettingsError(f"{ENV_EMR_EXTRA_ARGS} is not valid JSON ({exc}): {text!r}") from None
     if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
-        raise SettingsError(f"{ENV_EMR_EXTRA_ARGS} must be a JSON list of strings, got {text!r}")
+        raise TriggerSettingsError(f"{ENV_EMR_EXTRA_ARGS} must be a JSON list of strings, got {text!r}")
     return tuple(extra)
 
 
@@ -87,19 +87,23 @@ class TriggerSettings:
         required = (ENV_CONFIG_TABLE, ENV_LEDGER_TABLE, ENV_RUNS_TABLE)
         missing = [name for name in required if not _opt(env, name)]
         if missing:
-            raise SettingsError(f"environment variable(s) not set: {', '.join(missing)}")
+            raise TriggerSettingsError(f"environment variable(s) not set: {', '.join(missing)}")
         extra_args = _extra_args(env)
         log_level = (_opt(env, ENV_LOG_LEVEL) or "INFO").upper()
         if log_level not in LOG_LEVELS:
-            raise SettingsError(
+            raise TriggerSettingsError(
                 f"{ENV_LOG_LEVEL} must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {log_level!r}"
             )
         tables_per_run = _number(env, ENV_TABLES_PER_RUN, 1)
         if tables_per_run < 1 or tables_per_run != int(tables_per_run):
-            raise SettingsError(f"{ENV_TABLES_PER_RUN} must be a whole number >= 1, got {tables_per_run:g}")
+            raise TriggerSettingsError(
+                f"{ENV_TABLES_PER_RUN} must be a whole number >= 1, got {tables_per_run:g}"
+            )
         encoded = (_opt(env, ENV_EVENTBRIDGE_KEYS_ENCODED) or "true").lower()
         if encoded not in ("true", "false", "1", "0", "yes", "no"):
-            raise SettingsError(f"{ENV_EVENTBRIDGE_KEYS_ENCODED} must be true or false, got {encoded!r}")
+            raise TriggerSettingsError(
+                f"{ENV_EVENTBRIDGE_KEYS_ENCODED} must be true or false, got {encoded!r}"
+            )
         return cls(
             config_table=env[ENV_CONFIG_TABLE].strip(),
             ledger_table=env[ENV_LEDGER_TABLE].strip(),

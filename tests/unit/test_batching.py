@@ -27,7 +27,7 @@ from lakeloader.config_store import sync_items  # noqa: E402
 from lakeloader.config_table import config_items  # noqa: E402
 from lakeloader.contract import ARG_TABLE_ID, METRICS_NAMESPACE, glue_arg, new_run_id  # noqa: E402
 from lakeloader.ledger import DONE, FAILED, PENDING, Ledger, ObjectRef  # noqa: E402
-from lakeloader.trigger import SettingsError, Trigger, TriggerSettings  # noqa: E402
+from lakeloader.trigger import Trigger, TriggerSettings, TriggerSettingsError  # noqa: E402
 from tests.unit.trigger_world import RAW, World, s3_event, s3_record  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
@@ -252,7 +252,7 @@ def test_two_triggers_racing_for_one_window_start_one_run(world, clock):
 def test_tables_per_run_must_be_a_whole_number_of_at_least_one(world):
     assert TriggerSettings.from_env(world.env()).tables_per_run == 1  # unset: a run per table
     for bad in ("0", "2.5", "many"):
-        with pytest.raises(SettingsError, match="TABLES_PER_RUN must be"):
+        with pytest.raises(TriggerSettingsError, match="TABLES_PER_RUN must be"):
             TriggerSettings.from_env(world.env(TABLES_PER_RUN=bad))
 
 

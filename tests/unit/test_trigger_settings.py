@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lakeloader.ledger import DEFAULT_START_LEASE_SECONDS
-from lakeloader.trigger import SettingsError, TriggerSettings
+from lakeloader.trigger import TriggerSettings, TriggerSettingsError
 
 
 def test_settings_from_env():
@@ -13,13 +13,13 @@ def test_settings_from_env():
     settings = TriggerSettings.from_env({**base, "EMR_EXTRA_ARGS": '["--a", "b"]', "LOG_LEVEL": "debug"})
     assert settings.emr_extra_args == ("--a", "b") and settings.log_level == "DEBUG"
     assert settings.glue_job_name is None and settings.config_cache_seconds == 60
-    with pytest.raises(SettingsError, match="LEDGER_TABLE, RUNS_TABLE"):
+    with pytest.raises(TriggerSettingsError, match="LEDGER_TABLE, RUNS_TABLE"):
         TriggerSettings.from_env({"CONFIG_TABLE": "c"})
-    with pytest.raises(SettingsError, match="EMR_EXTRA_ARGS"):
+    with pytest.raises(TriggerSettingsError, match="EMR_EXTRA_ARGS"):
         TriggerSettings.from_env({**base, "EMR_EXTRA_ARGS": '{"a": 1}'})
-    with pytest.raises(SettingsError, match="EMR_EXTRA_ARGS"):
+    with pytest.raises(TriggerSettingsError, match="EMR_EXTRA_ARGS"):
         TriggerSettings.from_env({**base, "EMR_EXTRA_ARGS": "--a b"})
-    with pytest.raises(SettingsError, match="LOG_LEVEL"):
+    with pytest.raises(TriggerSettingsError, match="LOG_LEVEL"):
         TriggerSettings.from_env({**base, "LOG_LEVEL": "chatty"})
 
 
@@ -101,6 +101,6 @@ def test_unset_or_blank_variables_take_the_defaults():
     ],
 )
 def test_a_malformed_environment_names_the_variable(env, message):
-    with pytest.raises(SettingsError) as raised:
+    with pytest.raises(TriggerSettingsError) as raised:
         TriggerSettings.from_env({**BASE, **env})
     assert str(raised.value) == message
