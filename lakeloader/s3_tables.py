@@ -66,6 +66,22 @@ def target_name(spark: SparkSession, catalog: str, table: TableConfig) -> str:
     return qualified(target_catalog(spark, catalog, table), table.target.database, table.target.table)
 
 
+def drop_table(spark: SparkSession, name: str) -> None:
+    """`DROP TABLE IF EXISTS name PURGE`, in the S3 Tables catalog too. There Spark's DROP ... PURGE
+    reaches Iceberg's SparkCatalog.purgeTable, which drops with purge=false and deletes the files
+    itself, and the S3 Tables catalog for Iceberg refuses a drop without purge ("S3 Tables does not
+    support the dropTable operation with purge=false"): such a table is dropped through the catalog's
+    own dropTable(purge=true), which calls S3 Tables' DeleteTable (S3 Tables removes the files)."""
+    parts = [part.strip("`").replace("``", "`") for part in name.split(".")]
+    if parts[0] != S3_TABLES_CATALOG:
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+        return
+    # S3 Tables names are lower-case letters, digits and '_': namespace.table parses unambiguously
+    tables = spark._jsparkSession.sessionState().catalogManager().catalog(S3_TABLES_CATALOG)  # noqa: SLF001
+    identifier = spark._jvm.org.apache.iceberg.catalog.TableIdentifier.parse(".".join(parts[1:]))  # noqa: SLF001
+    tables.icebergCatalog().dropTable(identifier, True)  # False when it does not exist: IF EXISTS
+
+
 def maintenance_configurations(table: TableConfig) -> dict[str, dict[str, Any]]:
     """The table's maintenance for S3 Tables' PutTableMaintenanceConfiguration, by type: compaction
     from `maintenance.compaction`, snapshot management from `maintenance.snapshots` (a snapshot is

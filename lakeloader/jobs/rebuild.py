@@ -106,13 +106,13 @@ def _replace_tombstones(spark: SparkSession, side: str, staged_side: str) -> Non
     if table_exists(spark, staged_side):
         spark.sql(f"CREATE OR REPLACE TABLE {side} USING iceberg AS SELECT * FROM {staged_side}")
     else:
-        spark.sql(f"DROP TABLE IF EXISTS {side} PURGE")
+        s3_tables.drop_table(spark, side)
 
 
 def _drop(spark: SparkSession, staging: str, staged: TableConfig) -> None:
     """Drop the staging table and its tombstones (not its quarantine table: rows a user may need)."""
     for name in (staging, tombstones.side_table(staging, staged)):
-        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+        s3_tables.drop_table(spark, name)
 
 
 def reset_input_log(
