@@ -1,16 +1,30 @@
-"""`make demo`: deploy to the embedded emulator, land examples/raw, watch Lambda-triggered Glue runs."""
+"""`make demo`: deploy to the embedded emulator, land examples/raw, watch Lambda-triggered Glue runs.
+
+Beside the config's tables the demo deploys one Amazon S3 Tables table (target.storage: s3_tables,
+issue 42): `s3t.customers`, the sample customers again, landed under a prefix of its own and merged
+into the stage's table bucket through the S3 Tables catalog for Iceberg. It is added to a copy of the
+config the demo deploys (`demo_config`), not to config/tables.yaml, which stays the plain Glue-catalog
+example the stack snapshots and the tests synthesize.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+
+import yaml
 
 from lakeloader import runtimes
 from lakeloader.config import load_config
-from lakeloader.inputs import batch_order
+from lakeloader.inputs import InputFile, batch_order
 from lakeloader.jobs.load import assign_inputs
+
+# The demo's S3 Tables table: a copy of crm.customers (its sample files landed again under PREFIX)
+S3_TABLES_DEMO = "s3t.customers"
+S3_TABLES_SOURCE, S3_TABLES_PREFIX = "crm.customers", "s3tables/public/customers/"
 
 BOLD, DIM, GREEN, RED, RESET = (
     ("\033[1m", "\033[2m", "\033[32m", "\033[31m", "\033[0m")
@@ -66,6 +80,40 @@ def _on_event(say: Clock):
     return listener
 
 
+def demo_config(config_path: str, workdir: Path) -> Path:
+    """The config the demo deploys: `config_path`'s tables and S3_TABLES_DEMO, a copy of
+    S3_TABLES_SOURCE with target.storage s3_tables (in the namespace s3t_crm of the table bucket).
+    Relative paths stay as they are: the demo runs from the repository root."""
+    document = yaml.safe_load(Path(config_path).read_text())
+    tables = document["tables"]
+    if not any(t["id"] == S3_TABLES_DEMO for t in tables):
+        [source] = [t for t in tables if t["id"] == S3_TABLES_SOURCE]
+        tables.append(
+            {
+                "id": S3_TABLES_DEMO,
+                "source": {**source["source"], "prefix": S3_TABLES_PREFIX},
+                "target": {"database": "s3t_crm", "table": "customers", "storage": "s3_tables"},
+                "keys": source["keys"],
+                "sequence_by": source["sequence_by"],
+                "mode": source["mode"],
+            }
+        )
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "tables.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def _with_s3_tables_samples(samples: dict[str, list[InputFile]]) -> dict[str, list[InputFile]]:
+    """S3_TABLES_DEMO's files: S3_TABLES_SOURCE's, keyed under S3_TABLES_PREFIX."""
+    source_prefix = "crm/public/customers/"
+    copies = [
+        replace(f, name=S3_TABLES_PREFIX + f.name.removeprefix(source_prefix))
+        for f in samples.get(S3_TABLES_SOURCE, [])
+    ]
+    return {**samples, S3_TABLES_DEMO: copies}
+
+
 def run_demo(config_path: str = "config/tables.yaml") -> int:
     from lakeloader.stage import DeployedStage
     from lakeloader_dev.emulator import Emulator, aws_env, patches
@@ -74,8 +122,9 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
 
     say = Clock()
     runtime = runtimes.local()  # the stage runs on it: the emulator runs jobs on this venv's Spark only
+    config_path = str(demo_config(config_path, Path(".lakeloader/demo-emulator")))
     config = load_config(config_path)
-    samples = assign_inputs(config, config.tables, None)
+    samples = _with_s3_tables_samples(assign_inputs(config, config.tables, None))
     ordered = {table_id: batch_order(files) for table_id, files in samples.items() if files}
     waves = [
         ("full loads", {t: files[:1] for t, files in ordered.items()}),
@@ -95,6 +144,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
         deployment = deploy(
             endpoint=emulator.endpoint,
             progress=lambda m: say(m),
+            context={"config": config_path},
             failures=patches.CFN_FAILURES.get,
             timeout=180,
         )
@@ -116,7 +166,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
             if bad:
                 say(f"{RED}not merged: {', '.join(bad)}{RESET}")
         emulator.journal.listeners.clear()
-        _show_tables(stack, config, say)
+        _show_tables(stack, config, say, deployment.outputs.get("TableBucketArn"))
         print(f"\n{BOLD}Run history (DynamoDB {stack.runs_table}){RESET}")
         print(run_summary(latest_runs(stack, [t.id for t in config.tables])))
         lambdas = [i for i in emulator.journal.invocations if i.function.endswith("s3-arrival")]
@@ -125,7 +175,8 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
         print(
             f"\n{BOLD}{'FAILED' if failed else 'Done'}{RESET}: {len(lambdas)} Lambda invocation(s) "
             f"from S3 events, {len(runs)} Glue/EMR run(s) ({ok} succeeded), {len(config.tables)} Iceberg "
-            f"table(s) in the Glue catalog, {time.monotonic() - say.start:.0f} s in all."
+            f"table(s) ({sum(t.target.storage == 's3_tables' for t in config.tables)} of them in S3 Tables), "
+            f"{time.monotonic() - say.start:.0f} s in all."
         )
     finally:
         say("tearing down the emulator (its state was in memory)")
@@ -133,15 +184,27 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
     return 1 if failed else 0
 
 
-def _show_tables(stack, config, say: Clock) -> None:
+def _show_tables(stack, config, say: Clock, table_bucket: str | None) -> None:
     import boto3
 
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.s3_tables import target_name
+    from lakeloader.spark import S3_TABLES_ENV, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     glue = boto3.client("glue")
-    print(f"\n{BOLD}=== Iceberg tables in the Glue catalog ==={RESET}", flush=True)
+    print(
+        f"\n{BOLD}=== Iceberg tables in the Glue catalog and the S3 Tables table bucket ==={RESET}",
+        flush=True,
+    )
     for table in config.tables:
+        if table.target.storage == "s3_tables":
+            entry = boto3.client("s3tables").get_table(
+                tableBucketARN=table_bucket, namespace=table.target.database, name=table.target.table
+            )
+            say(
+                f"  {table.qualified_target}: S3 Tables table in {table_bucket} · {entry['metadataLocation']}"
+            )
+            continue
         database = stack.glue_database(table.target.database)
         entry = glue.get_table(DatabaseName=database, Name=table.target.table)["Table"]
         columns = [c["Name"] for c in entry.get("StorageDescriptor", {}).get("Columns", [])]
@@ -150,7 +213,12 @@ def _show_tables(stack, config, say: Clock) -> None:
             f"  {table.qualified_target}: {entry['Parameters'].get('table_type')} · "
             f"{len(columns)} columns · {location}"
         )
-    say("starting Spark to read the tables through the Glue catalog (Iceberg GlueCatalog + S3FileIO)")
+    say(
+        "starting Spark to read the tables through the Glue catalog (Iceberg GlueCatalog + S3FileIO) "
+        "and the S3 Tables catalog for Iceberg"
+    )
+    if table_bucket:  # the session's `s3tables` catalog (lakeloader.spark), as the deployed jobs have it
+        os.environ[S3_TABLES_ENV] = table_bucket
     settings = SparkSettings(
         warehouse=stack.warehouse, app_name="lakeloader-demo-read", extra_conf=spark_conf()
     )
@@ -158,8 +226,13 @@ def _show_tables(stack, config, say: Clock) -> None:
     try:
         for table in config.tables:
             keys = ", ".join(f"`{k}`" for k in table.keys)
-            name = f"{settings.catalog}.`{stack.glue_database(table.target.database)}`.`{table.target.table}`"
-            print(f"\n{BOLD}{table.qualified_target}{RESET}")
+            if table.target.storage == "s3_tables":
+                name = target_name(spark, settings.catalog, table)
+            else:
+                database = stack.glue_database(table.target.database)
+                name = f"{settings.catalog}.`{database}`.`{table.target.table}`"
+            print(f"\n{BOLD}{table.qualified_target}{RESET}  {DIM}{name}{RESET}")
             spark.sql(f"SELECT * FROM {name} ORDER BY {keys}").show(truncate=False)
     finally:
         spark.stop()
+        os.environ.pop(S3_TABLES_ENV, None)
