@@ -104,8 +104,8 @@ bench-quick: $(STAMP)
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
 # copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate stage"` or
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs.
-MUTATE_MODULES ?= trigger ledger cli/operate stage cli/stage_verbs config formats schema inputs retention table_state \
-                  object_versions infra/network infra/readers infra/storage
+MUTATE_MODULES ?= trigger ledger cli/operate cli/stage cli/stage_verbs config formats schema inputs retention table_state \
+                  jobs/object_versions infra/network infra/readers infra/storage
 MUTATE_DIR     ?= build/mutate
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
                   $(wildcard tests/unit/test_ledger_*.py) tests/unit/test_drain.py tests/unit/test_operator_verbs.py \

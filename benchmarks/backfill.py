@@ -69,11 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lakeloader.cli import operate
+    from lakeloader.cli.stage import DeployedStage
     from lakeloader.config import TableConfig
     from lakeloader.inputs import InputFile
     from lakeloader.jobs import drain
     from lakeloader.spark import SparkSettings, build_session
-    from lakeloader.stage import DeployedStage
     from lakeloader_dev.emulator import Emulator
     from lakeloader_dev.jars import spark_conf
 

@@ -19,8 +19,8 @@ from infra.settings import Stage
 from infra.storage import removal_policy
 from lakeloader import contract
 from lakeloader.config import LakeConfig
+from lakeloader.config.items import config_items
 from lakeloader.config_store import items_json
-from lakeloader.config_table import config_items
 
 RUNS_TTL_ATTRIBUTE = "expires_at"
 

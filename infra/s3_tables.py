@@ -114,9 +114,7 @@ class TableBucket(Construct):
     def grant_jobs(self, role: iam.Role) -> None:
         """What a job role may do in the table bucket; nothing in any other table bucket."""
         role.add_to_policy(
-            iam.PolicyStatement(
-                sid="S3TablesBucket", actions=JOB_TABLE_BUCKET_ACTIONS, resources=[self.arn]
-            )
+            iam.PolicyStatement(sid="S3TablesBucket", actions=JOB_TABLE_BUCKET_ACTIONS, resources=[self.arn])
         )
         role.add_to_policy(
             iam.PolicyStatement(sid="S3TablesTables", actions=JOB_TABLE_ACTIONS, resources=[self.tables_arn])

@@ -12,7 +12,7 @@ One item per table, keyed by ``table_id``::
 
 Standard library and boto3 only: the config-sync and S3-arrival Lambdas ship it without pydantic.
 The pydantic side (items from a validated config at synth, TableConfig objects back for the jobs)
-is `lakeloader.config_table`.
+is `lakeloader.config.items`.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from urllib.parse import quote_plus
 import boto3
 
 from lakeloader.config import LakeConfig
+from lakeloader.config.items import config_items
 from lakeloader.config_store import sync_items
-from lakeloader.config_table import config_items
 from lakeloader.contract import new_run_id
 from lakeloader.ledger import DONE, RUN_SUCCEEDED, Ledger
 from lakeloader.trigger import Trigger, TriggerSettings

@@ -21,7 +21,7 @@ from lakeloader.config import ConfigError, LakeConfig, load_config
 from lakeloader.errors import LakeloaderError
 
 if TYPE_CHECKING:
-    from lakeloader.stage import DeployedStage
+    from lakeloader.cli.stage import DeployedStage
 
 DESCRIPTION = """\
 lakeloader merges raw files (full loads and change-data-capture batches from
@@ -357,8 +357,8 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     options = {"samples": args.samples, "who": identity() if args.repair else "", "progress": stderr_progress}
     if args.stage:
+        from lakeloader.cli.stage import DeployedStage, stack_name
         from lakeloader.jobs.main import with_database_prefix
-        from lakeloader.stage import DeployedStage, stack_name
 
         deployed = DeployedStage.from_stack(stack_name(args.stage, args.project))
         tables = {t.id: t for t in with_database_prefix(deployed.tables(), deployed.database_prefix)}

@@ -14,6 +14,7 @@ from typing import Any
 
 import boto3
 
+from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import TableConfig
 from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_match
 from lakeloader.ledger import (
@@ -28,7 +29,6 @@ from lakeloader.ledger import (
 )
 from lakeloader.progress import Progress, no_progress
 from lakeloader.reconciliation import from_run_counts
-from lakeloader.stage import DeployedStage
 
 RECORD_THREADS = 8  # conditional puts in flight while a backfill records a listing
 

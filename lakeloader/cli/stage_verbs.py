@@ -1,6 +1,6 @@
 """The CLI verbs on a deployed stage: status, requeue, skip, backfill, doctor, verify, and rebuild
 --stage. They read and change the stage's ledger through boto3 and its stack's outputs
-(lakeloader.cli.operate, lakeloader.stage), with no Spark and no config file. docs/operate.md shows
+(lakeloader.cli.operate, lakeloader.cli.stage), with no Spark and no config file. docs/operate.md shows
 them at work.
 """
 
@@ -119,9 +119,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def rebuild(args: argparse.Namespace) -> int:
     """`lakeloader rebuild --stage`: record what the ledger has not seen, then start the rebuild run."""
     from lakeloader.cli import operate
+    from lakeloader.cli.stage import DeployedStage, stack_name
     from lakeloader.contract import new_run_id
     from lakeloader.progress import stderr_progress
-    from lakeloader.stage import DeployedStage, stack_name
 
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     args.command, args.table = "rebuild", [args.table]
@@ -158,9 +158,9 @@ def _tables(stage, args: argparse.Namespace) -> list:
 
 def verify(args: argparse.Namespace) -> int:
     """`lakeloader verify --stage`: the hops, as they pass; the failed one; what was removed."""
+    from lakeloader.cli.stage import DeployedStage, stack_name
     from lakeloader.cli.verify import stack_outputs
     from lakeloader.cli.verify import verify as verify_stage
-    from lakeloader.stage import DeployedStage, stack_name
 
     outputs = stack_outputs(stack_name(args.stage, args.project))
     result = verify_stage(
@@ -183,9 +183,9 @@ def run(args: argparse.Namespace) -> int:
     """status, requeue, skip, backfill, doctor, verify."""
     from lakeloader.actor import identity
     from lakeloader.cli import operate
+    from lakeloader.cli.stage import DeployedStage, stack_name
     from lakeloader.contract import new_run_id
     from lakeloader.progress import stderr_progress
-    from lakeloader.stage import DeployedStage, stack_name
 
     if args.command == "verify":
         return verify(args)

@@ -32,9 +32,9 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakeloader import canary
+from lakeloader.cli.stage import DeployedStage, StageNotFoundError
 from lakeloader.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
 from lakeloader.ledger import DONE, FAILED, QUARANTINED
-from lakeloader.stage import DeployedStage, StageNotFoundError
 
 LOG_LINES = 10
 TAIL_LINES = 3

@@ -27,7 +27,7 @@ from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
 from lakeloader.iceberg.commit import consumed_file_ids
 from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
-from lakeloader.object_versions import on_s3, purge_noncurrent_versions, remaining_versions
+from lakeloader.jobs.object_versions import on_s3, purge_noncurrent_versions, remaining_versions
 from lakeloader.progress import Progress, no_progress
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified, quote, timestamp_literal

@@ -90,7 +90,7 @@ def _start(args: Mapping[str, str]) -> JobStart:
     import boto3
 
     from lakeloader import next_step
-    from lakeloader.config_table import load_tables_from_dynamodb
+    from lakeloader.config.items import load_tables_from_dynamodb
 
     next_step.address(*contract.stage_options(args[contract.ARG_CONFIG_TABLE]))
     dynamodb = boto3.client("dynamodb")

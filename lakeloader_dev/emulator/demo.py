@@ -115,7 +115,7 @@ def _with_s3_tables_samples(samples: dict[str, list[InputFile]]) -> dict[str, li
 
 
 def run_demo(config_path: str = "config/tables.yaml") -> int:
-    from lakeloader.stage import DeployedStage
+    from lakeloader.cli.stage import DeployedStage
     from lakeloader_dev.emulator import Emulator, aws_env, patches
     from lakeloader_dev.emulator.deploy import deploy
     from lakeloader_dev.emulator.loop import latest_runs, run_summary, upload, wait_for_objects

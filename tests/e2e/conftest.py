@@ -46,7 +46,7 @@ TEST_CREDENTIALS = {
 
 @dataclass
 class E2E:
-    stack: Any  # lakeloader.stage.DeployedStage
+    stack: Any  # lakeloader.cli.stage.DeployedStage
     endpoint: str
     emulator: Any | None  # the embedded Emulator, or None against an external endpoint
     env: dict[str, str]
@@ -70,7 +70,7 @@ class SharedStack:
 
     @staticmethod
     def _deploy() -> E2E:
-        from lakeloader.stage import DeployedStage
+        from lakeloader.cli.stage import DeployedStage
 
         external = os.environ.get("AWS_ENDPOINT_URL")
         with pytest.MonkeyPatch.context() as patch:

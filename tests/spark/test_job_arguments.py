@@ -25,7 +25,7 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 import lakeloader.spark  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
-from lakeloader.config_table import config_items  # noqa: E402
+from lakeloader.config.items import config_items  # noqa: E402
 from lakeloader.contract import GLUE_CATALOG, INGEST_OPTIONAL_ARGS  # noqa: E402
 from lakeloader.dynamodb import encode_item  # noqa: E402
 from lakeloader.engine import tombstones  # noqa: E402

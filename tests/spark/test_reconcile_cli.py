@@ -11,10 +11,10 @@ import boto3
 import pyarrow as pa
 import pytest
 
+from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import parse_config
-from lakeloader.config_table import config_items
+from lakeloader.config.items import config_items
 from lakeloader.dynamodb import encode_item
-from lakeloader.stage import DeployedStage
 from tests.unit import stage_world
 from tests.unit.stage_world import create_dynamodb_table, unique_name
 

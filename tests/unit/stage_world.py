@@ -20,11 +20,11 @@ import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader import cli  # noqa: E402
+from lakeloader.cli.stage import DeployedStage  # noqa: E402
 from lakeloader.config import parse_config  # noqa: E402
-from lakeloader.config_table import config_items  # noqa: E402
+from lakeloader.config.items import config_items  # noqa: E402
 from lakeloader.dynamodb import encode_item  # noqa: E402
 from lakeloader.ledger import Ledger, ObjectRef  # noqa: E402
-from lakeloader.stage import DeployedStage  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint

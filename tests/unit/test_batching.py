@@ -23,8 +23,8 @@ from aws_fixtures import ManualClock, moto_api  # noqa: E402
 
 from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
+from lakeloader.config.items import config_items  # noqa: E402
 from lakeloader.config_store import sync_items  # noqa: E402
-from lakeloader.config_table import config_items  # noqa: E402
 from lakeloader.contract import ARG_TABLE_ID, METRICS_NAMESPACE, glue_arg, new_run_id  # noqa: E402
 from lakeloader.ledger import DONE, FAILED, PENDING, Ledger, ObjectRef  # noqa: E402
 from lakeloader.trigger import Trigger, TriggerSettings, TriggerSettingsError  # noqa: E402

@@ -16,6 +16,7 @@ import pytest
 from moto import mock_aws
 
 from lakeloader.config import ConfigError, load_config
+from lakeloader.config.items import config_items, load_tables_from_dynamodb
 from lakeloader.config_store import (
     ConfigStoreError,
     apply_custom_resource_event,
@@ -23,7 +24,6 @@ from lakeloader.config_store import (
     scan_items,
     sync_items,
 )
-from lakeloader.config_table import config_items, load_tables_from_dynamodb
 from lakeloader.dynamodb import decode_item, encode_item
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_config_items_follow_the_contract(lake):
     # with another hash seed, so no set or dict order can leak into it
     code = (
         "import sys; from lakeloader.config import load_config; "
-        "from lakeloader.config_store import items_json; from lakeloader.config_table import config_items; "
+        "from lakeloader.config_store import items_json; from lakeloader.config.items import config_items; "
         "sys.stdout.write(items_json(config_items(load_config(sys.argv[1]))))"
     )
     other = subprocess.run(

@@ -9,7 +9,7 @@ from datetime import date, datetime
 import pytest
 
 from lakeloader.config import LakeConfig, TableConfig
-from lakeloader.config_table import config_items
+from lakeloader.config.items import config_items
 from lakeloader.errors import BadInputError
 from lakeloader.formats.snapshot import folder_time, order_key, plan, snapshot_folder
 from lakeloader.iceberg.table_state import SNAPSHOT_SEQUENCE, TableState

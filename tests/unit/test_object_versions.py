@@ -13,7 +13,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import unique_name  # noqa: E402
 
-from lakeloader.object_versions import purge_noncurrent_versions, remaining_versions  # noqa: E402
+from lakeloader.jobs.object_versions import purge_noncurrent_versions, remaining_versions  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint
@@ -100,7 +100,7 @@ def test_many_versions_are_deleted_in_batches_of_a_thousand(s3):
 def test_a_version_s3_refuses_to_delete_fails_naming_it_and_the_permissions(aws_endpoint):
     """A noncurrent version under legal hold (Object Lock): S3 answers DeleteObjects with an error
     per key; the purge fails with one line naming the object, S3's code and the permissions."""
-    from lakeloader.object_versions import ObjectVersionError
+    from lakeloader.jobs.object_versions import ObjectVersionError
 
     client = boto3.client("s3")
     bucket = unique_name("locked")

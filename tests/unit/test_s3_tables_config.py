@@ -35,7 +35,7 @@ def test_storage_defaults_to_glue_and_takes_s3_tables():
     chosen = parse_config({"tables": [table(storage="s3_tables")]}).tables[0]
     assert chosen.target.storage == "s3_tables"
     # the jobs read each table back from its config-table item (every field set)
-    dumped = json.dumps(chosen.model_dump(mode="json", by_alias=True))  # as lakeloader.config_table
+    dumped = json.dumps(chosen.model_dump(mode="json", by_alias=True))  # as lakeloader.config.items
     assert TableConfig.model_validate(json.loads(dumped)) == chosen
 
 

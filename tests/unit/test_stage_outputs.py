@@ -1,4 +1,4 @@
-"""A deployed stage found from its stack (lakeloader.stage), and `lakeloader doctor --stage` on it: the
+"""A deployed stage found from its stack (lakeloader.cli.stage), and `lakeloader doctor --stage` on it: the
 stack's name, the outputs it must and may have, what a missing stack or output says, the Glue databases
 the prefix makes, and the command a job prints for its stage. moto's CloudFormation and Lake Formation
 over HTTP; the CLI's main with argv."""
@@ -12,8 +12,8 @@ import pytest
 
 from lakeloader import cli
 from lakeloader.cli.doctor import IAM_ALLOWED_PRINCIPALS
+from lakeloader.cli.stage import DeployedStage, StageNotFoundError, stack_name
 from lakeloader.contract import stage_options
-from lakeloader.stage import DeployedStage, StageNotFoundError, stack_name
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 from tests.unit.test_operator_verbs import one_file_in

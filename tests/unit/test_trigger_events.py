@@ -136,7 +136,7 @@ def test_a_snapshot_tables_success_file_is_recorded_and_starts_its_run(world: Wo
     from boto3.dynamodb.types import TypeSerializer
 
     from lakeloader.config import LakeConfig
-    from lakeloader.config_table import config_items
+    from lakeloader.config.items import config_items
 
     accounts = "vendor/accounts/"
     lake = LakeConfig.model_validate(

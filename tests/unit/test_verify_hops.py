@@ -10,7 +10,7 @@ import pytest
 from lakeloader import canary
 from lakeloader.cli.verify import HopFailed, Verification, Verifier, remove_canary
 from lakeloader.config import ConfigError, parse_config
-from lakeloader.config_table import config_items
+from lakeloader.config.items import config_items
 from lakeloader.dynamodb import encode_item
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage

@@ -82,6 +82,6 @@ class DeployedStage:
 
     def tables(self) -> list[TableConfig]:
         """The table config as deployed (the config table), not as the local file may say."""
-        from lakeloader.config_table import load_tables_from_dynamodb
+        from lakeloader.config.items import load_tables_from_dynamodb
 
         return load_tables_from_dynamodb(self.config_table, client=boto3.client("dynamodb"))
