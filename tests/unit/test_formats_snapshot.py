@@ -135,10 +135,10 @@ def test_listing_with_markers_finds_the_success_files(tmp_path):
 def test_the_config_refuses_what_a_snapshot_table_cannot_do(overrides, message):
     spec = {
         "id": "crm.people",
-        "source": {"prefix": "crm/people/", "cdc": "snapshot", **overrides.pop("source", {})},
         "target": {"database": "crm", "table": "people"},
         "keys": ["id"],
-        **overrides,
+        **overrides,  # the parameter is shared by every run of the test: read, never popped
+        "source": {"prefix": "crm/people/", "cdc": "snapshot", **overrides.get("source", {})},
     }
     with pytest.raises(ValueError, match=message):
         TableConfig.model_validate(spec)
