@@ -166,14 +166,23 @@ def moto_api(endpoint: str, path: str, body: dict | None = None) -> None:
         pass
 
 
+_SESSIONS_SERVED = [0]
+
+
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[str]:
-    """The endpoint URL of the session's moto server (test AWS credentials set)."""
+    """The endpoint URL of the session's moto server (test AWS credentials set). A later pytest session
+    in the same process (mutmut runs the tests once per mutant) starts from an empty server, as the
+    first did, when this process started it (a server another process shares is never reset)."""
     with pytest.MonkeyPatch.context() as patch:
         for name, value in AWS_TEST_ENV.items():
             patch.setenv(name, value)
         patch.delenv("AWS_PROFILE", raising=False)
-        yield shared_moto_endpoint()
+        endpoint = shared_moto_endpoint()
+        if _SESSIONS_SERVED[0] and _SERVER is not None and _SERVER.endpoint == endpoint:
+            moto_api(endpoint, "reset")
+        _SESSIONS_SERVED[0] += 1
+        yield endpoint
 
 
 @pytest.fixture
