@@ -51,6 +51,14 @@ def lake_formation_endpoints(stage: Stage) -> dict[str, ec2.InterfaceVpcEndpoint
     return {"LakeFormation": ec2.InterfaceVpcEndpointAwsService.LAKE_FORMATION}
 
 
+def s3_tables_endpoints(has_table_bucket: bool) -> dict[str, ec2.InterfaceVpcEndpointAwsService]:
+    """A stage with S3 Tables tables: the jobs call the S3 Tables API (the catalog's table metadata
+    location, lakeloader.s3_tables' maintenance settings), which AWS PrivateLink serves as
+    com.amazonaws.<region>.s3tables ("Accessing S3 Tables using interface endpoints", S3 User Guide);
+    the tables' data files go through the S3 endpoint."""
+    return {"S3Tables": ec2.InterfaceVpcEndpointAwsService.S3_TABLES} if has_table_bucket else {}
+
+
 # What a VPC-bound Glue job's or Lambda's role needs to put its network interfaces in the subnets.
 ENI_ACTIONS = [
     "ec2:CreateNetworkInterface",
@@ -76,7 +84,14 @@ class StageNetwork(Construct):
     """The stage's subnets (id, availability zone), security groups and Glue NETWORK connections."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, stage: Stage, network: NetworkSettings, key: kms.IKey
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        network: NetworkSettings,
+        key: kms.IKey,
+        has_table_bucket: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         if network.create_vpc:
@@ -105,7 +120,10 @@ class StageNetwork(Construct):
             self.security_group_ids = [group.security_group_id]
             self.workload_group = group
         if network.create_vpc:
-            self._add_endpoints(stage, INTERFACE_ENDPOINTS | lake_formation_endpoints(stage))
+            self._add_endpoints(
+                stage,
+                INTERFACE_ENDPOINTS | lake_formation_endpoints(stage) | s3_tables_endpoints(has_table_bucket),
+            )
         self.glue_connections = [
             glue.CfnConnection(
                 self,

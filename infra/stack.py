@@ -61,7 +61,12 @@ class LakeloaderStack(Stack):
         self.network = None
         if stage.settings.network is not None:
             self.network = StageNetwork(
-                self, "Network", stage=stage, network=stage.settings.network, key=self.storage.key
+                self,
+                "Network",
+                stage=stage,
+                network=stage.settings.network,
+                key=self.storage.key,
+                has_table_bucket=bool(s3_tables_namespaces(lake)),
             )
         self.table_bucket = None  # target.storage: s3_tables
         if s3_tables_namespaces(lake):

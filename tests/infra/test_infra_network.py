@@ -17,6 +17,13 @@ CLI_ONLY = {
     "lambda": "cli/operate.py: the CLI invokes the sweep",
     "cloudformation": "stage.py: the stack's outputs",
 }
+# Clients of code that runs outside the VPC, or only where the stage has what it serves.
+NOT_VPC_BOUND = {
+    "lakeformation": "lambda/reader_grants: the reader-grants Lambda has no VpcConfig (only the arrival "
+    "and config-sync functions run in the subnets); the jobs' Lake Formation endpoint is a mode's "
+    "(test_infra_lf_credentials)",
+}
+ONLY_WITH_A_TABLE_BUCKET = {"s3tables"}  # lakeloader/s3_tables.py: see the S3 Tables test below
 # Beyond lakeloader's boto3 clients: Iceberg's GlueCatalog/S3FileIO (glue, s3), the Glue and EMR
 # runtimes' continuous logs and metrics (logs, monitoring), the jobs' KMS-encrypted bookmarks and logs.
 RUNTIME_SERVICES = {"glue", "s3", "logs", "monitoring", "kms"}
@@ -58,7 +65,9 @@ def services_the_code_calls() -> set[str]:
             if path.is_relative_to(ROOT / "lakeloader" / "cli"):
                 continue  # the operator's command line, outside the VPC
             found |= set(re.findall(r"client\(\s*\"([a-z0-9-]+)\"", path.read_text()))
-    return {BOTO3_TO_ENDPOINT.get(s, s) for s in found - set(CLI_ONLY)} | RUNTIME_SERVICES
+    return {
+        BOTO3_TO_ENDPOINT.get(s, s) for s in found - set(CLI_ONLY) - set(NOT_VPC_BOUND)
+    } | RUNTIME_SERVICES
 
 
 def endpoint_services(built) -> set[str]:
@@ -81,7 +90,18 @@ def test_every_service_the_vpc_bound_code_calls_has_an_endpoint(created):
     assert {"dynamodb", "s3", "glue", "emr-serverless", "monitoring"} <= needed, (
         needed
     )  # the scan finds clients
-    assert needed - endpoint_services(created) == set()
+    assert needed - ONLY_WITH_A_TABLE_BUCKET - endpoint_services(created) == set()
+    assert "s3tables" not in endpoint_services(created)  # no S3 Tables table in this config
+
+
+def test_a_stage_with_s3_tables_tables_reaches_the_s3_tables_api_in_its_vpc(synth):
+    """The jobs call the S3 Tables API (the catalog's metadata location, the maintenance settings): AWS
+    serves it over PrivateLink as com.amazonaws.<region>.s3tables (S3 User Guide, "Accessing S3 Tables
+    using interface endpoints"); a VPC with no route out needs that endpoint."""
+    built = synth(
+        "dev", config="tests/fixtures/s3_tables/tables.yaml", **with_settings("dev", network=CREATED_VPC)
+    )
+    assert services_the_code_calls() - endpoint_services(built) == set()
 
 
 def test_jobs_runs_and_functions_run_in_the_subnets(created):
