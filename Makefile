@@ -102,9 +102,9 @@ bench-quick: $(STAMP)
 # infra's network, readers and encryption constructs (storage: the key and what it encrypts) against the
 # infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
-# copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate stage"` or
+# copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate cli/stage"` or
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs.
-MUTATE_MODULES ?= trigger ledger cli/operate cli/stage cli/stage_verbs config formats schema inputs retention table_state \
+MUTATE_MODULES ?= trigger ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema inputs jobs/retention iceberg/table_state \
                   jobs/object_versions infra/network infra/readers infra/storage
 MUTATE_DIR     ?= build/mutate
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
@@ -122,7 +122,8 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
                   formats/debezium:Debezium.decode formats/debezium_envelope:DebeziumEnvelope.reshape \
                   formats/dms:Dms.operation formats/files:_read_csv formats/files:read_rows \
                   formats/files:parquet_schemas formats/files:merge_schemas formats/files:replace_checked \
-                  formats/files:lenient_cast formats/debezium:decimal_sql
+                  formats/files:lenient_cast formats/debezium:decimal_sql \
+                  formats/snapshot:Snapshot.read_checked formats/snapshot:folder_value
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then
 # per package. Counted apart, outside the score: the mutants of a Spark-only function, and prose -- a
 # mutant whose function equals the original once every help=, description= and metavar= argument (argparse's
