@@ -11,7 +11,14 @@ import pytest
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.config.items import config_items
 from lakeloader.errors import BadInputError
-from lakeloader.formats.snapshot import folder_time, order_key, plan, snapshot_folder
+from lakeloader.formats.snapshot import (
+    describe_waiting,
+    folder_time,
+    list_table,
+    order_key,
+    plan,
+    snapshot_folder,
+)
 from lakeloader.iceberg.table_state import SNAPSHOT_SEQUENCE, TableState
 from lakeloader.inputs import InputFile, list_inputs
 
@@ -160,3 +167,77 @@ def test_every_table_reads_back_from_its_config_table_item():
     lake = LakeConfig.model_validate({"raw_root": "raw", "warehouse": "wh", "tables": tables})
     for item, original in zip(config_items(lake), lake.tables, strict=True):
         assert TableConfig.model_validate(json.loads(item["config"])) == original
+
+
+def test_a_file_outside_the_prefix_or_not_in_a_folder_is_named_with_its_table():
+    with pytest.raises(BadInputError, match=r"table 'crm.people', file 'crm/other/2026-11-27/p.parquet'"):
+        snapshot_folder(table(), "crm/other/2026-11-27/p.parquet")
+    with pytest.raises(BadInputError, match="sit in a folder"):
+        snapshot_folder(table(), "crm/people//p.parquet")  # an empty folder name is no folder
+
+
+def test_the_listing_is_read_only_for_folders_of_this_table():
+    """Another prefix's files and a stray file directly under the prefix in the listing are not this
+    table's snapshots; a folder only the listing holds still tells completeness."""
+    batch = [file("crm/people/2026-11-26/p.parquet")]
+    listing = [
+        file("crm/people_old/2026-11-30/p.parquet"),
+        file("crm/people/README"),
+        file("crm/people/2026-11-25/_SUCCESS"),
+        file("crm/people/2026-11-26/_SUCCESS"),
+    ]
+    result = plan(table(), batch, listing)
+    assert [f for f, _ in result.ready] == ["2026-11-26"] and not result.waiting
+
+
+def test_every_waiting_folder_and_marker_is_kept_and_a_newer_complete_snapshot_still_applies():
+    """An older folder still incomplete does not hold back a newer complete one (once the newer is
+    applied, the older is stale when it completes); every waiting file and every marker is listed."""
+    batch = [
+        file("crm/people/2026-11-24/p.parquet"),  # incomplete
+        file("crm/people/2026-11-25/p.parquet"),
+        file("crm/people/2026-11-25/_SUCCESS"),
+        file("crm/people/2026-11-26/p.parquet"),  # incomplete
+        file("crm/people/2026-11-27/p.parquet"),
+        file("crm/people/2026-11-27/_SUCCESS"),
+    ]
+    result = plan(table(), batch, [])
+    assert [f for f, _ in result.ready] == ["2026-11-25", "2026-11-27"]
+    assert [f.name for f in result.waiting] == [
+        "crm/people/2026-11-24/p.parquet",
+        "crm/people/2026-11-26/p.parquet",
+    ]
+    assert [f.name for f in result.markers] == [
+        "crm/people/2026-11-25/_SUCCESS",
+        "crm/people/2026-11-27/_SUCCESS",
+    ]
+
+
+def test_what_waits_is_said_with_its_folders_and_what_it_waits_for():
+    waiting = [file("crm/people/2026-11-27/a.parquet"), file("crm/people/2026-11-26/b.parquet")]
+    assert describe_waiting(table(), waiting) == (
+        "snapshot(s) 2026-11-26, 2026-11-27 incomplete: 2 file(s) wait for _SUCCESS"
+    )
+    later = describe_waiting(table(complete_when="next_snapshot"), waiting[:1])
+    assert later == "snapshot(s) 2026-11-27 incomplete: 1 file(s) wait for a later snapshot folder"
+
+
+def test_the_table_is_listed_from_the_root_its_files_sit_under(tmp_path):
+    (tmp_path / "crm/people/2026-11-27").mkdir(parents=True)
+    (tmp_path / "crm/people/2026-11-27/p.parquet").write_text("x")
+    (tmp_path / "crm/people/2026-11-27/_SUCCESS").write_text("")
+    (tmp_path / "crm/other").mkdir(parents=True)
+    (tmp_path / "crm/other/o.parquet").write_text("x")
+    given = InputFile(
+        "crm/people/2026-11-27/p.parquet", str(tmp_path / "crm/people/2026-11-27/p.parquet"), 1, "1"
+    )
+    names = [f.name for f in list_table(table(), [given])]
+    assert names == ["crm/people/2026-11-27/_SUCCESS", "crm/people/2026-11-27/p.parquet"]
+    assert list_table(table(), [InputFile("elsewhere.parquet", "/x/y.parquet", 1, "1")]) == []
+
+
+def test_order_keys_of_large_negative_numbers_and_bad_values():
+    assert order_key(-(10**18)) < order_key(-5) < order_key(0) < order_key(10**18)
+    with pytest.raises(ValueError, match="must be a time, a number or a name, not True"):
+        order_key(True)
+    assert folder_time("at=x=2026-11-27") is None  # only the first '=' separates a name
