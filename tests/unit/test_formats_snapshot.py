@@ -234,10 +234,16 @@ def test_the_table_is_listed_from_the_root_its_files_sit_under(tmp_path):
     names = [f.name for f in list_table(table(), [given])]
     assert names == ["crm/people/2026-11-27/_SUCCESS", "crm/people/2026-11-27/p.parquet"]
     assert list_table(table(), [InputFile("elsewhere.parquet", "/x/y.parquet", 1, "1")]) == []
+    (tmp_path / "b/crm/people/2026-11-28").mkdir(parents=True)  # a second raw root: both are listed
+    (tmp_path / "b/crm/people/2026-11-28/q.parquet").write_text("x")
+    other = InputFile(
+        "crm/people/2026-11-28/q.parquet", str(tmp_path / "b/crm/people/2026-11-28/q.parquet"), 1, "1"
+    )
+    assert len(list_table(table(), [given, other])) == 3
 
 
 def test_order_keys_of_large_negative_numbers_and_bad_values():
-    assert order_key(-(10**18)) < order_key(-5) < order_key(0) < order_key(10**18)
+    assert order_key(-(10**18)) < order_key(-(10**17)) < order_key(-5) < order_key(0) < order_key(10**18)
     with pytest.raises(ValueError, match="must be a time, a number or a name, not True"):
         order_key(True)
     assert folder_time("at=x=2026-11-27") is None  # only the first '=' separates a name
