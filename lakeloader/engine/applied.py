@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lakeloader.engine.quality import QualityReport
+from lakeloader import reconciliation
+from lakeloader.engine.quality import QualityReport, combine_reports
 from lakeloader.reconciliation import Reconciliation
+
+COUNTED = ("files", "changes", "inserted", "updated", "deleted")  # what several batches add up to
 
 
 @dataclass(kw_only=True)
@@ -27,3 +30,13 @@ class Applied:
     waiting: list[str] = field(default_factory=list)
     # each commit's counts held against what the table reports of it (merge, scd2; engine.commit_check)
     reconciliation: Reconciliation | None = None
+
+    def add(self, other: Applied) -> None:
+        """Take in what a later batch of the same table did (a run's batches, a batch's snapshots): its
+        counts add up, its notes follow, its snapshot is the newest (where it has one)."""
+        for counted in COUNTED:
+            setattr(self, counted, getattr(self, counted) + getattr(other, counted))
+        self.snapshot_id = other.snapshot_id or self.snapshot_id
+        self.notes.extend(other.notes)
+        self.quality = combine_reports(self.quality, other.quality)
+        self.reconciliation = reconciliation.combine(self.reconciliation, other.reconciliation)

@@ -12,12 +12,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakeloader import iceberg, reconciliation, s3_tables
+from lakeloader import iceberg, s3_tables
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, schema, snapshot, table_settings, truncate, unreadable
 from lakeloader.engine.applied import Applied
-from lakeloader.engine.quality import combine_reports
 from lakeloader.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.faults import crash_point
 from lakeloader.formats import snapshot as snapshots
@@ -56,13 +55,7 @@ def apply_batch(
         total.notes.append(snapshots.describe_waiting(table, plan.waiting))
         progress(total.notes[-1])
     for _folder, folder_files in plan.ready:
-        applied = apply_files(spark, table, folder_files, **options, before_publish=before_publish)
-        for counted in ("files", "changes", "inserted", "updated", "deleted"):
-            setattr(total, counted, getattr(total, counted) + getattr(applied, counted))
-        total.snapshot_id = applied.snapshot_id
-        total.notes += applied.notes
-        total.quality = combine_reports(total.quality, applied.quality)
-        total.reconciliation = reconciliation.combine(total.reconciliation, applied.reconciliation)
+        total.add(apply_files(spark, table, folder_files, **options, before_publish=before_publish))
     return total
 
 

@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from urllib.parse import urlparse
 
-from lakeloader import reconciliation
 from lakeloader.config import TableConfig
 from lakeloader.contract import (
     FILES_QUARANTINED_METRIC,
@@ -22,7 +21,7 @@ from lakeloader.contract import (
     RECONCILIATION_MISMATCH_METRIC,
     new_run_id,
 )
-from lakeloader.engine import combine_reports, report_counts
+from lakeloader.engine import COUNTED, report_counts
 from lakeloader.inputs import InputFile
 from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
 from lakeloader.jobs.load import TableResult
@@ -152,7 +151,7 @@ def drain_table(
             table.id,
             run_id,
             {"ok": "succeeded", "skipped": "skipped"}.get(total.status, "failed"),
-            counts={k: getattr(total, k) for k in ("files", "changes", "inserted", "updated", "deleted")}
+            counts={k: getattr(total, k) for k in COUNTED}
             | report_counts(total.quality)
             | (total.reconciliation.run_counts() if total.reconciliation else {}),
             snapshot_id=total.snapshot_id,
@@ -305,13 +304,8 @@ def drain_tables(
 
 
 def _accumulate(total: TableResult, result: TableResult) -> None:
-    for field in ("files", "changes", "inserted", "updated", "deleted"):
-        setattr(total, field, getattr(total, field) + getattr(result, field))
+    total.add(result)
     total.seconds += result.seconds
-    total.quality = combine_reports(total.quality, result.quality)
-    total.reconciliation = reconciliation.combine(total.reconciliation, result.reconciliation)
-    total.snapshot_id = result.snapshot_id or total.snapshot_id
-    total.notes.extend(result.notes)
     if result.status == "failed":
         total.status, total.error = "failed", result.error
     elif total.status != "failed" and result.status == "ok":
