@@ -3,7 +3,9 @@ retries) and `trigger:`."""
 
 from __future__ import annotations
 
+import random
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -153,6 +155,8 @@ class CommitRetry(_Strict):
         }
 
 
+# The one retry policy: lakeloader.iceberg.retry.retry_on_conflict waits as it says. (The docstring
+# below is the published JSON Schema's description.)
 class RetrySettings(_Strict):
     """lakeloader's retry of a whole operation after a commit conflict Iceberg cannot resolve itself
     (a validation conflict): bounded exponential backoff with jitter."""
@@ -161,6 +165,15 @@ class RetrySettings(_Strict):
     base_seconds: float = Field(default=2.0, ge=0, description="Wait before the 2nd attempt (doubles)")
     max_seconds: float = Field(default=60.0, ge=0, description="Cap on one wait")
     jitter: float = Field(default=0.5, ge=0, le=1, description="Fraction of each wait drawn at random")
+
+    def ceiling(self, retry: int) -> float:
+        """The longest wait before retry number `retry` (1 = the wait after the first failure)."""
+        return min(self.max_seconds, self.base_seconds * 2 ** (retry - 1))
+
+    def delay(self, retry: int, rand: Callable[[], float] = random.random) -> float:
+        """The wait before retry `retry`: in [ceiling * (1 - jitter), ceiling]."""
+        ceiling = self.ceiling(retry)
+        return ceiling * (1 - self.jitter) + ceiling * self.jitter * rand()
 
 
 class MaintenanceConfig(_Strict):

@@ -16,7 +16,7 @@ from lakeloader.config import TableConfig
 from lakeloader.engine import quality
 from lakeloader.faults import crash_point
 from lakeloader.iceberg import commit
-from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
+from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.progress import Progress
 
 Write = Callable[[commit.Destination, DataFrame], None]
@@ -41,15 +41,16 @@ def commit_batch(
     Returns the quality report (None when the table has no rules); raises QualityError when the
     batch is rejected, ReconciliationError when the table disagrees with the commit.
     """
-    policy = RetryPolicy.from_settings(table.maintenance.retry)
     what = f"table {table.id!r}: commit"
     if not table.quality.rules and table.reconcile.on_mismatch != "fail":
-        retry_on_conflict(lambda: write(main, batch), what=what, policy=policy, progress=progress)
+        retry_on_conflict(
+            lambda: write(main, batch), what=what, settings=table.maintenance.retry, progress=progress
+        )
         return None
     return retry_on_conflict(
         lambda: _audit_once(main, table, batch, write, run_id, progress),
         what=what,
-        policy=policy,
+        settings=table.maintenance.retry,
         progress=progress,
     )
 

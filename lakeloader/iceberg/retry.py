@@ -11,7 +11,8 @@ table state) is what must be retried. That is this module's job:
   propagates at once, unchanged;
 * at most ``attempts`` attempts; the wait before attempt ``n + 1`` is
   ``min(max_seconds, base_seconds * 2 ** (n - 1))``, of which the fraction
-  ``jitter`` is drawn at random (so two colliding writers do not collide again);
+  ``jitter`` is drawn at random (so two colliding writers do not collide again):
+  the table's ``maintenance.retry`` (:class:`lakeloader.config.RetrySettings`);
 * after the last attempt :class:`RetryExhaustedError` says what was tried, how
   often and the last error (chained as ``__cause__``): never a silent loop.
 
@@ -24,9 +25,9 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from lakeloader.config import RetrySettings
 from lakeloader.errors import LakeloaderError, first_line
 from lakeloader.progress import Progress, no_progress
 
@@ -58,41 +59,6 @@ class RetryExhaustedError(LakeloaderError):
             f"commits; last error: {first_line(last)} (raise maintenance.retry.attempts, or run it when "
             "fewer writers are active)"
         )
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 4
-    base_seconds: float = 2.0
-    max_seconds: float = 60.0
-    jitter: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("attempts must be at least 1")
-        if self.base_seconds < 0 or self.max_seconds < 0:
-            raise ValueError("waits must not be negative")
-        if not 0 <= self.jitter <= 1:
-            raise ValueError("jitter must be between 0 and 1")
-
-    @classmethod
-    def from_settings(cls, settings: object) -> RetryPolicy:
-        """From a config.RetrySettings (or anything with the same attributes)."""
-        return cls(
-            attempts=settings.attempts,  # type: ignore[attr-defined]
-            base_seconds=settings.base_seconds,  # type: ignore[attr-defined]
-            max_seconds=settings.max_seconds,  # type: ignore[attr-defined]
-            jitter=settings.jitter,  # type: ignore[attr-defined]
-        )
-
-    def ceiling(self, retry: int) -> float:
-        """The longest wait before retry number `retry` (1 = the wait after the first failure)."""
-        return min(self.max_seconds, self.base_seconds * 2 ** (retry - 1))
-
-    def delay(self, retry: int, rand: Callable[[], float] = random.random) -> float:
-        """The wait before retry `retry`: in [ceiling * (1 - jitter), ceiling]."""
-        ceiling = self.ceiling(retry)
-        return ceiling * (1 - self.jitter) + ceiling * self.jitter * rand()
 
 
 def error_text(exc: BaseException) -> str:
@@ -136,7 +102,7 @@ def retry_on_conflict(
     operation: Callable[[], T],
     *,
     what: str,
-    policy: RetryPolicy,
+    settings: RetrySettings,
     retryable: Callable[[BaseException], bool] = is_commit_conflict,
     progress: Progress = no_progress,
     sleep: Callable[[float], None] = time.sleep,
@@ -144,23 +110,23 @@ def retry_on_conflict(
     clock: Callable[[], float] = time.monotonic,
     on_retry: Callable[[int], None] | None = None,
 ) -> T:
-    """Run `operation`; on a retryable conflict wait and run it again, at most `policy.attempts` times.
+    """Run `operation`; on a retryable conflict wait and run it again, at most `settings.attempts` times.
 
     `on_retry(attempt)` runs before each new attempt (e.g. to drop an audit branch).
     """
     started = clock()
-    for attempt in range(1, policy.attempts + 1):
+    for attempt in range(1, settings.attempts + 1):
         try:
             return operation()
         except BaseException as exc:
             if not retryable(exc):
                 raise
-            if attempt == policy.attempts:
+            if attempt == settings.attempts:
                 raise RetryExhaustedError(what, attempt, clock() - started, exc) from exc
-            wait = policy.delay(attempt, rand)
+            wait = settings.delay(attempt, rand)
             progress(
                 f"{what}: concurrent commit ({first_line(exc)[:160]}); attempt {attempt + 1}/"
-                f"{policy.attempts} in {wait:.1f}s"
+                f"{settings.attempts} in {wait:.1f}s"
             )
             sleep(wait)
             if on_retry is not None:

@@ -26,7 +26,7 @@ from lakeloader.engine import tombstones
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point
 from lakeloader.iceberg.commit import consumed_file_ids
-from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
+from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.jobs.object_versions import on_s3, purge_noncurrent_versions, remaining_versions
 from lakeloader.progress import Progress, no_progress
 from lakeloader.spark import table_exists
@@ -334,11 +334,10 @@ def erase(
         predicate, canonical = f"({where})", where.strip()
         result.predicate_kind = "where"
     result.predicate_sha256 = predicate_hash(table.id, canonical)
-    policy = RetryPolicy.from_settings(table.maintenance.retry)
 
     def retried(what: str, operation: Callable):
         return retry_on_conflict(
-            operation, what=f"erase {table.id!r}: {what}", policy=policy, progress=progress
+            operation, what=f"erase {table.id!r}: {what}", settings=table.maintenance.retry, progress=progress
         )
 
     result.rows_erased = spark.sql(f"SELECT count(*) FROM {name} WHERE {predicate}").first()[0]

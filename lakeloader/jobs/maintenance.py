@@ -20,7 +20,7 @@ from lakeloader.config import TableConfig
 from lakeloader.engine import tombstones
 from lakeloader.errors import LakeloaderError, first_line
 from lakeloader.faults import crash_point
-from lakeloader.iceberg.retry import RetryPolicy, retry_on_conflict
+from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.jobs import retention
 from lakeloader.progress import Progress, no_progress, text_table
 from lakeloader.spark import table_exists
@@ -224,7 +224,6 @@ def maintain_table(
         result.error = f"table {table.qualified_target} does not exist yet (nothing loaded)"
         progress(result.error)
         return result
-    policy = RetryPolicy.from_settings(table.maintenance.retry)
     for step_name, run in _plan(spark, table, catalog, now):
         step = StepResult(step_name)
         step_started = time.monotonic()
@@ -238,7 +237,7 @@ def maintain_table(
             step.counts = retry_on_conflict(
                 attempt,
                 what=f"table {table.id!r}: {step_name}",
-                policy=policy,
+                settings=table.maintenance.retry,
                 progress=progress,
                 sleep=sleep,
             )

@@ -1,11 +1,11 @@
-"""The commit-conflict retry policy, without Spark: attempts, backoff bounds, giving up loudly."""
+"""The commit-conflict retry (`maintenance.retry`), no Spark: attempts, backoff bounds, giving up loudly."""
 
 from __future__ import annotations
 
 import pytest
 
 from lakeloader.config import RetrySettings
-from lakeloader.iceberg.retry import RetryExhaustedError, RetryPolicy, is_commit_conflict, retry_on_conflict
+from lakeloader.iceberg.retry import RetryExhaustedError, is_commit_conflict, retry_on_conflict
 
 CONFLICT = (
     "org.apache.iceberg.exceptions.ValidationException: Found conflicting files that can contain records"
@@ -31,13 +31,13 @@ class Flaky:
         return "done"
 
 
-def run(operation, policy, rand=lambda: 0.5):
+def run(operation, settings, rand=lambda: 0.5):
     waits: list[float] = []
     messages: list[str] = []
     value = retry_on_conflict(
         operation,
         what="table 'x': commit",
-        policy=policy,
+        settings=settings,
         sleep=waits.append,
         rand=rand,
         progress=messages.append,
@@ -47,30 +47,32 @@ def run(operation, policy, rand=lambda: 0.5):
 
 def test_succeeds_after_conflicts_with_exponential_waits():
     operation = Flaky(3, FakeJavaError(CONFLICT))
-    value, waits, messages = run(operation, RetryPolicy(attempts=5, base_seconds=1, max_seconds=60, jitter=0))
+    value, waits, messages = run(
+        operation, RetrySettings(attempts=5, base_seconds=1, max_seconds=60, jitter=0)
+    )
     assert value == "done" and operation.calls == 4
     assert waits == [1, 2, 4]
     assert "attempt 2/5 in 1.0s" in messages[0] and "Found conflicting files" in messages[0]
 
 
 def test_waits_are_capped_and_jitter_stays_within_bounds():
-    policy = RetryPolicy(attempts=10, base_seconds=2, max_seconds=10, jitter=0.5)
-    assert [policy.ceiling(n) for n in range(1, 6)] == [2, 4, 8, 10, 10]
+    settings = RetrySettings(attempts=10, base_seconds=2, max_seconds=10, jitter=0.5)
+    assert [settings.ceiling(n) for n in range(1, 6)] == [2, 4, 8, 10, 10]
     for n in range(1, 8):
-        low, high = policy.delay(n, rand=lambda: 0.0), policy.delay(n, rand=lambda: 0.999999)
-        assert low == pytest.approx(policy.ceiling(n) * 0.5)
-        assert policy.ceiling(n) * 0.5 <= high <= policy.ceiling(n)
+        low, high = settings.delay(n, rand=lambda: 0.0), settings.delay(n, rand=lambda: 0.999999)
+        assert low == pytest.approx(settings.ceiling(n) * 0.5)
+        assert settings.ceiling(n) * 0.5 <= high <= settings.ceiling(n)
     import random
 
     rng = random.Random(7)
     for n in range(1, 8):
-        assert policy.ceiling(n) * 0.5 <= policy.delay(n, rng.random) <= policy.ceiling(n)
+        assert settings.ceiling(n) * 0.5 <= settings.delay(n, rng.random) <= settings.ceiling(n)
 
 
 def test_gives_up_after_the_last_attempt_with_a_clear_message():
     operation = Flaky(99, FakeJavaError("boom", "org.apache.iceberg.exceptions.CommitFailedException: stale"))
     with pytest.raises(RetryExhaustedError) as info:
-        run(operation, RetryPolicy(attempts=3, base_seconds=0.01, max_seconds=1, jitter=1))
+        run(operation, RetrySettings(attempts=3, base_seconds=0.01, max_seconds=1, jitter=1))
     assert operation.calls == 3
     message = str(info.value)
     assert "gave up after 3 attempt(s)" in message and "concurrent commits" in message and "boom" in message
@@ -80,14 +82,14 @@ def test_gives_up_after_the_last_attempt_with_a_clear_message():
 def test_other_errors_are_not_retried():
     operation = Flaky(1, ValueError("bad column"))
     with pytest.raises(ValueError, match="bad column"):
-        run(operation, RetryPolicy(attempts=5, base_seconds=0))
+        run(operation, RetrySettings(attempts=5, base_seconds=0))
     assert operation.calls == 1
 
 
 def test_one_attempt_means_no_retry():
     operation = Flaky(1, FakeJavaError(CONFLICT))
     with pytest.raises(RetryExhaustedError, match="after 1 attempt"):
-        run(operation, RetryPolicy(attempts=1))
+        run(operation, RetrySettings(attempts=1))
 
 
 @pytest.mark.parametrize(
@@ -107,10 +109,15 @@ def test_conflict_classification(error, conflict):
     assert is_commit_conflict(error) is conflict
 
 
-def test_policy_from_config_and_validation():
-    policy = RetryPolicy.from_settings(RetrySettings())
-    assert (policy.attempts, policy.base_seconds, policy.max_seconds, policy.jitter) == (4, 2.0, 60.0, 0.5)
+def test_defaults_and_validation():
+    default = RetrySettings()
+    assert (default.attempts, default.base_seconds, default.max_seconds, default.jitter) == (
+        4,
+        2.0,
+        60.0,
+        0.5,
+    )
     with pytest.raises(ValueError):
-        RetryPolicy(attempts=0)
+        RetrySettings(attempts=0)
     with pytest.raises(ValueError):
-        RetryPolicy(jitter=1.5)
+        RetrySettings(jitter=1.5)
