@@ -82,6 +82,8 @@ def scan_table_ids(table_name: str, *, client: Any | None = None) -> list[str]:
 
 @dataclass
 class SyncResult:
+    """The table ids a config sync put and deleted."""
+
     put: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
 

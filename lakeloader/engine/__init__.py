@@ -3,15 +3,15 @@ classified for the table's mode), passed through the quality gate and committed 
 layer (lakeloader.iceberg). The jobs (lakeloader.jobs) use only what is named here."""
 
 from lakeloader.engine import tombstones
-from lakeloader.engine.applied import COUNTED, Applied
 from lakeloader.engine.batch import apply_batch
+from lakeloader.engine.batch_result import COUNTED, BatchResult
 from lakeloader.engine.quality import report_counts
 from lakeloader.engine.repair import compare_snapshot, repair_difference
 from lakeloader.engine.schema import table_layout_sql
 
 __all__ = [
     "COUNTED",
-    "Applied",
+    "BatchResult",
     "apply_batch",
     "compare_snapshot",
     "repair_difference",

@@ -1,7 +1,7 @@
 """One batch of raw files applied to one Iceberg table in one atomic commit: skip what an earlier
 commit consumed, read and normalise (cdc), evolve the schema first (schema), then the table's mode
 writes it (merge, scd2, or append/overwrite here) through the quality gate (gate). Nothing in the
-engine calls back up: it returns what the batch did (`Applied`), and the job records the run.
+engine calls back up: it returns what the batch did (`BatchResult`), and the job records the run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from lakeloader import iceberg, s3_tables
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, schema, snapshot, table_settings, truncate, unreadable
-from lakeloader.engine.applied import Applied
+from lakeloader.engine.batch_result import BatchResult
 from lakeloader.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.faults import crash_point
 from lakeloader.formats import snapshot as snapshots
@@ -43,14 +43,14 @@ def apply_batch(
     progress: Progress = no_progress,
     log_consumed: bool = False,
     before_publish: Callable[[], None] = lambda: None,
-) -> Applied:
+) -> BatchResult:
     """Apply `files` to the table's target in one commit (`apply_files`); a cdc: snapshot table's, one
     commit per complete snapshot, oldest first, leaving the files of incomplete ones waiting."""
     options = {"catalog": catalog, "run_id": run_id, "progress": progress, "log_consumed": log_consumed}
     if table.source.cdc != "snapshot" or not files:
         return apply_files(spark, table, files, **options, before_publish=before_publish)
     plan = snapshots.plan(table, files, snapshots.list_table(table, files))
-    total = Applied(files=len(plan.markers), waiting=[f.name for f in plan.waiting])
+    total = BatchResult(files=len(plan.markers), waiting=[f.name for f in plan.waiting])
     if plan.waiting:
         total.notes.append(snapshots.describe_waiting(table, plan.waiting))
         progress(total.notes[-1])
@@ -69,13 +69,13 @@ def apply_files(
     progress: Progress = no_progress,
     log_consumed: bool = False,
     before_publish: Callable[[], None] = lambda: None,
-) -> Applied:
+) -> BatchResult:
     """Apply `files` to the table's target in one commit. Raises on bad input; commits nothing then.
 
     `before_publish`: the caller's last check right before `main` moves (lakeloader.iceberg.commit);
     `log_consumed` keeps the consumed files in the input log too (for runs without a ledger).
     """
-    result = Applied()
+    result = BatchResult()
     name = s3_tables.target_name(spark, catalog, table)
     exists = table_exists(spark, name)
     state = iceberg.read_state(spark, name) if exists else iceberg.TableState()
@@ -243,7 +243,7 @@ def _snapshot_applied(
     folder: str | None,
     order: str | None,
     state: iceberg.TableState,
-    result: Applied,
+    result: BatchResult,
     progress: Progress,
 ) -> bool:
     """Whether a snapshot is older than, or the same as, the newest one the table applied: then its
@@ -277,7 +277,7 @@ def _append_or_overwrite(
     table: TableConfig,
     changes: DataFrame,
     target_schema: StructType,
-    result: Applied,
+    result: BatchResult,
 ) -> None:
     """`append` adds every change row; `overwrite` replaces the table with the batch's latest rows."""
     rows = changes

@@ -23,7 +23,7 @@ from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
 
 if TYPE_CHECKING:
-    from lakeloader.engine.applied import Applied
+    from lakeloader.engine.batch_result import BatchResult
 
 OBSERVED_WAIT_SECONDS = 60.0  # a query's observed metrics arrive through Spark's listener bus
 
@@ -89,7 +89,7 @@ def check_commit(
     target: Destination,
     table: TableConfig,
     asked: reconciliation.Asked | None,
-    result: Applied,
+    result: BatchResult,
     progress: Progress,
     *,
     summary: dict[str, str] | None = None,

@@ -38,7 +38,7 @@ from lakeloader.sql import in_lists, quote
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from lakeloader.engine.applied import Applied
+    from lakeloader.engine.batch_result import BatchResult
 
 ACTION = "_ll_action"
 ACTIONS = ("insert", "update", "delete", "tombstone", "late")  # what classify tags, less "skip"
@@ -210,7 +210,7 @@ def write(
     changes: DataFrame,
     target_schema: StructType,
     seq: list[str],
-    result: Applied,
+    result: BatchResult,
     progress: Progress,
     key_values: dict[str, list[str]],
     bounds: dict[str, tuple] | None = None,
@@ -357,7 +357,7 @@ def write_counted(
     target_schema: StructType,
     seq: list[str],
     filled: dict[str, int],
-    result: Applied,
+    result: BatchResult,
     progress: Progress,
     key_values: dict[str, list[str]],
     bounds: dict[str, tuple] | None,

@@ -42,7 +42,7 @@ class RuleOutcome:
 
 @dataclass
 class QualityReport:
-    """The quality gate's outcome for one batch; `TableResult.quality`."""
+    """The quality gate's outcome for one batch; `LoadResult.quality`."""
 
     action: str = "passed"  # passed | quarantined | failed
     outcomes: list[RuleOutcome] = field(default_factory=list)

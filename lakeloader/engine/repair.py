@@ -32,7 +32,7 @@ from lakeloader.columns import OP, SEQ, find_column, seq_columns
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, tombstones
 from lakeloader.engine import snapshot as diffing
-from lakeloader.engine.applied import Applied
+from lakeloader.engine.batch_result import BatchResult
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
@@ -222,7 +222,7 @@ def repair_difference(
     audit: dict[str, Any],
     progress: Progress = no_progress,
     before_publish: Any = lambda: None,
-) -> Applied:
+) -> BatchResult:
     """Write a comparison's difference (with `source.deletes: ignore`, not its deletes) through the
     batch's write path in one commit, whose summary records `audit` (commit.repair_summary)."""
     changes = comparison.changes.rows
@@ -231,7 +231,7 @@ def repair_difference(
         changes, deletes = changes.filter(F.col(OP) != "D"), 0
     count = comparison.changes.inserts + comparison.changes.updates + deletes
     target = comparison.target
-    result = Applied(changes=count)
+    result = BatchResult(changes=count)
     seq = [c for c in (find_column(target.fieldNames(), n) for n in table.sequence_columns) if c]
 
     def write(destination: commit.Destination, batch: DataFrame) -> None:

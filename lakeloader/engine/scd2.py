@@ -27,7 +27,7 @@ from lakeloader.spark import release
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
-    from lakeloader.engine.applied import Applied
+    from lakeloader.engine.batch_result import BatchResult
 
 KIND, CLOSE_AT = "_ll_kind", "_ll_close_at"
 HASH, STATE, PREV, LATE, EFFECTIVE, NEXT, FIRST = (
@@ -349,7 +349,7 @@ def write(
     table: TableConfig,
     changes: DataFrame,
     target_schema: T.StructType,
-    result: Applied,
+    result: BatchResult,
     progress: Progress,
 ) -> None:
     """Close and open versions in one MERGE."""

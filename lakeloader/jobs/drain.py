@@ -24,7 +24,7 @@ from lakeloader.contract import (
 from lakeloader.engine import COUNTED, report_counts
 from lakeloader.inputs import InputFile
 from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
-from lakeloader.jobs.load import TableResult
+from lakeloader.jobs.load import LoadResult
 from lakeloader.jobs.rebuild import rebuild_table
 from lakeloader.ledger import (
     DEFAULT_MAX_ATTEMPTS,
@@ -62,7 +62,7 @@ def drain_table(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     rebuild: bool = False,
     raw_zone_erased: bool = False,
-) -> TableResult:
+) -> LoadResult:
     """Merge every pending object of one table, batch by batch, holding the table's run lock;
     with `rebuild`, first build the table again from every object it loaded or has to load
     (lakeloader.jobs.rebuild), which the ledger then records as done by this run.
@@ -74,11 +74,11 @@ def drain_table(
     run_id = new_run_id()
     if not ledger.acquire_lock(table.id, run_id):
         log_event("table_busy", table_id=table.id, correlation_id=cid)
-        return TableResult(table.id, status="skipped", notes=["another run holds the table lock"])
+        return LoadResult(table.id, status="skipped", notes=["another run holds the table lock"])
     for dead in ledger.abandon_dead_runs(table.id, run_id):
         log_event("run_abandoned", table_id=table.id, run_id=dead, correlation_id=cid)
     ledger.start_run(table.id, run_id, cid)
-    total = TableResult(table.id, status="skipped")
+    total = LoadResult(table.id, status="skipped")
     quarantined = 0
 
     def still_holds_lock() -> None:  # right before each commit: a run whose lease lapsed must not commit
@@ -175,7 +175,7 @@ def _rebuild(
     cid: str,
     raw_zone_erased: bool,
     before_publish,
-) -> TableResult:
+) -> LoadResult:
     """The table built again from every object it loaded or has to load; once that committed, the
     ledger records them done by this run."""
     objects = ledger.rebuild_objects(table.id)
@@ -216,7 +216,7 @@ def _set_aside(
     return quarantined
 
 
-def publish_metrics(result: TableResult, ledger_table: str, quarantined: int = 0) -> None:
+def publish_metrics(result: LoadResult, ledger_table: str, quarantined: int = 0) -> None:
     """RunsSucceeded / RunsFailed / RowsMerged / FilesQuarantined / ReconciliationMismatch per table,
     for the stack's dashboard and alarms (ReconciliationMismatch: the commits the table disagreed with,
     published under `reconcile.on_mismatch: alarm`, failed under `fail`). Dimensions: the stage's
@@ -272,7 +272,7 @@ def drain_tables(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     rebuild: bool = False,
     raw_zone_erased: bool = False,
-) -> list[TableResult]:
+) -> list[LoadResult]:
     """`drain_table` for each table, `parallel` at a time in one Spark session; results in table order.
 
     Each table is isolated: an exception in one (its lock or ledger failed) becomes that table's
@@ -280,7 +280,7 @@ def drain_tables(
     batch's temporary view has its own name, so tables sharing the session do not mix.
     """
 
-    def one(table: TableConfig) -> TableResult:
+    def one(table: TableConfig) -> LoadResult:
         try:
             return drain_table(
                 spark,
@@ -295,7 +295,7 @@ def drain_tables(
             )
         except Exception as exc:  # one table's failure never stops the others
             log_event("table_failed", table_id=table.id, correlation_id=cid, error=str(exc))
-            return TableResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}")
+            return LoadResult(table.id, status="failed", error=f"{type(exc).__name__}: {exc}")
 
     if parallel <= 1 or len(tables) <= 1:
         return [one(table) for table in tables]
@@ -303,7 +303,7 @@ def drain_tables(
         return list(pool.map(one, tables))
 
 
-def _accumulate(total: TableResult, result: TableResult) -> None:
+def _accumulate(total: LoadResult, result: LoadResult) -> None:
     total.add(result)
     total.seconds += result.seconds
     if result.status == "failed":

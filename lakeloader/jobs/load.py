@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pyspark.sql import SparkSession
 
 from lakeloader.config import LakeConfig, TableConfig
-from lakeloader.engine import Applied, apply_batch
+from lakeloader.engine import BatchResult, apply_batch
 from lakeloader.errors import LakeloaderError, blamed_files, root_cause
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile, list_inputs, resolve_paths
@@ -20,9 +20,10 @@ from lakeloader.progress import Progress, stderr_progress, text_table
 
 
 @dataclass
-class TableResult(Applied):
-    """What one table's run did, one row of the run summary: what its batches did (files, counts,
-    snapshot, notes, quality report), and how the run went."""
+class LoadResult(BatchResult):
+    """What loading one table did in a run, one row of the run summary: what its batches did (files,
+    counts, snapshot, notes, quality report: the engine's BatchResult, added up over the drain's
+    batches), and how the load went (status, seconds, error, the files set aside)."""
 
     table_id: str
     status: str = "skipped"  # ok | skipped | failed
@@ -33,10 +34,10 @@ class TableResult(Applied):
     bad_files: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def applied(cls, table_id: str, applied: Applied) -> TableResult:
+    def of_batch(cls, table_id: str, batch: BatchResult) -> LoadResult:
         """The result of a batch the engine applied: skipped when it had no file left to read."""
-        done = {f.name: getattr(applied, f.name) for f in fields(Applied)}
-        return cls(table_id, status="ok" if applied.files else "skipped", **done)
+        done = {f.name: getattr(batch, f.name) for f in fields(BatchResult)}
+        return cls(table_id, status="ok" if batch.files else "skipped", **done)
 
 
 def assign_inputs(
@@ -80,7 +81,7 @@ def run_tables(
     run_id: str,
     progress: Progress = stderr_progress,
     log_consumed: bool = False,
-) -> list[TableResult]:
+) -> list[LoadResult]:
     """Load each table in turn (`lakeloader run`, the demos); one table's failure never stops the
     others. `log_consumed`: remember consumed files in the input log (runs that have no ledger)."""
     results = []
@@ -149,7 +150,7 @@ def _load_setting_aside(
     run_id: str,
     progress: Progress,
     log_consumed: bool,
-) -> TableResult:
+) -> LoadResult:
     """One table's files on a run without a ledger: a batch that fails naming its guilty files (bad
     input, unreadable) is loaded again without them, so one bad file never blocks the others. The
     result is failed when any file was set aside, listing each with its reason; with `log_consumed`
@@ -174,7 +175,7 @@ def _load_setting_aside(
         remaining = [f for f in remaining if f.name not in aside]
         progress(f"set aside {len(blamed)} file(s); {len(remaining)} left to load")
         if not remaining:
-            result = TableResult(table.id)
+            result = LoadResult(table.id)
             break
     if aside:
         if log_consumed:
@@ -202,7 +203,7 @@ def load_table(
     progress: Progress,
     log_consumed: bool = False,
     before_publish: Callable[[], None] = lambda: None,
-) -> TableResult:
+) -> LoadResult:
     """One batch of one table, its failure a result: the one place a table is isolated from the
     others (run_tables, the Glue/EMR drain). `before_publish`: the last check before `main` moves."""
     started = time.monotonic()
@@ -217,12 +218,12 @@ def load_table(
             log_consumed=log_consumed,
             before_publish=before_publish,
         )
-        result = TableResult.applied(table.id, applied)
+        result = LoadResult.of_batch(table.id, applied)
     except LakeloaderError as exc:
         # A failed quality gate carries its rule outcomes into the run record, a failed reconciliation
         # (reconcile.on_mismatch: fail) what it found.
         report = getattr(exc, "report", None)
-        result = TableResult(
+        result = LoadResult(
             table.id,
             status="failed",
             error=str(exc),
@@ -231,13 +232,13 @@ def load_table(
             reconciliation=getattr(exc, "reconciliation", None),
         )
     except Exception as exc:  # Spark/JVM errors no file explains (engine.unreadable looked): the root cause
-        result = TableResult(table.id, status="failed", error=f"table {table.id!r}: {root_cause(exc)}")
+        result = LoadResult(table.id, status="failed", error=f"table {table.id!r}: {root_cause(exc)}")
     result.seconds = time.monotonic() - started
     progress(f"{result.status}" + (f": {result.error}" if result.error else ""))
     return result
 
 
-def summary_table(results: list[TableResult]) -> str:
+def summary_table(results: list[LoadResult]) -> str:
     """The run summary as a plain-text table."""
     header = ("table", "status", "files", "changes", "inserted", "updated", "deleted", "snapshot", "seconds")
     rows = [

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lakeloader import contract
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.jobs.drain import drain_tables, log_event
-from lakeloader.jobs.load import TableResult
+from lakeloader.jobs.load import LoadResult
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
     known = {t.id for t in job.config.tables}
     # a table removed from the config since the trigger grouped it fails alone
     unknown = [
-        TableResult(t, status="failed", error=f"unknown table {t!r}: not in the config table")
+        LoadResult(t, status="failed", error=f"unknown table {t!r}: not in the config table")
         for t in table_ids
         if t not in known
     ]

@@ -24,7 +24,7 @@ from lakeloader.engine import apply_batch, table_layout_sql, tombstones
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
-from lakeloader.jobs.load import TableResult
+from lakeloader.jobs.load import LoadResult
 from lakeloader.progress import Progress, no_progress
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, qualified
@@ -59,7 +59,7 @@ def rebuild_table(
     progress: Progress = no_progress,
     raw_zone_erased: bool = False,
     before_publish: Callable[[], None] = lambda: None,
-) -> TableResult:
+) -> LoadResult:
     """Build `table` from `files` and replace it in one commit; raises (the table untouched) on bad
     input, on no files at all, and on erasures on record unless `raw_zone_erased`.
 
@@ -83,7 +83,7 @@ def rebuild_table(
     progress(f"building {staging} from {len(files)} raw file(s)")
     started = time.monotonic()
     applied = apply_batch(spark, staged, files, catalog=catalog, run_id=run_id, progress=progress)
-    result = TableResult.applied(table.id, applied)
+    result = LoadResult.of_batch(table.id, applied)
     columns = spark.table(staging).columns
     before_publish()
     progress(f"replacing {name} with {staging} in one commit")

@@ -6,14 +6,14 @@ from __future__ import annotations
 import random
 
 from lakeloader.inputs import list_inputs
-from lakeloader.jobs.load import TableResult, run_tables
+from lakeloader.jobs.load import LoadResult, run_tables
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
 
 
 def deliver(
     spark, table, raw, work: oracle.Workload, rounds_seed: int
-) -> list[tuple[list[oracle.RawFile], TableResult]]:
+) -> list[tuple[list[oracle.RawFile], LoadResult]]:
     """Land the workload's files round by round, running the table after each round; each round's
     files with the run's result."""
     delivered = []

@@ -117,7 +117,7 @@ def test_two_drains_after_a_lost_lock_lease(spark, make_table, s3_raw, tmp_path,
     raw_root = f"s3://{bucket}/"
     half = len(work.files) // 2
     land_objects(work.files[:half])
-    stalled: list[load.TableResult] = []
+    stalled: list[load.LoadResult] = []
 
     def stall(spark_, target):  # A's MERGE is about to run: A stalls past its lease; B runs meanwhile
         if stalled:

@@ -11,7 +11,7 @@ import pytest
 from lakeloader.engine import apply_batch
 from lakeloader.engine.quality import QualityError
 from lakeloader.inputs import list_inputs
-from lakeloader.jobs.load import TableResult, run_tables, summary_table
+from lakeloader.jobs.load import LoadResult, run_tables, summary_table
 from lakeloader.ledger import LockLostError
 from lakeloader.spark import CATALOG
 
@@ -156,7 +156,7 @@ def test_quarantine_sets_failing_rows_aside_and_publishes_the_rest(spark, raw, m
     assert json.loads(by_rule["regex(email)"].record)["email"] == "no-at-sign"
     assert list(refs(spark, table)) == ["main"]
     # the run summary shows the outcome
-    text = summary_table([TableResult.applied(table.id, result)])
+    text = summary_table([LoadResult.of_batch(table.id, result)])
     assert "quality quarantined" in text and "adult_or_unknown: FAILED" in text
 
 

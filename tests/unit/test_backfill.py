@@ -16,7 +16,7 @@ import pytest
 
 from lakeloader.contract import GLUE_CATALOG
 from lakeloader.jobs.drain import drain_table
-from lakeloader.jobs.load import TableResult
+from lakeloader.jobs.load import LoadResult
 from lakeloader.ledger import DONE, PENDING, SKIPPED
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
@@ -187,7 +187,7 @@ def test_backfilled_files_are_drained_in_runs_bounded_by_the_trigger(stage, caps
     table = table.model_copy(update={"trigger": table.trigger.model_copy(update=bound)})
 
     def load_table(spark, table, files, *, catalog, run_id, progress, log_consumed=False, before_publish):
-        return TableResult(table.id, status="ok", files=len(files))
+        return LoadResult(table.id, status="ok", files=len(files))
 
     stand_in(monkeypatch, load_table)
     taken = []

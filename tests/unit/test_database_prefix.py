@@ -30,7 +30,7 @@ from lakeloader.engine import (
     tombstones,  # noqa: E402
 )
 from lakeloader.jobs import main as jobs
-from lakeloader.jobs.load import TableResult  # noqa: E402
+from lakeloader.jobs.load import LoadResult  # noqa: E402
 from lakeloader.sql import qualified  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
@@ -106,7 +106,7 @@ def handed(monkeypatch) -> list[TableConfig]:
 
     def drain(spark, table, ledger, **kwargs):
         seen.append(table)
-        return TableResult(table.id, status="ok")
+        return LoadResult(table.id, status="ok")
 
     def maintain(spark, tables, **kwargs):
         seen.extend(tables)

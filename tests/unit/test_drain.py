@@ -29,7 +29,7 @@ from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE, RECONCILIATION_
 from lakeloader.jobs import drain as drain_job  # noqa: E402
 from lakeloader.jobs import load  # noqa: E402
 from lakeloader.jobs.drain import drain_table, drain_tables  # noqa: E402
-from lakeloader.jobs.load import TableResult  # noqa: E402
+from lakeloader.jobs.load import LoadResult  # noqa: E402
 from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, LockLostError, ObjectRef  # noqa: E402
 from lakeloader.reconciliation import Reconciliation  # noqa: E402
 from tests.infra.test_infra_iam_sufficient import JOB_DYNAMODB_ACTIONS  # noqa: E402
@@ -69,10 +69,10 @@ def table() -> TableConfig:
     )
 
 
-Merge = Callable[[list[str]], TableResult]
+Merge = Callable[[list[str]], LoadResult]
 
 
-def stand_in(monkeypatch, fake: Callable[..., TableResult]) -> None:
+def stand_in(monkeypatch, fake: Callable[..., LoadResult]) -> None:
     """Put `fake` in place of the Spark merge; its parameters must be the real load_table's own."""
 
     def parameters(function: Callable) -> list[tuple[str, object]]:
@@ -114,7 +114,7 @@ def statuses(ledger: Ledger, table: TableConfig) -> dict[str, tuple[str, str | N
     return {o.key.rsplit("/", 1)[1]: (o.status, o.error) for o in ledger.objects(table.id)}
 
 
-def drain(ledger: Ledger, table: TableConfig, **options) -> TableResult:
+def drain(ledger: Ledger, table: TableConfig, **options) -> LoadResult:
     """Run drain_table; every DynamoDB call it sends must be one the job roles are granted."""
     sent: set[tuple[str, str]] = set()
 
@@ -134,8 +134,8 @@ def drain(ledger: Ledger, table: TableConfig, **options) -> TableResult:
         assert sent and sent <= granted, f"not in the job roles' grants: {sorted(sent - granted)}"
 
 
-def ok(table: TableConfig, inserted: int) -> TableResult:
-    return TableResult(table.id, status="ok", files=1, changes=inserted, inserted=inserted, snapshot_id=7)
+def ok(table: TableConfig, inserted: int) -> LoadResult:
+    return LoadResult(table.id, status="ok", files=1, changes=inserted, inserted=inserted, snapshot_id=7)
 
 
 def test_a_good_batch_is_done_and_recorded_as_succeeded(ledger, table, merges):
@@ -168,13 +168,11 @@ def test_each_batchs_reconciliation_adds_up_in_the_run_record_and_a_mismatch_is_
     bad.mismatches.append("2 row(s) inserted or updated for 1 upsert(s) asked")
     table = table.model_copy(update={"trigger": table.trigger.model_copy(update={"max_files_per_run": 2})})
 
-    def outcome(names: list[str]) -> TableResult:
+    def outcome(names: list[str]) -> LoadResult:
         if names == ["crm/public/customers/LOAD00000001.parquet"]:
             land(ledger, table, "20240102.parquet")
-            return TableResult(
-                table.id, status="ok", files=1, inserted=3, snapshot_id=7, reconciliation=clean
-            )
-        return TableResult(table.id, status="ok", files=1, updated=2, snapshot_id=8, reconciliation=bad)
+            return LoadResult(table.id, status="ok", files=1, inserted=3, snapshot_id=7, reconciliation=clean)
+        return LoadResult(table.id, status="ok", files=1, updated=2, snapshot_id=8, reconciliation=bad)
 
     merges(table, outcome)
     land(ledger, table, "LOAD00000001.parquet")
@@ -218,10 +216,10 @@ def test_a_failed_batch_stays_failed_with_its_error_and_stops_the_run(ledger, ta
     """Batch 1 succeeds; an object arriving meanwhile makes batch 2, which fails; a third
     object arriving during batch 2 stays pending: the run stops at the first failure."""
 
-    def outcome(names: list[str]) -> TableResult:
+    def outcome(names: list[str]) -> LoadResult:
         if "crm/public/customers/20240102-bad.parquet" in names:
             land(ledger, table, "20240103-later.parquet")
-            return TableResult(
+            return LoadResult(
                 table.id, status="failed", files=1, error="ReadError: 20240102-bad.parquet: corrupt"
             )
         land(ledger, table, "20240102-bad.parquet")
@@ -282,12 +280,12 @@ def metric_sum(ledger: Ledger, table: TableConfig, name: str) -> float:
 def bad_input(table: TableConfig, bad: str) -> Merge:
     """A merge that fails on `bad` as BadInputError does (load.load_table records its file)."""
 
-    def outcome(names: list[str]) -> TableResult:
+    def outcome(names: list[str]) -> LoadResult:
         culprit = next((n for n in names if n.endswith(bad)), None)
         if culprit is None:
             return ok(table, inserted=len(names))
         error = f"table {table.id!r}, file {culprit!r}, column 'id': key column is NULL"
-        return TableResult(
+        return LoadResult(
             table.id, status="failed", files=len(names), error=error, bad_files={culprit: error}
         )
 
@@ -297,14 +295,14 @@ def bad_input(table: TableConfig, bad: str) -> Merge:
 def unreadable(table: TableConfig, *bad: str) -> Merge:
     """A merge whose read fails on every `bad` file it is given, as engine.unreadable names them."""
 
-    def outcome(names: list[str]) -> TableResult:
+    def outcome(names: list[str]) -> LoadResult:
         guilty = {
             n: f"table {table.id!r}, file {n!r}: cannot be read: truncated" for n in names if n.endswith(bad)
         }
         if not guilty:
             return ok(table, inserted=len(names))
         error = f"table {table.id!r}: {len(guilty)} unreadable file(s)"
-        return TableResult(table.id, status="failed", files=len(names), error=error, bad_files=guilty)
+        return LoadResult(table.id, status="failed", files=len(names), error=error, bad_files=guilty)
 
     return outcome
 
@@ -401,7 +399,7 @@ def test_a_run_takes_at_most_its_share_of_bytes_and_a_larger_file_alone(ledger, 
 def test_a_lost_lock_stops_the_run(ledger, table, merges, clock):
     """The run outlives its lock's TTL and another run takes the table: the next batch is not claimed."""
 
-    def outcome(names: list[str]) -> TableResult:
+    def outcome(names: list[str]) -> LoadResult:
         clock.now += DEFAULT_LOCK_TTL_SECONDS + 1
         assert ledger.acquire_lock(table.id, "other-run")
         land(ledger, table, "20240102-next.parquet")
@@ -439,7 +437,7 @@ def test_a_batch_whose_lock_is_taken_before_it_publishes_is_not_published(ledger
         try:
             before_publish()
         except Exception as exc:  # load_table records a table's error as its failed result
-            return TableResult(current.id, status="failed", error=f"{type(exc).__name__}: {exc}")
+            return LoadResult(current.id, status="failed", error=f"{type(exc).__name__}: {exc}")
         published.append(current.id)
         return ok(current, inserted=1)
 
@@ -515,7 +513,7 @@ def test_tables_drained_together_are_isolated(ledger, table, monkeypatch):
     def load_table(spark, table, files, *, catalog, run_id, progress, log_consumed=False, before_publish):
         both_running.wait()
         if table.id == failing.id:
-            return TableResult(table.id, status="failed", files=1, error="ReadError: 1.parquet: corrupt")
+            return LoadResult(table.id, status="failed", files=1, error="ReadError: 1.parquet: corrupt")
         return ok(table, inserted=len(files))
 
     stand_in(monkeypatch, load_table)
@@ -568,7 +566,7 @@ def test_files_of_an_incomplete_snapshot_go_back_pending_and_end_the_run(ledger,
     nothing but waiting files (a batch that also applied something goes on to the next)."""
     land(ledger, table, "a.parquet", "b.parquet")
 
-    def waits_for_b(names: list[str]) -> TableResult:
+    def waits_for_b(names: list[str]) -> LoadResult:
         result = ok(table, 1)
         result.waiting = [n for n in names if n.endswith("b.parquet")]
         return result

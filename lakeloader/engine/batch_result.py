@@ -1,6 +1,6 @@
-"""What one batch did to its table (`Applied`): what apply_batch and the modes' writes (merge, scd2)
-fill in, and what the job's TableResult extends. In a module of its own so that the writes and
-apply_batch, which calls them, both import it and neither the other.
+"""What one batch did to its table (`BatchResult`): what apply_batch and the modes' writes (merge, scd2)
+fill in, and what the job's LoadResult (one table's load in a run) extends. In a module of its own so
+that the writes and apply_batch, which calls them, both import it and neither the other.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ COUNTED = ("files", "changes", "inserted", "updated", "deleted")  # what several
 
 
 @dataclass(kw_only=True)
-class Applied:
-    """What one batch did to its table (the job's TableResult extends it into a row of its run summary)."""
+class BatchResult:
+    """What one batch did to its table (the job's LoadResult extends it into a row of its run summary)."""
 
     files: int = 0  # the files read; those an earlier commit consumed are not counted
     changes: int = 0
@@ -31,7 +31,7 @@ class Applied:
     # each commit's counts held against what the table reports of it (merge, scd2; engine.commit_check)
     reconciliation: Reconciliation | None = None
 
-    def add(self, other: Applied) -> None:
+    def add(self, other: BatchResult) -> None:
         """Take in what a later batch of the same table did (a run's batches, a batch's snapshots): its
         counts add up, its notes follow, its snapshot is the newest (where it has one)."""
         for counted in COUNTED:
