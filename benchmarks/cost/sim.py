@@ -27,7 +27,7 @@ from lakeloader.config.items import config_items
 from lakeloader.config_store import sync_items
 from lakeloader.contract import new_run_id
 from lakeloader.ledger import DONE, RUN_SUCCEEDED, Ledger
-from lakeloader.trigger import Trigger, TriggerSettings
+from lakeloader.trigger import ObjectsArrived, SweepRequest, Trigger, TriggerSettings
 
 RAW = "lakeloader-sim-raw"
 GLUE_PRICE_PER_DPU_HOUR = 0.44  # Glue Spark jobs, STANDARD (us-east-1, published price)
@@ -257,10 +257,12 @@ class Simulation:
                 "object": {"key": quote_plus(key), "size": self.file_bytes, "eTag": uuid.uuid4().hex},
             },
         }
-        self.trigger.handle({"Records": [record]}, f"arrival-{table_id}-{n}")
+        self.trigger.handle(
+            ObjectsArrived.read({"Records": [record]}, correlation_id=f"arrival-{table_id}-{n}")
+        )
 
     def _on_sweep(self, _: Any) -> None:
-        self.trigger.sweep(f"sweep-{int(self.clock.now)}")
+        self.trigger.sweep(SweepRequest(correlation_id=f"sweep-{int(self.clock.now)}"))
 
     # -- Glue, simulated --------------------------------------------------------------------
 

@@ -1,11 +1,12 @@
 """S3 arrival -> ledger -> job run: the logic behind ``lambda/s3_arrival``.
 
 Shipped to the Lambda with the ledger: standard library, boto3 and aws-lambda-powertools only (no
-pydantic, no pyspark). Events, routes, launch, settings and logs are separate modules; the flow and
-its retry guarantees are described in docs/ledger_and_trigger.md.
+pydantic, no pyspark). Each invocation is read once into a typed event (events) and handed to the
+`Trigger` handler of its kind (handler), which starts runs through `RunStarter` (starts, launch); the
+flow and its retry guarantees are described in docs/ledger_and_trigger.md.
 """
 
-from lakeloader.trigger.events import parse_event
+from lakeloader.trigger.events import ObjectsArrived, RebuildRequest, SweepRequest, read_invocation
 from lakeloader.trigger.handler import Trigger, TriggerError, handle_event
 from lakeloader.trigger.launch import clear_clients
 from lakeloader.trigger.routes import TableRoute, clear_route_cache, match_route
@@ -19,6 +20,9 @@ def clear_caches() -> None:
 
 
 __all__ = [
+    "ObjectsArrived",
+    "RebuildRequest",
+    "SweepRequest",
     "TriggerSettingsError",
     "TableRoute",
     "Trigger",
@@ -27,5 +31,5 @@ __all__ = [
     "clear_caches",
     "handle_event",
     "match_route",
-    "parse_event",
+    "read_invocation",
 ]

@@ -1,4 +1,4 @@
-"""What an invocation was asked: the objects an S3/SQS/SNS/EventBridge event names, or a sweep.
+"""What an invocation asks, read once into a typed event: objects arrived, a sweep or a rebuild.
 
 Records are read through aws-lambda-powertools' event data classes (plain dict wrappers, no
 pydantic); the walk over envelopes (S3 in SQS, SNS in SQS, EventBridge in SQS, ...) is ours.
@@ -7,9 +7,8 @@ pydantic); the walk over envelopes (S3 in SQS, SNS in SQS, EventBridge in SQS, .
 from __future__ import annotations
 
 import json
-import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
@@ -20,7 +19,6 @@ from aws_lambda_powertools.utilities.data_classes.sns_event import SNSEventRecor
 
 from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT
 from lakeloader.ledger import ObjectRef
-from lakeloader.trigger.logs import log
 
 _MAX_DEPTH = 4
 _KINDS = {"aws:sqs": "SQS", "aws:sns": "SNS"}
@@ -80,15 +78,16 @@ def _eventbridge_object(
     return ObjectEvent(ref=ref, event_name=str(event.get("detail-type", "")), source=source)
 
 
-def parse_event(event: Any, *, eventbridge_keys_encoded: bool = True) -> tuple[list[ObjectEvent], list[str]]:
-    """All objects an event names, and a description of each record that could not be read.
+def _walk(event: Any, eventbridge_keys_encoded: bool) -> tuple[list[ObjectEvent], list[str], list[Any]]:
+    """All objects an event names, a description of each record that could not be read, and the
+    bucket of each S3 test event (sent when a notification is configured; it names no object).
 
     Understands S3 notification records (direct, or in SQS message bodies, or
-    in SNS messages, also SNS-in-SQS) and EventBridge ``aws.s3`` events. S3
-    test events (sent when a notification is configured) yield nothing.
+    in SNS messages, also SNS-in-SQS) and EventBridge ``aws.s3`` events.
     """
     objects: list[ObjectEvent] = []
     problems: list[str] = []
+    test_event_buckets: list[Any] = []
 
     def walk(node: Any, source: str | None, depth: int) -> None:
         if depth > _MAX_DEPTH:
@@ -104,7 +103,7 @@ def parse_event(event: Any, *, eventbridge_keys_encoded: bool = True) -> tuple[l
             problems.append(f"unrecognised {source or 'event'} payload of type {type(node).__name__}")
             return
         if node.get("Event") == "s3:TestEvent":
-            log(logging.INFO, "event.s3_test_event", bucket=node.get("Bucket"))
+            test_event_buckets.append(node.get("Bucket"))
             return
         if isinstance(node.get("Records"), list):
             for record in node["Records"]:
@@ -145,41 +144,80 @@ def parse_event(event: Any, *, eventbridge_keys_encoded: bool = True) -> tuple[l
             problems.append(f"{_KINDS.get(origin, 'S3')} record without {exc}")
 
     walk(event, None, 0)
-    return objects, problems
+    return objects, problems, test_event_buckets
 
 
-def is_sweep(event: Any) -> bool:
-    """A request to start runs for every table with pending objects (``contract.SWEEP_EVENT``),
-    or an EventBridge schedule."""
-    if not isinstance(event, Mapping):
-        return False
-    request = event.get("lakeloader")
-    if isinstance(request, Mapping) and request.get("action") == SWEEP_EVENT["lakeloader"]["action"]:
-        return True
-    return event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event"
+@dataclass(frozen=True, kw_only=True)
+class ObjectsArrived:
+    """Objects an S3/SQS/SNS/EventBridge event names, and the records that could not be read."""
 
+    correlation_id: str
+    objects: tuple[ObjectEvent, ...] = ()
+    problems: tuple[str, ...] = ()
+    test_event_buckets: tuple[Any, ...] = ()  # S3 test events: logged, nothing recorded
 
-def sweep_table_ids(event: Mapping[str, Any]) -> list[str] | None:
-    """The tables a sweep request names (``{"lakeloader": {"action": "sweep", "table_ids": [...]}}``)."""
-    request = event.get("lakeloader")
-    return request.get("table_ids") if isinstance(request, Mapping) else None
-
-
-def rebuild_request(event: Any) -> dict[str, Any] | None:
-    """``{"lakeloader": {"action": "rebuild", "table_ids": [...], "raw_zone_erased": bool}}`` as
-    {table_ids, raw_zone_erased}; None for any other event."""
-    request = event.get("lakeloader") if isinstance(event, Mapping) else None
-    if not isinstance(request, Mapping) or request.get("action") != REBUILD_EVENT["lakeloader"]["action"]:
-        return None
-    table_ids = request.get("table_ids")
-    if not isinstance(table_ids, list) or not table_ids or not all(isinstance(t, str) for t in table_ids):
-        raise ValueError(
-            f"a rebuild request names its tables in table_ids (a list of ids), got {table_ids!r}"
+    @classmethod
+    def read(
+        cls, event: Any, *, correlation_id: str, eventbridge_keys_encoded: bool = True
+    ) -> ObjectsArrived:
+        objects, problems, test_event_buckets = _walk(event, eventbridge_keys_encoded)
+        return cls(
+            correlation_id=correlation_id,
+            objects=tuple(objects),
+            problems=tuple(problems),
+            test_event_buckets=tuple(test_event_buckets),
         )
-    return {"table_ids": table_ids, "raw_zone_erased": request.get("raw_zone_erased") is True}
 
 
-def correlation_id_for(event: Any, context: Any = None) -> str:
+@dataclass(frozen=True, kw_only=True)
+class SweepRequest:
+    """Start runs for the tables with pending objects: ``contract.SWEEP_EVENT`` (``table_ids`` None:
+    every table), or an EventBridge schedule."""
+
+    correlation_id: str
+    table_ids: Sequence[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RebuildRequest:
+    """Start runs that rebuild these tables: ``contract.REBUILD_EVENT`` (`lakeloader rebuild --stage`)."""
+
+    correlation_id: str
+    table_ids: Sequence[str]
+    raw_zone_erased: bool = False
+
+
+Invocation = ObjectsArrived | SweepRequest | RebuildRequest
+
+
+def read_invocation(event: Any, context: Any = None, *, eventbridge_keys_encoded: bool = True) -> Invocation:
+    """What one invocation asks, read once; raises ValueError for a rebuild request without its tables."""
+    cid = _correlation_id(event, context)
+    request = event.get("lakeloader") if isinstance(event, Mapping) else None
+    request = request if isinstance(request, Mapping) else {}
+    if request.get("action") == SWEEP_EVENT["lakeloader"]["action"] or _is_schedule(event):
+        return SweepRequest(correlation_id=cid, table_ids=request.get("table_ids"))
+    if request.get("action") == REBUILD_EVENT["lakeloader"]["action"]:
+        table_ids = request.get("table_ids")
+        if not isinstance(table_ids, list) or not table_ids or not all(isinstance(t, str) for t in table_ids):
+            raise ValueError(
+                f"a rebuild request names its tables in table_ids (a list of ids), got {table_ids!r}"
+            )
+        return RebuildRequest(
+            correlation_id=cid, table_ids=table_ids, raw_zone_erased=request.get("raw_zone_erased") is True
+        )
+    return ObjectsArrived.read(event, correlation_id=cid, eventbridge_keys_encoded=eventbridge_keys_encoded)
+
+
+def _is_schedule(event: Any) -> bool:
+    return (
+        isinstance(event, Mapping)
+        and event.get("source") == "aws.events"
+        and event.get("detail-type") == "Scheduled Event"
+    )
+
+
+def _correlation_id(event: Any, context: Any) -> str:
     """The Lambda request id; else an explicit one in the event; else a fresh uuid."""
     request_id = getattr(context, "aws_request_id", None)
     if request_id:

@@ -27,7 +27,13 @@ from lakeloader.config.items import config_items  # noqa: E402
 from lakeloader.config_store import sync_items  # noqa: E402
 from lakeloader.contract import ARG_TABLE_ID, METRICS_NAMESPACE, glue_arg, new_run_id  # noqa: E402
 from lakeloader.ledger import DONE, FAILED, PENDING, Ledger, ObjectRef  # noqa: E402
-from lakeloader.trigger import Trigger, TriggerSettings, TriggerSettingsError  # noqa: E402
+from lakeloader.trigger import (  # noqa: E402
+    ObjectsArrived,
+    SweepRequest,
+    Trigger,
+    TriggerSettings,
+    TriggerSettingsError,
+)
 from tests.unit.trigger_world import RAW, World, s3_event, s3_record  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
@@ -82,7 +88,12 @@ def starts(world: World) -> list[dict]:
 
 def land(trigger: Trigger, table_id: str, name: str, cid: str) -> dict:
     database, table_name = table_id.split(".")
-    return trigger.handle(s3_event(s3_record(f"{database}/{table_name}/{name}", etag=name)), cid)
+    event = s3_event(s3_record(f"{database}/{table_name}/{name}", etag=name))
+    return trigger.handle(ObjectsArrived.read(event, correlation_id=cid))
+
+
+def sweep(trigger: Trigger, cid: str) -> dict:
+    return trigger.sweep(SweepRequest(correlation_id=cid))
 
 
 def run_job(ledger: Ledger, table_ids: list[str]) -> dict[str, list[str]]:
@@ -115,7 +126,7 @@ def test_arrivals_inside_the_window_wait_and_ride_the_next_run(world, clock):
     assert sent == []
 
     # the sweep starts its run (no run yet, so the window is open), which drains it
-    swept = trigger.sweep("sweep-1")
+    swept = sweep(trigger, "sweep-1")
     assert list(swept["started"]) == ["crm.customers"] and len(sent) == 1
     assert run_job(world.ledger, table_ids_of(sent[0])) == {"crm.customers": ["1.parquet"]}
 
@@ -126,7 +137,7 @@ def test_arrivals_inside_the_window_wait_and_ride_the_next_run(world, clock):
     land(trigger, "crm.customers", "3.parquet", "req-3")
     for _ in range(2):
         clock.now += 60
-        inside = trigger.sweep("sweep-inside")
+        inside = sweep(trigger, "sweep-inside")
         assert (inside["started"], inside["tables_in_window"]) == ({}, 1)
     assert len(sent) == 1
     assert {o.key: o.status for o in world.ledger.objects("crm.customers")} == {
@@ -137,23 +148,21 @@ def test_arrivals_inside_the_window_wait_and_ride_the_next_run(world, clock):
 
     # the window since the last run start has passed: one run takes both, each exactly once
     clock.now = START + WINDOW
-    due = trigger.sweep("sweep-due")
+    due = sweep(trigger, "sweep-due")
     assert list(due["started"]) == ["crm.customers"] and len(sent) == 2
     assert run_job(world.ledger, table_ids_of(sent[1])) == {"crm.customers": ["2.parquet", "3.parquet"]}
     objects = world.ledger.objects("crm.customers")
     assert [(o.status, o.attempts) for o in objects] == [(DONE, 1)] * 3
-    assert trigger.sweep("sweep-after")["started"] == {}  # nothing left: no empty run
+    assert sweep(trigger, "sweep-after")["started"] == {}  # nothing left: no empty run
 
 
 def test_a_table_without_a_window_starts_at_once_as_before(world, clock):
     deploy(world, table("crm.customers"), table("sales.orders", window=WINDOW))
     trigger, sent = make_trigger(world, clock), starts(world)
-    summary = trigger.handle(
-        s3_event(
-            s3_record("crm/customers/1.parquet", etag="a"), s3_record("sales/orders/1.parquet", etag="b")
-        ),
-        "req-1",
+    event = s3_event(
+        s3_record("crm/customers/1.parquet", etag="a"), s3_record("sales/orders/1.parquet", etag="b")
     )
+    summary = trigger.handle(ObjectsArrived.read(event, correlation_id="req-1"))
     assert list(summary["started"]) == ["crm.customers"]
     assert [d["table_id"] for d in summary["deferred"]] == ["sales.orders"]
     assert [table_ids_of(r) for r in sent] == [["crm.customers"]]
@@ -168,7 +177,7 @@ def test_the_sweep_groups_due_tables_and_keeps_each_tables_lock(world, clock):
         land(trigger, t, "1.parquet", f"req-{t}")
     assert world.ledger.acquire_lock("a.t2", "a-running-run")  # a run of a.t2 is in progress
 
-    swept = trigger.sweep("sweep-1")
+    swept = sweep(trigger, "sweep-1")
 
     # a.t2 is left to the run that holds it; the others share runs of at most two tables
     assert [table_ids_of(r) for r in sent] == [["a.t1", "a.t3"], ["a.t4"]]
@@ -204,7 +213,7 @@ def test_flex_tables_run_flex_and_apart_from_standard_ones(world, clock):
         world.ledger.record_object(
             t, ObjectRef(RAW, f"a/{t.split('.')[1]}/1.parquet", etag="e"), correlation_id="c"
         )
-    trigger.sweep("sweep-1")
+    sweep(trigger, "sweep-1")
     by_tables = {",".join(table_ids_of(r)): r for r in sent}
     assert set(by_tables) == {"a.fast", "a.slow,a.slow2"}
     assert "ExecutionClass" not in by_tables["a.fast"]
@@ -226,7 +235,7 @@ def test_a_start_refused_for_capacity_gives_the_window_back(world, clock):
     )
     try:
         other.start_job_run(JobName=job)  # the job's one slot is taken
-        refused = trigger.sweep("sweep-1")
+        refused = sweep(trigger, "sweep-1")
     finally:
         moto_api(world.endpoint, "state-manager/unset-transition", {"model_name": "glue::job_run"})
     assert refused["started"] == {}
@@ -234,17 +243,17 @@ def test_a_start_refused_for_capacity_gives_the_window_back(world, clock):
     assert world.ledger.get_lock("crm.customers") is None
     # no run started, so no window was used up: the next sweep, a minute later, starts it
     clock.now += 60
-    assert list(trigger.sweep("sweep-2")["started"]) == ["crm.customers"]
+    assert list(sweep(trigger, "sweep-2")["started"]) == ["crm.customers"]
 
 
 def test_two_triggers_racing_for_one_window_start_one_run(world, clock):
     deploy(world, table("crm.customers", window=WINDOW))
     first, second = make_trigger(world, clock), make_trigger(world, clock)
     land(first, "crm.customers", "1.parquet", "req-1")
-    assert list(first.sweep("sweep-a")["started"]) == ["crm.customers"]
+    assert list(sweep(first, "sweep-a")["started"]) == ["crm.customers"]
     run_job(world.ledger, ["crm.customers"])  # the run ended and released the lock
     land(second, "crm.customers", "2.parquet", "req-2")
-    late = second.sweep("sweep-b")  # the lock is free, but the window is not over
+    late = sweep(second, "sweep-b")  # the lock is free, but the window is not over
     assert (late["started"], late["tables_in_window"]) == ({}, 1)
     assert second.ledger.claim_window("crm.customers", WINDOW) is None
 
@@ -275,7 +284,7 @@ def test_the_sweep_measures_each_tables_lag_and_failed_files_alone_start_no_run(
     assert world.ledger.record_object("a.busy", ObjectRef(RAW, "a/busy/1.parquet", "e1"), correlation_id="c")
     clock.now += 600
     capsys.readouterr()
-    swept = trigger.sweep("sweep-1")
+    swept = sweep(trigger, "sweep-1")
     ages = pending_ages(capsys.readouterr().out)
     assert ages == {(world.ledger_table, "a.busy"): 600.0, (world.ledger_table, "a.idle"): 0.0}
     assert list(swept["started"]) == ["a.busy"] and len(sent) == 1
@@ -287,6 +296,6 @@ def test_the_sweep_measures_each_tables_lag_and_failed_files_alone_start_no_run(
     world.ledger.finish("a.busy", world.ledger.next_batch("a.busy", run_id), run_id, FAILED, error="boom")
     world.ledger.release_lock("a.busy", run_id)
     clock.now += 600
-    swept = trigger.sweep("sweep-2")
+    swept = sweep(trigger, "sweep-2")
     assert pending_ages(capsys.readouterr().out)[(world.ledger_table, "a.busy")] == 1200.0
     assert swept["started"] == {} and len(sent) == 1

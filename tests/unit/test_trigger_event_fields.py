@@ -1,12 +1,14 @@
 """Every field the trigger reads from an event, without AWS: what each object record becomes (bucket,
 key, ETag, version, size, sequencer, event time, name, outermost source), which names mean "created",
-what each unreadable record is reported as, and the requests the operator verbs send (sweep, rebuild).
+what each unreadable record is reported as, and what each invocation reads as (objects arrived, the
+sweep and rebuild requests the operator verbs and the schedule send, and its correlation id).
 lakeloader.trigger.events is plain Python; test_trigger_events.py runs the same events through the
 handler against moto."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError
 from types import SimpleNamespace
 from urllib.parse import quote_plus
 
@@ -15,13 +17,20 @@ import pytest
 from lakeloader.ledger import ObjectRef
 from lakeloader.trigger.events import (
     ObjectEvent,
-    correlation_id_for,
-    is_sweep,
-    parse_event,
-    rebuild_request,
-    sweep_table_ids,
+    ObjectsArrived,
+    RebuildRequest,
+    SweepRequest,
+    read_invocation,
 )
-from tests.unit.trigger_world import RAW, context, eventbridge_event, s3_event, s3_record, sqs_event
+from tests.unit.trigger_world import (
+    RAW,
+    context,
+    eventbridge_event,
+    parse_event,
+    s3_event,
+    s3_record,
+    sqs_event,
+)
 
 VERSION = "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"
 
@@ -188,45 +197,77 @@ def test_each_record_that_cannot_be_read_is_reported_and_the_others_are_read():
     assert parse_event("x" * 200)[1] == [f"event body is not JSON: {'x' * 120!r}"]
 
 
-def test_the_requests_the_operator_verbs_and_the_schedule_send():
-    assert is_sweep({"lakeloader": {"action": "sweep"}})
-    assert is_sweep({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}})
+def test_a_sweep_request_or_the_schedule_reads_as_a_sweep_with_its_tables():
+    def read(event):
+        return read_invocation(event, context("req-1"))
+
+    assert read({"lakeloader": {"action": "sweep"}}) == SweepRequest(correlation_id="req-1")
+    scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+    assert read(scheduled) == SweepRequest(correlation_id="req-1", table_ids=None)
+    asked = {"lakeloader": {"action": "sweep", "table_ids": ["a", "b"]}}
+    assert read(asked) == SweepRequest(correlation_id="req-1", table_ids=["a", "b"])
+    assert isinstance(read({"lakeloader": {"action": "rebuild", "table_ids": ["a"]}}), RebuildRequest)
     for other in (
-        {"lakeloader": {"action": "rebuild"}},
         {"lakeloader": "sweep"},
         {"source": "aws.events", "detail-type": "Object Created"},
         {"source": "aws.s3", "detail-type": "Scheduled Event"},
         s3_event(s3_record("crm/a.csv")),
         "sweep",
     ):
-        assert not is_sweep(other), other
-    assert sweep_table_ids({"lakeloader": {"action": "sweep", "table_ids": ["a", "b"]}}) == ["a", "b"]
-    assert sweep_table_ids({"lakeloader": {"action": "sweep"}}) is None
-    assert sweep_table_ids({"source": "aws.events"}) is None
+        assert isinstance(read(other), ObjectsArrived), other
+
+
+def test_a_rebuild_request_reads_as_its_tables_and_whether_the_raw_zone_was_erased():
+    def read(request):
+        return read_invocation({"lakeloader": request}, context("req-1"))
 
     asked = {"action": "rebuild", "table_ids": ["crm.customers"]}
-    assert rebuild_request({"lakeloader": asked}) == {
-        "table_ids": ["crm.customers"],
-        "raw_zone_erased": False,
-    }
-    erased = rebuild_request({"lakeloader": asked | {"raw_zone_erased": True}})
-    assert erased == {"table_ids": ["crm.customers"], "raw_zone_erased": True}
-    assert rebuild_request({"lakeloader": asked | {"raw_zone_erased": "yes"}})["raw_zone_erased"] is False
-    for not_rebuild in ({"lakeloader": {"action": "sweep"}}, {"lakeloader": "rebuild"}, {}, "rebuild"):
-        assert rebuild_request(not_rebuild) is None
+    assert read(asked) == RebuildRequest(
+        correlation_id="req-1", table_ids=["crm.customers"], raw_zone_erased=False
+    )
+    erased = read(asked | {"raw_zone_erased": True})
+    assert erased == RebuildRequest(correlation_id="req-1", table_ids=["crm.customers"], raw_zone_erased=True)
+    assert read(asked | {"raw_zone_erased": "yes"}).raw_zone_erased is False
+    for not_rebuild in ({"action": "sweep"}, "rebuild", {}):
+        assert not isinstance(read(not_rebuild), RebuildRequest)
+    assert isinstance(read_invocation("rebuild"), ObjectsArrived)
+    with pytest.raises(FrozenInstanceError):
+        erased.raw_zone_erased = False  # type: ignore[misc]
+
+
+def test_a_rebuild_request_that_does_not_name_its_tables_is_refused():
     for bad in (None, [], "crm.customers", ["crm.customers", 7]):
         with pytest.raises(ValueError) as raised:
-            rebuild_request({"lakeloader": {"action": "rebuild", "table_ids": bad}})
+            read_invocation({"lakeloader": {"action": "rebuild", "table_ids": bad}})
         assert str(raised.value) == (
             f"a rebuild request names its tables in table_ids (a list of ids), got {bad!r}"
         )
+    with pytest.raises(ValueError, match="got None"):
+        read_invocation({"lakeloader": {"action": "rebuild"}}, context("req-1"))
+
+
+def test_an_event_naming_objects_reads_as_its_objects_its_problems_and_its_s3_test_events():
+    arrived = read_invocation(
+        {"Records": [s3_record("crm/a.csv", etag="e1"), "junk"]},
+        context("req-1"),
+        eventbridge_keys_encoded=False,
+    )
+    assert isinstance(arrived, ObjectsArrived) and arrived.correlation_id == "req-1"
+    assert [o.ref.key for o in arrived.objects] == ["crm/a.csv"]
+    assert arrived.problems == ("record of type str",) and arrived.test_event_buckets == ()
+    configured = read_invocation(sqs_event({"Event": "s3:TestEvent", "Bucket": RAW}), context("req-2"))
+    assert configured == ObjectsArrived(correlation_id="req-2", test_event_buckets=(RAW,))
 
 
 def test_the_correlation_id_is_the_lambda_request_else_the_callers_else_a_new_one():
     request = {"lakeloader": {"action": "sweep", "correlation_id": "cli-42"}}
-    assert correlation_id_for(request, context("req-1")) == "req-1"
-    assert correlation_id_for(request, None) == "cli-42"
-    assert correlation_id_for(request, SimpleNamespace(aws_request_id="")) == "cli-42"
-    fresh = {correlation_id_for({"lakeloader": {"action": "sweep"}}) for _ in range(3)}
+    assert read_invocation(request, context("req-1")).correlation_id == "req-1"
+    assert read_invocation(request, None).correlation_id == "cli-42"
+    assert read_invocation(request, SimpleNamespace(aws_request_id="")).correlation_id == "cli-42"
+    fresh = {read_invocation({"lakeloader": {"action": "sweep"}}).correlation_id for _ in range(3)}
     assert len(fresh) == 3 and all(len(cid) == 32 for cid in fresh)
-    assert len(correlation_id_for("not a mapping")) == 32
+    assert len(read_invocation("not a mapping").correlation_id) == 32
+    rebuild = {"lakeloader": {"action": "rebuild", "table_ids": ["t"], "correlation_id": "cli-43"}}
+    assert read_invocation(rebuild).correlation_id == "cli-43"
+    assert read_invocation(rebuild, context("req-3")).correlation_id == "req-3"
+    assert read_invocation(s3_event(s3_record("crm/a.csv")), context("req-4")).correlation_id == "req-4"

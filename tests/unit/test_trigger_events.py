@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from lakeloader.trigger import parse_event
 from tests.unit import trigger_world
 from tests.unit.trigger_world import (
     CUSTOMERS,
@@ -15,6 +14,7 @@ from tests.unit.trigger_world import (
     context,
     eventbridge_event,
     log_lines,
+    parse_event,
     s3_event,
     s3_record,
     sqs_event,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from lakeloader.ledger import PENDING
-from lakeloader.trigger import Trigger, TriggerError, TriggerSettings
+from lakeloader.trigger import RebuildRequest, Trigger, TriggerError, TriggerSettings
 from lakeloader.trigger.launch import aws_client
 from tests.aws_fixtures import moto_api, unique_name
 from tests.unit import trigger_world
@@ -197,10 +197,10 @@ def test_a_rebuild_asked_in_process_keeps_the_raw_zone_flag_off_and_a_failed_sta
     world.add_table("inventory.products", "inventory/products/", engine="emr")  # no EMR on this stage
     trigger = Trigger(TriggerSettings.from_env(world.env()), dynamodb=world.dynamodb, glue=world.glue)
 
-    summary = trigger.rebuild("cid-rebuild", ["crm.customers"])
+    summary = trigger.rebuild(RebuildRequest(correlation_id="cid-rebuild", table_ids=["crm.customers"]))
 
     assert summary["correlation_id"] == "cid-rebuild" and summary["action"] == "rebuild"
     (glue_run,) = world.glue_runs()
     assert glue_run["Arguments"]["--lakeloader_raw_zone_erased"] == "false"
     with pytest.raises(TriggerError, match="inventory.products': engine_not_configured"):
-        trigger.rebuild("cid-rebuild-2", ["inventory.products"])
+        trigger.rebuild(RebuildRequest(correlation_id="cid-rebuild-2", table_ids=["inventory.products"]))

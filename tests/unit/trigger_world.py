@@ -24,6 +24,7 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.ledger import Ledger  # noqa: E402
+from lakeloader.trigger.events import ObjectEvent, ObjectsArrived  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = "lakeloader-raw-123456789012"
@@ -135,6 +136,12 @@ def context(request_id: str | None = None) -> SimpleNamespace:
     return SimpleNamespace(
         aws_request_id=request_id or str(uuid.uuid4()), function_name="lakeloader-s3-arrival"
     )
+
+
+def parse_event(event: object, **options: bool) -> tuple[list[ObjectEvent], list[str]]:
+    """The objects an event names and the records that could not be read (an `ObjectsArrived`'s)."""
+    arrived = ObjectsArrived.read(event, correlation_id="test", **options)
+    return list(arrived.objects), list(arrived.problems)
 
 
 # -- the world: tables, jobs, env ---------------------------------------------------
