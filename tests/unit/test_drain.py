@@ -1,141 +1,26 @@
-"""The drain loop's outcome (lakeloader.jobs.drain.drain_table), without the e2e suite.
-
-Real: the Ledger code against DynamoDB on moto's server over HTTP, drain_table itself, and its
-metrics going to moto's CloudWatch. Every DynamoDB call a drain sends is checked against the job
-roles' grants as tests/infra/test_infra_iam_sufficient.py states them. Stubbed: only the Spark
-merge (`lakeloader.jobs.load.load_table`, monkeypatched with a stub of the same parameters): it is
-not the code under test here and is covered by tests/spark. The stub returns the outcome each test
-scripts for the files it is given and can act while a batch "runs" (an object arrives, the lock is
-taken over).
+"""The drain loop's outcome (lakeloader.jobs.drain.drain_table): a run's batches, their records and
+metrics, its share of files, its lock, several tables in one run. The world (moto's DynamoDB and
+CloudWatch, a scripted merge) is drain_world.py's; setting a bad file aside is test_drain_set_aside.py.
 """
 
 from __future__ import annotations
 
-import inspect
-import sys
 import threading
-from collections.abc import Callable
-from pathlib import Path
 
 import boto3
 import pytest
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
-import aws_fixtures  # noqa: E402
-from aws_fixtures import ManualClock, create_dynamodb_table, unique_name  # noqa: E402
+from lakeloader.config import TableConfig
+from lakeloader.contract import GLUE_CATALOG, RECONCILIATION_MISMATCH_METRIC
+from lakeloader.jobs.drain import drain_tables
+from lakeloader.jobs.load import LoadResult
+from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, LockLostError
+from lakeloader.reconciliation import Reconciliation
+from tests.unit import drain_world
+from tests.unit.drain_world import drain, land, metric_of, metric_sum, ok, stand_in, statuses
 
-from lakeloader.config import TableConfig  # noqa: E402
-from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE, RECONCILIATION_MISMATCH_METRIC  # noqa: E402
-from lakeloader.jobs import drain as drain_job  # noqa: E402
-from lakeloader.jobs import load  # noqa: E402
-from lakeloader.jobs.drain import drain_table, drain_tables  # noqa: E402
-from lakeloader.jobs.load import LoadResult  # noqa: E402
-from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, LockLostError, ObjectRef  # noqa: E402
-from lakeloader.reconciliation import Reconciliation  # noqa: E402
-from tests.infra.test_infra_iam_sufficient import JOB_DYNAMODB_ACTIONS  # noqa: E402
-
-moto_server = aws_fixtures.moto_server
-aws_endpoint = aws_fixtures.aws_endpoint
-PAUSED: list[bool] = []  # non-empty while the stubbed merge acts: its ledger calls are not the run's
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(1_700_000_000.0)
-
-
-@pytest.fixture
-def ledger(aws_endpoint, clock, monkeypatch) -> Ledger:
-    # the drain keeps its CloudWatch client for the process: one made for an earlier session's moto
-    # server (a second pytest.main in one process, as mutmut runs) would send the metrics there
-    monkeypatch.setattr(drain_job, "_CLOUDWATCH", [])
-    client = boto3.client("dynamodb", endpoint_url=aws_endpoint, region_name="us-east-1")
-    objects = create_dynamodb_table(client, unique_name("ledger"), "table_id", "object_id")
-    runs = create_dynamodb_table(
-        client, unique_name("runs"), "table_id", "run_id", ttl_attribute="expires_at"
-    )
-    return Ledger(client, objects, runs, clock=clock)
-
-
-@pytest.fixture
-def table() -> TableConfig:
-    return TableConfig.model_validate(
-        {
-            "id": unique_name("crm.customers").replace("-", "_"),
-            "source": {"prefix": "crm/public/customers/", "format": "parquet", "cdc": "dms"},
-            "target": {"database": "crm", "table": "customers"},
-            "keys": ["id"],
-        }
-    )
-
-
-Merge = Callable[[list[str]], LoadResult]
-
-
-def stand_in(monkeypatch, fake: Callable[..., LoadResult]) -> None:
-    """Put `fake` in place of the Spark merge; its parameters must be the real load_table's own."""
-
-    def parameters(function: Callable) -> list[tuple[str, object]]:
-        return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()]
-
-    assert parameters(fake) == parameters(load.load_table)
-    monkeypatch.setattr(load, "load_table", fake)
-
-
-@pytest.fixture
-def merges(monkeypatch) -> list[list[str]]:
-    """Install a scripted `load_table`; returns the file names of each batch it was given."""
-    calls: list[list[str]] = []
-
-    def install(expected: TableConfig, outcome: Merge) -> list[list[str]]:
-        def load_table(spark, table, files, *, catalog, run_id, progress, log_consumed=False, before_publish):
-            assert table.id == expected.id and spark == "spark" and catalog == GLUE_CATALOG
-            names = [f.name for f in files]
-            calls.append(names)
-            PAUSED.append(True)  # what the scripted outcome does is another actor's, not the run's
-            try:
-                return outcome(names)
-            finally:
-                PAUSED.pop()
-
-        stand_in(monkeypatch, load_table)
-        return calls
-
-    return install
-
-
-def land(ledger: Ledger, table: TableConfig, *names: str, size: int | None = None) -> None:
-    for name in names:
-        ref = ObjectRef(bucket="raw", key=f"{table.source.prefix}{name}", etag=name, size=size)
-        assert ledger.record_object(table.id, ref, correlation_id="c")
-
-
-def statuses(ledger: Ledger, table: TableConfig) -> dict[str, tuple[str, str | None]]:
-    return {o.key.rsplit("/", 1)[1]: (o.status, o.error) for o in ledger.objects(table.id)}
-
-
-def drain(ledger: Ledger, table: TableConfig, **options) -> LoadResult:
-    """Run drain_table; every DynamoDB call it sends must be one the job roles are granted."""
-    sent: set[tuple[str, str]] = set()
-
-    def record(model, params, **_):
-        if not PAUSED:
-            sent.add((params["TableName"], model.name))
-
-    ledger.client.meta.events.register("before-parameter-build.dynamodb", record)
-    try:
-        return drain_table(
-            "spark", table, ledger, catalog=GLUE_CATALOG, raw_root="s3://raw/", cid="cid-1", **options
-        )
-    finally:
-        ledger.client.meta.events.unregister("before-parameter-build.dynamodb", record)
-        granted = {(ledger.ledger_table, a) for a in JOB_DYNAMODB_ACTIONS["ledger"]}
-        granted |= {(ledger.runs_table, a) for a in JOB_DYNAMODB_ACTIONS["runs"]}
-        assert sent and sent <= granted, f"not in the job roles' grants: {sorted(sent - granted)}"
-
-
-def ok(table: TableConfig, inserted: int) -> LoadResult:
-    return LoadResult(table.id, status="ok", files=1, changes=inserted, inserted=inserted, snapshot_id=7)
+moto_server, aws_endpoint = drain_world.moto_server, drain_world.aws_endpoint
+clock, ledger, table, merges = drain_world.clock, drain_world.ledger, drain_world.table, drain_world.merges
 
 
 def test_a_good_batch_is_done_and_recorded_as_succeeded(ledger, table, merges):
@@ -247,124 +132,6 @@ def test_a_failed_batch_stays_failed_with_its_error_and_stops_the_run(ledger, ta
         for m in boto3.client("cloudwatch").list_metrics(**metric_of(ledger, table))["Metrics"]
     }
     assert names == {"RunsFailed", "RowsMerged", "FilesQuarantined"}
-
-
-def metric_of(ledger: Ledger, table: TableConfig, name: str | None = None) -> dict:
-    """The table's metrics in its stage (the ledger table tells stages of one account apart)."""
-    dimensions = [{"Name": "Ledger", "Value": ledger.ledger_table}, {"Name": "TableId", "Value": table.id}]
-    return {
-        "Namespace": METRICS_NAMESPACE,
-        "Dimensions": dimensions,
-        **({"MetricName": name} if name else {}),
-    }
-
-
-def quarantined_metric(ledger: Ledger, table: TableConfig) -> float:
-    return metric_sum(ledger, table, "FilesQuarantined")
-
-
-def metric_sum(ledger: Ledger, table: TableConfig, name: str) -> float:
-    from datetime import UTC, datetime, timedelta
-
-    now = datetime.now(UTC)
-    points = boto3.client("cloudwatch").get_metric_statistics(
-        **metric_of(ledger, table, name),
-        StartTime=now - timedelta(hours=1),
-        EndTime=now + timedelta(minutes=5),
-        Period=3600,
-        Statistics=["Sum"],
-    )["Datapoints"]
-    return sum(p["Sum"] for p in points)
-
-
-def bad_input(table: TableConfig, bad: str) -> Merge:
-    """A merge that fails on `bad` as BadInputError does (load.load_table records its file)."""
-
-    def outcome(names: list[str]) -> LoadResult:
-        culprit = next((n for n in names if n.endswith(bad)), None)
-        if culprit is None:
-            return ok(table, inserted=len(names))
-        error = f"table {table.id!r}, file {culprit!r}, column 'id': key column is NULL"
-        return LoadResult(
-            table.id, status="failed", files=len(names), error=error, bad_files={culprit: error}
-        )
-
-    return outcome
-
-
-def unreadable(table: TableConfig, *bad: str) -> Merge:
-    """A merge whose read fails on every `bad` file it is given, as engine.unreadable names them."""
-
-    def outcome(names: list[str]) -> LoadResult:
-        guilty = {
-            n: f"table {table.id!r}, file {n!r}: cannot be read: truncated" for n in names if n.endswith(bad)
-        }
-        if not guilty:
-            return ok(table, inserted=len(names))
-        error = f"table {table.id!r}: {len(guilty)} unreadable file(s)"
-        return LoadResult(table.id, status="failed", files=len(names), error=error, bad_files=guilty)
-
-    return outcome
-
-
-def test_a_bad_file_is_set_aside_and_the_others_are_merged(ledger, table, merges):
-    calls = merges(table, bad_input(table, "2-bad.parquet"))
-    land(ledger, table, "1.parquet", "2-bad.parquet", "3.parquet")
-
-    result = drain(ledger, table)
-
-    prefix = "crm/public/customers/"
-    assert calls == [
-        [f"{prefix}{n}" for n in ("1.parquet", "2-bad.parquet", "3.parquet")],
-        [f"{prefix}1.parquet", f"{prefix}3.parquet"],
-    ]
-    found = statuses(ledger, table)
-    assert found["1.parquet"] == found["3.parquet"] == ("done", None)
-    assert found["2-bad.parquet"][0] == "failed" and "key column is NULL" in found["2-bad.parquet"][1]
-    assert {o.key.rsplit("/", 1)[1]: o.attempts for o in ledger.objects(table.id)} == {
-        "1.parquet": 1,  # the batch it shared with the bad file does not count against it
-        "2-bad.parquet": 1,
-        "3.parquet": 1,
-    }
-    (run,) = ledger.list_runs(table.id)
-    assert result.status == run.status == "failed" and "2-bad.parquet" in run.error  # the run says why
-
-
-def test_every_unreadable_file_of_a_batch_is_set_aside_with_its_own_error(ledger, table, merges):
-    calls = merges(table, unreadable(table, "2-cut.parquet", "4-empty.parquet"))
-    land(ledger, table, "1.parquet", "2-cut.parquet", "3.parquet", "4-empty.parquet")
-
-    drain(ledger, table, max_attempts=1)
-
-    prefix = "crm/public/customers/"
-    assert calls[1] == [f"{prefix}1.parquet", f"{prefix}3.parquet"]  # the others, in the same run
-    found = statuses(ledger, table)
-    assert found["1.parquet"] == found["3.parquet"] == ("done", None)
-    for bad in ("2-cut.parquet", "4-empty.parquet"):
-        status, error = found[bad]
-        assert status == "quarantined" and f"{prefix}{bad}" in error, found
-        assert error.count("file '") == 1  # its own error names no other file
-    assert quarantined_metric(ledger, table) == 2
-
-
-def test_a_file_that_keeps_failing_is_quarantined_after_max_attempts(ledger, table, merges):
-    calls = merges(table, bad_input(table, "bad.parquet"))
-    land(ledger, table, "bad.parquet")
-    for attempt in (1, 2, 3):
-        drain(ledger, table)
-        assert statuses(ledger, table)["bad.parquet"][0] == ("failed" if attempt < 3 else "quarantined")
-        assert quarantined_metric(ledger, table) == (0 if attempt < 3 else 1)  # the alarm's metric
-    land(ledger, table, "good.parquet")
-    assert drain(ledger, table).status == "ok"
-    assert calls[-1] == ["crm/public/customers/good.parquet"]  # no run takes a quarantined file
-    assert statuses(ledger, table)["good.parquet"] == ("done", None)
-
-
-def test_the_stage_sets_how_many_failures_quarantine_a_file(ledger, table, merges):
-    merges(table, bad_input(table, "bad.parquet"))
-    land(ledger, table, "bad.parquet")
-    drain(ledger, table, max_attempts=1)
-    assert statuses(ledger, table)["bad.parquet"][0] == "quarantined"
 
 
 def test_a_run_takes_at_most_its_share_of_files_and_the_next_run_the_rest(ledger, table, merges):
