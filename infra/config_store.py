@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
@@ -23,6 +24,17 @@ from lakeloader.config.items import config_items
 from lakeloader.config_store import items_json
 
 RUNS_TTL_ATTRIBUTE = "expires_at"
+# What the S3-arrival Lambda and the jobs do with the tables: read the config; record, claim and
+# finish objects in the ledger and runs (and locks) in the run history.
+CONFIG_READ_ACTIONS = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan"]
+LEDGER_WRITE_ACTIONS = [
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:ConditionCheckItem",
+]
 
 
 class ConfigStore(Construct):
@@ -104,3 +116,27 @@ class ConfigStore(Construct):
             service_timeout=Duration.minutes(10),
         )
         self.sync.node.add_dependency(self.sync_function.role)
+
+    def grant_config_read(self, role: iam.IRole, *, describe: bool = False) -> None:
+        """Let `role` read the config table's items; `describe`: and describe the table (the job roles)."""
+        describe_actions = ["dynamodb:DescribeTable"] if describe else []
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="ReadConfigTable",
+                actions=[*CONFIG_READ_ACTIONS, *describe_actions],
+                resources=[self.config_table.table_arn],
+            )
+        )
+
+    def grant_ledger_write(self, role: iam.IRole, *, batches: bool = False) -> None:
+        """Let `role` record, claim and finish objects and runs; `batches`: also write in batches and
+        describe the tables (the job roles' statement, named WriteLedgerAndRuns where the Lambda's is
+        LedgerAndRuns: the Sids deployed stacks carry)."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="WriteLedgerAndRuns" if batches else "LedgerAndRuns",
+                actions=LEDGER_WRITE_ACTIONS
+                + (["dynamodb:BatchWriteItem", "dynamodb:DescribeTable"] if batches else []),
+                resources=[self.ledger_table.table_arn, self.runs_table.table_arn],
+            )
+        )

@@ -17,6 +17,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from infra.assets import SuffixedFileAsset
+from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
 from infra.packaging import EMR_VENV_SUFFIX, REPO_ROOT, emr_venv_archive
 from infra.settings import SettingsError, Stage
@@ -187,3 +188,23 @@ class EmrServerless:
         self.entry_point_arguments = [
             part for name, value in job_arguments.items() for part in (contract.emr_arg(name), value)
         ]
+
+    def grant_start_job(self, role: iam.IRole) -> None:
+        """Let `role` start job runs on the application and read their state (passing the job role is
+        Processing's grant to give)."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="StartEmrIngest",
+                actions=["emr-serverless:StartJobRun", "emr-serverless:GetJobRun"],
+                resources=[self.application_arn, f"{self.application_arn}/jobruns/*"],
+            )
+        )
+        acknowledge_wildcards(
+            role,
+            [
+                "Resource::arn:<AWS::Partition>:emr-serverless:<AWS::Region>:<AWS::AccountId>:/applications/"
+                f"{arn_ref(self.application, 'ApplicationId')}/jobruns/*"
+            ],
+            "GetJobRun addresses the runs of the stage's one EMR Serverless application; run ids are "
+            "generated at run time.",
+        )

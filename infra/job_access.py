@@ -74,36 +74,9 @@ def grant_lake_access(
             resources=[storage.quarantine.bucket_arn, storage.quarantine.arn_for_objects("*")],
         )
     )
-    role.add_to_policy(
-        iam.PolicyStatement(
-            sid="UseLakeKey",
-            actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
-            resources=[storage.key.key_arn],
-        )
-    )
-    role.add_to_policy(
-        iam.PolicyStatement(
-            sid="ReadConfigTable",
-            actions=["dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:DescribeTable"],
-            resources=[store.config_table.table_arn],
-        )
-    )
-    role.add_to_policy(
-        iam.PolicyStatement(
-            sid="WriteLedgerAndRuns",
-            actions=[
-                "dynamodb:GetItem",
-                "dynamodb:Query",
-                "dynamodb:PutItem",
-                "dynamodb:UpdateItem",
-                "dynamodb:DeleteItem",
-                "dynamodb:BatchWriteItem",
-                "dynamodb:ConditionCheckItem",
-                "dynamodb:DescribeTable",
-            ],
-            resources=[store.ledger_table.table_arn, store.runs_table.table_arn],
-        )
-    )
+    storage.grant_key_use(role)
+    store.grant_config_read(role, describe=True)
+    store.grant_ledger_write(role, batches=True)
     role.add_to_policy(
         iam.PolicyStatement(
             sid="IcebergTablesInGlueCatalog",

@@ -12,7 +12,7 @@ for both engines and both runtimes.
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -22,55 +22,24 @@ from infra.assets import SuffixedFileAsset
 from infra.catalog import GLUE_JOB_ROLE, Catalog
 from infra.config_store import ConfigStore
 from infra.emr import EmrServerless
+from infra.glue_jobs import glue_conf_argument, lakeloader_glue_job
 from infra.job_access import grant_lake_access, lake_access_findings
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
 from infra.packaging import (
     GLUE_VENV_SUFFIX,
     GLUE_WHEELS_SUFFIX,
-    REPO_ROOT,
     glue_venv_archive,
     glue_wheels_zip,
     lakeloader_zip,
     uses_python_venv,
 )
 from infra.s3_tables import TableBucket, catalog_jar_assets
-from infra.settings import GlueJobSettings, SettingsError, Stage
+from infra.settings import Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
 
 S3A_REGION = "spark.hadoop.fs.s3a.endpoint.region"
-_GLUE_VERSIONS = {
-    "4.0": glue.GlueVersion.V4_0,
-    "5.0": glue.GlueVersion.V5_0,
-    "5.1": glue.GlueVersion.V5_1,
-    "6.0": glue.GlueVersion.V6_0,
-}
-
-
-def glue_version(runtime: runtimes.Runtime) -> glue.GlueVersion:
-    """The CDK enum of the runtime's Glue version."""
-    if runtime.glue_version not in _GLUE_VERSIONS:
-        raise SettingsError(
-            f"runtime {runtime.name}'s Glue version {runtime.glue_version!r} is not one this stack knows "
-            f"({', '.join(_GLUE_VERSIONS)}); add it to infra.processing._GLUE_VERSIONS"
-        )
-    return _GLUE_VERSIONS[runtime.glue_version]
-
-
-_WORKER_TYPES = {
-    "G.025X": glue.WorkerType.G_025X,
-    "G.1X": glue.WorkerType.G_1X,
-    "G.2X": glue.WorkerType.G_2X,
-    "G.4X": glue.WorkerType.G_4X,
-    "G.8X": glue.WorkerType.G_8X,
-    "G.12X": glue.WorkerType.G_12X,
-    "G.16X": glue.WorkerType.G_16X,
-    "R.1X": glue.WorkerType.R_1X,
-    "R.2X": glue.WorkerType.R_2X,
-    "R.4X": glue.WorkerType.R_4X,
-    "R.8X": glue.WorkerType.R_8X,
-}
 
 
 def s3a_region_conf(region: str) -> dict[str, str]:
@@ -80,11 +49,6 @@ def s3a_region_conf(region: str) -> dict[str, str]:
     Glue for Spark jobs to AWS Glue version 5.1"). Glue 6.0 has no EMRFS at all, and its migration
     page says to keep setting the region; both runtimes get it."""
     return {S3A_REGION: region}
-
-
-def glue_conf_argument(conf: dict[str, str]) -> str:
-    """Glue takes one `--conf`; more settings ride in its value: "a=b --conf c=d ..."."""
-    return " --conf ".join(f"{key}={value}" for key, value in conf.items())
 
 
 class Processing(Construct):
@@ -104,39 +68,9 @@ class Processing(Construct):
         table_bucket: TableBucket | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.network = network
-        settings = stage.settings
-        runtime = stage.runtime
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
-        # The jobs' third-party packages, for the runtime's Python: a packed venv on Glue 6.0+, where
-        # --additional-python-modules is deprecated; the zip of wheels before.
-        if uses_python_venv(runtime):
-            self.glue_dependencies = SuffixedFileAsset(
-                self, "GlueVenv", path=str(glue_venv_archive(runtime=runtime)), suffix=GLUE_VENV_SUFFIX
-            )
-            python_arguments = {"--python-virtual-env": self.glue_dependencies.s3_object_url}
-        else:
-            self.glue_dependencies = SuffixedFileAsset(
-                self, "GlueWheels", path=str(glue_wheels_zip(runtime=runtime)), suffix=GLUE_WHEELS_SUFFIX
-            )
-            python_arguments = {
-                "--additional-python-modules": self.glue_dependencies.s3_object_url,
-                "--python-modules-installer-option": "--no-index",
-            }
-
-        # Both engines' Spark settings: Iceberg tables in the Glue Data Catalog, and the region S3A calls.
-        iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
-        iceberg_conf |= s3a_region_conf(Aws.REGION)
-        if settings.lake_formation:
-            iceberg_conf |= contract.lake_formation_catalog_conf(
-                contract.GLUE_CATALOG, Aws.ACCOUNT_ID, Aws.REGION
-            )
-        # target.storage: s3_tables -- the stage's table bucket through the S3 Tables catalog for Iceberg,
-        # whose jars neither Glue nor EMR provides: shipped as assets (infra.s3_tables.catalog_jar_assets).
-        self.s3_tables_jars: list[s3_assets.Asset] = []
-        if table_bucket is not None:
-            iceberg_conf |= contract.s3_tables_catalog_conf(table_bucket.arn)
-            self.s3_tables_jars = catalog_jar_assets(self, runtime)
+        python_arguments = self._glue_dependencies(stage.runtime)
+        iceberg_conf = self._iceberg_conf(stage, storage, table_bucket)
         # What every job needs to start (contract.JOB_REQUIRED_ARGS), for both engines.
         required = {
             contract.ARG_CONFIG_TABLE: store.config_table.table_name,
@@ -145,16 +79,123 @@ class Processing(Construct):
             contract.ARG_RAW_ROOT: storage.raw_root,
             contract.ARG_WAREHOUSE: storage.warehouse,
         }
-        # The Glue jobs' defaults; the per-run arguments default to "".
-        job_arguments = {
-            **{contract.glue_arg(name): value for name, value in required.items()},
+        self._job_roles(stage)
+        self._grant_lake_access(
+            stage=stage,
+            storage=storage,
+            store=store,
+            catalog=catalog,
+            raw_prefixes=raw_prefixes,
+            table_bucket=table_bucket,
+        )
+        self._grant_glue_temp_and_logs(storage)
+        self._glue_jobs(
+            stage=stage,
+            storage=storage,
+            catalog=catalog,
+            arguments={
+                **{contract.glue_arg(name): value for name, value in required.items()},
+                **self._per_run_glue_arguments(catalog),
+                "--datalake-formats": "iceberg",
+                "--conf": glue_conf_argument(iceberg_conf),
+                "--enable-job-insights": "true",
+                "--job-bookmark-option": "job-bookmark-disable",
+                "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
+                **python_arguments,
+            },
+            network=network,
+        )
+        self.emr = self._emr_application(
+            stage=stage,
+            storage=storage,
+            catalog=catalog,
+            iceberg_conf=iceberg_conf,
+            required=required,
+            network=network,
+        )
+        self._acknowledge_wildcards(stage, storage, catalog, raw_prefixes, table_bucket)
+
+    def grant_start_ingest(self, role: iam.IRole) -> None:
+        """Let `role` start and watch ingest runs on either engine (the S3-arrival Lambda): the Glue
+        ingest job's runs, the EMR application's job runs as the EMR job role."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="StartGlueIngest",
+                actions=["glue:StartJobRun", "glue:GetJobRun"],
+                resources=[self.ingest_job.job_arn],
+            )
+        )
+        self.emr.grant_start_job(role)
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="PassEmrJobRole",
+                actions=["iam:PassRole"],
+                resources=[self.emr_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}},
+            )
+        )
+
+    @property
+    def launch_environment(self) -> dict[str, str]:
+        """What the S3-arrival Lambda needs to start ingest runs (contract.ENV_*): the Glue job, the EMR
+        application, its job role, entry point and the arguments it appends."""
+        return {
+            contract.ENV_GLUE_JOB_NAME: self.ingest_job.job_name,
+            contract.ENV_EMR_APPLICATION_ID: self.emr.application.attr_application_id,
+            contract.ENV_EMR_JOB_ROLE_ARN: self.emr_role.role_arn,
+            contract.ENV_EMR_ENTRY_POINT: self.emr.ingest_entry_point.s3_object_url,
+            contract.ENV_EMR_EXTRA_ARGS: Stack.of(self).to_json_string(self.emr.entry_point_arguments),
+        }
+
+    # --- the steps of __init__ ---------------------------------------------------------------
+
+    def _glue_dependencies(self, runtime: runtimes.Runtime) -> dict[str, str]:
+        """The jobs' third-party packages, for the runtime's Python, and the Glue arguments that install
+        them: a packed venv on Glue 6.0+, where --additional-python-modules is deprecated; the zip of
+        wheels before."""
+        if uses_python_venv(runtime):
+            self.glue_dependencies = SuffixedFileAsset(
+                self, "GlueVenv", path=str(glue_venv_archive(runtime=runtime)), suffix=GLUE_VENV_SUFFIX
+            )
+            return {"--python-virtual-env": self.glue_dependencies.s3_object_url}
+        self.glue_dependencies = SuffixedFileAsset(
+            self, "GlueWheels", path=str(glue_wheels_zip(runtime=runtime)), suffix=GLUE_WHEELS_SUFFIX
+        )
+        return {
+            "--additional-python-modules": self.glue_dependencies.s3_object_url,
+            "--python-modules-installer-option": "--no-index",
+        }
+
+    def _iceberg_conf(
+        self, stage: Stage, storage: LakeStorage, table_bucket: TableBucket | None
+    ) -> dict[str, str]:
+        """Both engines' Spark settings: Iceberg tables in the Glue Data Catalog, and the region S3A calls."""
+        iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
+        iceberg_conf |= s3a_region_conf(Aws.REGION)
+        if stage.settings.lake_formation:
+            iceberg_conf |= contract.lake_formation_catalog_conf(
+                contract.GLUE_CATALOG, Aws.ACCOUNT_ID, Aws.REGION
+            )
+        # target.storage: s3_tables -- the stage's table bucket through the S3 Tables catalog for Iceberg,
+        # whose jars neither Glue nor EMR provides: shipped as assets (infra.s3_tables.catalog_jar_assets).
+        self.s3_tables_jars: list[s3_assets.Asset] = []
+        if table_bucket is not None:
+            iceberg_conf |= contract.s3_tables_catalog_conf(table_bucket.arn)
+            self.s3_tables_jars = catalog_jar_assets(self, stage.runtime)
+        return iceberg_conf
+
+    @staticmethod
+    def _per_run_glue_arguments(catalog: Catalog) -> dict[str, str]:
+        """The Glue jobs' defaults of the per-run arguments ("": each run gives its own) and the database
+        prefix."""
+        return {
             contract.glue_arg(contract.ARG_TABLE_ID): "",
             contract.glue_arg(contract.ARG_CORRELATION_ID): "",
             # the stage's Glue databases are <prefix><config database> (infra.catalog)
             contract.glue_arg(contract.ARG_DATABASE_PREFIX): catalog.database_prefix,
         }
 
-        # --- roles ---------------------------------------------------------------------
+    def _job_roles(self, stage: Stage) -> None:
         self.glue_role = iam.Role(
             self,
             "GlueJobRole",
@@ -172,6 +213,18 @@ class Processing(Construct):
                 conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
             ),
         )
+
+    def _grant_lake_access(
+        self,
+        *,
+        stage: Stage,
+        storage: LakeStorage,
+        store: ConfigStore,
+        catalog: Catalog,
+        raw_prefixes: list[str],
+        table_bucket: TableBucket | None,
+    ) -> None:
+        """Both job roles: the lake (infra.job_access) and, with S3 Tables, the table bucket and its jars."""
         for role in (self.glue_role, self.emr_role):
             grant_lake_access(
                 role,
@@ -194,7 +247,8 @@ class Processing(Construct):
         if table_bucket is not None:
             table_bucket.add_policy()
 
-        # Glue only: temp dir, Glue's own metrics namespace, its log groups (KMS-encrypted).
+    def _grant_glue_temp_and_logs(self, storage: LakeStorage) -> None:
+        """Glue only: temp dir, Glue's own metrics namespace, its log groups (KMS-encrypted)."""
         self.glue_role.add_to_policy(
             iam.PolicyStatement(
                 sid="GlueTempDir",
@@ -216,45 +270,52 @@ class Processing(Construct):
             )
         )
 
-        # --- Glue jobs -----------------------------------------------------------------
-        common_glue_arguments = {
-            **job_arguments,
-            "--datalake-formats": "iceberg",
-            "--conf": glue_conf_argument(iceberg_conf),
-            "--enable-job-insights": "true",
-            "--job-bookmark-option": "job-bookmark-disable",
-            "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
-            **python_arguments,
-        }
+    def _glue_jobs(
+        self,
+        *,
+        stage: Stage,
+        storage: LakeStorage,
+        catalog: Catalog,
+        arguments: dict[str, str],
+        network: StageNetwork | None,
+    ) -> None:
+        """The ingest and maintenance jobs, in the stage's network when it has one."""
+        settings = stage.settings
         self.glue_dependencies.bucket.grant_read(self.glue_role, self.glue_dependencies.s3_object_key)
         library = glue.Code.from_bucket(self.library.bucket, self.library.s3_object_key)
-        self.ingest_job = self._glue_job(
+        self.ingest_job = lakeloader_glue_job(
+            self,
             "IngestJob",
             stage=stage,
+            role=self.glue_role,
             name="ingest",
             description="lakeloader: merge a table's pending raw objects into its Iceberg table",
             script="ingest.py",
             job=settings.ingest,
             arguments={
-                **common_glue_arguments,
+                **arguments,
                 # how many of a run's tables (the trigger groups batching.tables_per_run) drain at once
                 contract.glue_arg(contract.ARG_PARALLEL_TABLES): str(settings.batching.parallel_tables),
                 contract.glue_arg(contract.ARG_MAX_ATTEMPTS): str(settings.max_attempts),
             },
             library=library,
+            extra_jars=self.s3_tables_jars,
             storage=storage,
             catalog=catalog,
             job_run_queuing=settings.batching.job_run_queuing,
         )
-        self.maintain_job = self._glue_job(
+        self.maintain_job = lakeloader_glue_job(
+            self,
             "MaintainJob",
             stage=stage,
+            role=self.glue_role,
             name="maintain",
             description="lakeloader: Iceberg maintenance (compaction, snapshot expiry, orphan files)",
             script="maintain.py",
             job=settings.maintain,
-            arguments=common_glue_arguments,
+            arguments=arguments,
             library=library,
+            extra_jars=self.s3_tables_jars,
             storage=storage,
             catalog=catalog,
         )
@@ -267,7 +328,18 @@ class Processing(Construct):
                 job.node.add_dependency(*network.glue_connections)
             network.grant_network_interfaces(self.glue_role, glue_job=True)
 
-        # --- EMR Serverless (its job role is above) -----------------------------------------
+    def _emr_application(
+        self,
+        *,
+        stage: Stage,
+        storage: LakeStorage,
+        catalog: Catalog,
+        iceberg_conf: dict[str, str],
+        required: dict[str, str],
+        network: StageNetwork | None,
+    ) -> EmrServerless:
+        """The EMR Serverless application (its job role is made with the Glue one)."""
+        settings = stage.settings
         emr_arguments = {
             **required,
             contract.ARG_PARALLEL_TABLES: str(settings.batching.parallel_tables),
@@ -275,7 +347,7 @@ class Processing(Construct):
         }
         if catalog.database_prefix:
             emr_arguments[contract.ARG_DATABASE_PREFIX] = catalog.database_prefix
-        self.emr = EmrServerless(
+        return EmrServerless(
             self,
             stage=stage,
             storage=storage,
@@ -287,6 +359,15 @@ class Processing(Construct):
             extra_jars=[j.s3_object_url for j in self.s3_tables_jars],
         )
 
+    def _acknowledge_wildcards(
+        self,
+        stage: Stage,
+        storage: LakeStorage,
+        catalog: Catalog,
+        raw_prefixes: list[str],
+        table_bucket: TableBucket | None,
+    ) -> None:
+        """cdk-nag's IAM5 findings of both job roles, each a wildcard the jobs' work needs."""
         lake_findings = lake_access_findings(stage, storage, catalog, raw_prefixes)
         if table_bucket is not None:
             lake_findings.append(f"Resource::{arn_ref(table_bucket.bucket, 'TableBucketARN')}/table/*")
@@ -330,56 +411,3 @@ class Processing(Construct):
             "those "
             "objects only.",
         )
-
-    # -------------------------------------------------------------------------------------
-
-    def _glue_job(
-        self,
-        construct_id: str,
-        *,
-        stage: Stage,
-        name: str,
-        description: str,
-        script: str,
-        job: GlueJobSettings,
-        arguments: dict[str, str],
-        library: glue.Code,
-        storage: LakeStorage,
-        catalog: Catalog,
-        job_run_queuing: bool = False,
-    ) -> glue.PySparkEtlJob:
-        script_asset = s3_assets.Asset(
-            self, f"{construct_id}Script", path=str(REPO_ROOT / "glue_jobs" / script)
-        )
-        glue_job = glue.PySparkEtlJob(
-            self,
-            construct_id,
-            job_name=stage.resource_name(name),
-            description=description,
-            role=self.glue_role,
-            script=glue.Code.from_bucket(script_asset.bucket, script_asset.s3_object_key),
-            glue_version=glue_version(stage.runtime),
-            worker_configuration=glue.WorkerConfiguration(
-                worker_type=_WORKER_TYPES[job.worker_type], number_of_workers=job.number_of_workers
-            ),
-            timeout=Duration.minutes(job.timeout_minutes),
-            max_retries=job.max_retries,
-            max_concurrent_runs=job.max_concurrent_runs,
-            job_run_queuing_enabled=job_run_queuing,
-            default_arguments=dict(arguments),
-            extra_python_files=[library],
-            # the S3 Tables catalog's jars (--extra-jars; none without an s3_tables table)
-            extra_jars=[glue.Code.from_bucket(j.bucket, j.s3_object_key) for j in self.s3_tables_jars]
-            or None,
-            security_configuration=catalog.security_configuration,
-            continuous_logging=glue.ContinuousLoggingProps(enabled=True),
-            enable_metrics=True,
-            enable_observability_metrics=True,
-            spark_ui=(
-                glue.SparkUIProps(bucket=storage.assets, prefix=f"/{SPARK_UI_PREFIX.rstrip('/')}")
-                if stage.settings.spark_ui
-                else None
-            ),
-            tags={"lakeloader:stage": stage.name, "lakeloader:job": name},
-        )
-        return glue_job

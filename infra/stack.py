@@ -132,6 +132,7 @@ class LakeloaderStack(Stack):
             store=self.config_store,
             processing=self.processing,
             maintenance=self.maintenance.state_machine,
+            network=self.network,
         )
         self.monitoring = Monitoring(
             self,

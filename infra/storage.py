@@ -264,6 +264,17 @@ class LakeStorage(Construct):
         if not self.key.add_to_resource_policy(statement).statement_added:
             self.key_policy_statements.append(statement)
 
+    def grant_key_use(self, role: iam.IRole) -> None:
+        """Let `role` encrypt and decrypt with the stage's key: what a role that reads and writes the
+        lake's buckets and tables needs of it."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="UseLakeKey",
+                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+                resources=[self.key.key_arn],
+            )
+        )
+
     @property
     def raw_root(self) -> str:
         """`raw_root` of the jobs on AWS: the raw bucket's root."""

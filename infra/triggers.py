@@ -18,7 +18,6 @@ import re
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
@@ -28,7 +27,8 @@ from constructs import Construct
 from infra.catalog import sources
 from infra.config_store import ConfigStore
 from infra.functions import PythonFunction, lambda_source
-from infra.nag import acknowledge, acknowledge_wildcards
+from infra.nag import acknowledge
+from infra.network import StageNetwork
 from infra.processing import Processing
 from infra.settings import SettingsError, Stage
 from infra.storage import LakeStorage
@@ -97,6 +97,8 @@ def check_batching_windows(stage: Stage, lake: LakeConfig) -> None:
 
 
 class Triggers(Construct):
+    """The S3-arrival Lambda with its dead-letter queue, the raw bucket's notifications and the schedules."""
+
     def __init__(
         self,
         scope: Construct,
@@ -108,9 +110,23 @@ class Triggers(Construct):
         store: ConfigStore,
         processing: Processing,
         maintenance: sfn.IStateMachine,
+        network: StageNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         check_batching_windows(stage, lake)
+        self._arrival_function(stage, storage, store, processing, network)
+        self._notifications(stage, lake, storage)
+        self._schedules(stage, maintenance)
+
+    def _arrival_function(
+        self,
+        stage: Stage,
+        storage: LakeStorage,
+        store: ConfigStore,
+        processing: Processing,
+        network: StageNetwork | None,
+    ) -> None:
+        """The Lambda, its dead-letter queue, and what its role may do: the owners' grants."""
         settings = stage.settings.arrival_lambda
         self.dead_letter_queue = sqs.Queue(
             self,
@@ -121,8 +137,6 @@ class Triggers(Construct):
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
-
-        stack = Stack.of(self)
         self.arrival = PythonFunction(
             self,
             "Arrival",
@@ -131,16 +145,12 @@ class Triggers(Construct):
             description="Records raw objects in the ledger and starts their tables' Glue/EMR runs",
             source_dir=lambda_source("s3_arrival"),
             key=storage.key,
-            network=processing.network,
+            network=network,
             environment={
                 contract.ENV_CONFIG_TABLE: store.config_table.table_name,
                 contract.ENV_LEDGER_TABLE: store.ledger_table.table_name,
                 contract.ENV_RUNS_TABLE: store.runs_table.table_name,
-                contract.ENV_GLUE_JOB_NAME: processing.ingest_job.job_name,
-                contract.ENV_EMR_APPLICATION_ID: processing.emr.application.attr_application_id,
-                contract.ENV_EMR_JOB_ROLE_ARN: processing.emr_role.role_arn,
-                contract.ENV_EMR_ENTRY_POINT: processing.emr.ingest_entry_point.s3_object_url,
-                contract.ENV_EMR_EXTRA_ARGS: stack.to_json_string(processing.emr.entry_point_arguments),
+                **processing.launch_environment,
                 contract.ENV_RAW_BUCKET: storage.raw.bucket_name,
                 contract.ENV_POWERTOOLS_SERVICE_NAME: contract.ARRIVAL_SERVICE_NAME,
                 contract.ENV_POWERTOOLS_METRICS_NAMESPACE: contract.METRICS_NAMESPACE,
@@ -156,74 +166,20 @@ class Triggers(Construct):
         )
         self.function = self.arrival.function
         role = self.arrival.role
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadConfigTable",
-                actions=["dynamodb:Scan", "dynamodb:GetItem", "dynamodb:Query"],
-                resources=[store.config_table.table_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="LedgerAndRuns",
-                actions=[
-                    "dynamodb:GetItem",
-                    "dynamodb:Query",
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem",
-                    "dynamodb:DeleteItem",
-                    "dynamodb:ConditionCheckItem",
-                ],
-                resources=[store.ledger_table.table_arn, store.runs_table.table_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="UseLakeKey",
-                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
-                resources=[storage.key.key_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="StartGlueIngest",
-                actions=["glue:StartJobRun", "glue:GetJobRun"],
-                resources=[processing.ingest_job.job_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="StartEmrIngest",
-                actions=["emr-serverless:StartJobRun", "emr-serverless:GetJobRun"],
-                resources=[processing.emr.application_arn, f"{processing.emr.application_arn}/jobruns/*"],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="PassEmrJobRole",
-                actions=["iam:PassRole"],
-                resources=[processing.emr_role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}},
-            )
-        )
-        acknowledge_wildcards(
-            role,
-            [
-                "Resource::arn:<AWS::Partition>:emr-serverless:<AWS::Region>:<AWS::AccountId>:/applications/"
-                f"<{stack.resolve(processing.emr.application.logical_id)}.ApplicationId>/jobruns/*"
-            ],
-            "GetJobRun addresses the runs of the stage's one EMR Serverless application; run ids are "
-            "generated at run time.",
-        )
+        store.grant_config_read(role)
+        store.grant_ledger_write(role)
+        storage.grant_key_use(role)
+        processing.grant_start_ingest(role)
 
-        # --- S3 notifications ---------------------------------------------------------
+    def _notifications(self, stage: Stage, lake: LakeConfig, storage: LakeStorage) -> None:
+        """Object-created events under the event prefixes invoke the Lambda."""
         self.event_prefixes = event_prefixes(stage, lake)
         destination = s3n.LambdaDestination(self.function)
         for prefix in self.event_prefixes:
             filters = [s3.NotificationKeyFilter(prefix=prefix)] if prefix else []
             storage.raw.add_event_notification(s3.EventType.OBJECT_CREATED, destination, *filters)
         # CDK's singleton handler that puts the bucket's notification configuration.
-        notifications_handler = stack.node.try_find_child(BUCKET_NOTIFICATIONS_HANDLER)
+        notifications_handler = Stack.of(self).node.try_find_child(BUCKET_NOTIFICATIONS_HANDLER)
         if notifications_handler is not None:
             acknowledge(
                 notifications_handler,
@@ -232,7 +188,8 @@ class Triggers(Construct):
                 "uses the AWS managed basic execution role for its logs; CDK offers no way to replace it.",
             )
 
-        # --- schedules ------------------------------------------------------------------
+    def _schedules(self, stage: Stage, maintenance: sfn.IStateMachine) -> None:
+        """The sweep (the Lambda) and the maintenance schedule (the state machine), each unless "off"."""
         self.sweep_rule: events.Rule | None = None
         if stage.settings.sweep_schedule:
             self.sweep_rule = events.Rule(

@@ -12,7 +12,7 @@ from aws_cdk import App
 from aws_cdk import aws_glue as glue
 
 from infra.app import build, cdk_json_context
-from infra.processing import glue_version
+from infra.glue_jobs import glue_version
 from infra.settings import SettingsError, resolve_stage
 from lakeloader import runtimes
 from tests.infra.cdk_helpers import join

@@ -1,0 +1,109 @@
+"""A lakeloader Glue job: the Glue version and worker types this stack knows, Glue's one `--conf`, and
+the PySpark job of one entry point (`glue_jobs/<script>`), which infra.processing makes twice (ingest,
+maintain).
+
+The job's resources are children of the scope it is given (Processing), so their construct paths, hence
+their logical ids, stay as they were when Processing made them itself.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from infra.catalog import Catalog
+from infra.packaging import REPO_ROOT
+from infra.settings import GlueJobSettings, SettingsError, Stage
+from infra.storage import SPARK_UI_PREFIX, LakeStorage
+from lakeloader import runtimes
+
+_GLUE_VERSIONS = {
+    "4.0": glue.GlueVersion.V4_0,
+    "5.0": glue.GlueVersion.V5_0,
+    "5.1": glue.GlueVersion.V5_1,
+    "6.0": glue.GlueVersion.V6_0,
+}
+
+
+def glue_version(runtime: runtimes.Runtime) -> glue.GlueVersion:
+    """The CDK enum of the runtime's Glue version."""
+    if runtime.glue_version not in _GLUE_VERSIONS:
+        raise SettingsError(
+            f"runtime {runtime.name}'s Glue version {runtime.glue_version!r} is not one this stack knows "
+            f"({', '.join(_GLUE_VERSIONS)}); add it to infra.glue_jobs._GLUE_VERSIONS"
+        )
+    return _GLUE_VERSIONS[runtime.glue_version]
+
+
+_WORKER_TYPES = {
+    "G.025X": glue.WorkerType.G_025X,
+    "G.1X": glue.WorkerType.G_1X,
+    "G.2X": glue.WorkerType.G_2X,
+    "G.4X": glue.WorkerType.G_4X,
+    "G.8X": glue.WorkerType.G_8X,
+    "G.12X": glue.WorkerType.G_12X,
+    "G.16X": glue.WorkerType.G_16X,
+    "R.1X": glue.WorkerType.R_1X,
+    "R.2X": glue.WorkerType.R_2X,
+    "R.4X": glue.WorkerType.R_4X,
+    "R.8X": glue.WorkerType.R_8X,
+}
+
+
+def glue_conf_argument(conf: dict[str, str]) -> str:
+    """Glue takes one `--conf`; more settings ride in its value: "a=b --conf c=d ..."."""
+    return " --conf ".join(f"{key}={value}" for key, value in conf.items())
+
+
+def lakeloader_glue_job(
+    scope: Construct,
+    construct_id: str,
+    *,
+    stage: Stage,
+    role: iam.IRole,
+    name: str,
+    description: str,
+    script: str,
+    job: GlueJobSettings,
+    arguments: dict[str, str],
+    library: glue.Code,
+    extra_jars: list[s3_assets.Asset],
+    storage: LakeStorage,
+    catalog: Catalog,
+    job_run_queuing: bool = False,
+) -> glue.PySparkEtlJob:
+    """The Glue job of `glue_jobs/<script>`, with the lakeloader library and the stage's job settings."""
+    script_asset = s3_assets.Asset(scope, f"{construct_id}Script", path=str(REPO_ROOT / "glue_jobs" / script))
+    return glue.PySparkEtlJob(
+        scope,
+        construct_id,
+        job_name=stage.resource_name(name),
+        description=description,
+        role=role,
+        script=glue.Code.from_bucket(script_asset.bucket, script_asset.s3_object_key),
+        glue_version=glue_version(stage.runtime),
+        worker_configuration=glue.WorkerConfiguration(
+            worker_type=_WORKER_TYPES[job.worker_type], number_of_workers=job.number_of_workers
+        ),
+        timeout=Duration.minutes(job.timeout_minutes),
+        max_retries=job.max_retries,
+        max_concurrent_runs=job.max_concurrent_runs,
+        job_run_queuing_enabled=job_run_queuing,
+        default_arguments=dict(arguments),
+        extra_python_files=[library],
+        # the S3 Tables catalog's jars (--extra-jars; none without an s3_tables table)
+        extra_jars=[glue.Code.from_bucket(j.bucket, j.s3_object_key) for j in extra_jars] or None,
+        security_configuration=catalog.security_configuration,
+        continuous_logging=glue.ContinuousLoggingProps(enabled=True),
+        enable_metrics=True,
+        enable_observability_metrics=True,
+        spark_ui=(
+            glue.SparkUIProps(bucket=storage.assets, prefix=f"/{SPARK_UI_PREFIX.rstrip('/')}")
+            if stage.settings.spark_ui
+            else None
+        ),
+        tags={"lakeloader:stage": stage.name, "lakeloader:job": name},
+    )
