@@ -17,6 +17,7 @@ scd2 tables), and one on lag past the table's `trigger.freshness_minutes` where 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -48,6 +49,16 @@ GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]
 EMR_FAILED_STATES = ["FAILED"]
 PUBLISHER_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey*"]
 RECONCILED_MODES = ("merge", "scd2")  # the modes whose commits are reconciled (lakeloader.reconciliation)
+
+
+@dataclass(frozen=True)
+class _TriggerMetrics:
+    """The trigger's and maintenance's metrics that are both alarmed and graphed."""
+
+    arrival_errors: cloudwatch.IMetric
+    arrival_throttles: cloudwatch.IMetric
+    dlq_depth: cloudwatch.IMetric
+    maintenance_failed: cloudwatch.IMetric
 
 
 class AlarmTopic(Construct):
@@ -88,6 +99,8 @@ class AlarmTopic(Construct):
 
 
 class Monitoring(Construct):
+    """Failure notifications, alarms (each notifying the topic) and the stage's dashboard."""
+
     def __init__(
         self,
         scope: Construct,
@@ -104,35 +117,47 @@ class Monitoring(Construct):
         tables: list[TableConfig],
     ) -> None:
         super().__init__(scope, construct_id)
-        action = cw_actions.SnsAction(topic)
+        self._stage = stage
+        self._action = cw_actions.SnsAction(topic)
+        self._ledger_table_name = ledger_table_name
         self.alarms: dict[str, cloudwatch.Alarm] = {}
+        job_failures = self._job_failure_rules(topic, glue_jobs, emr_application_id)
+        trigger_metrics = self._trigger_and_maintenance_alarms(arrival, dead_letter_queue, maintenance)
+        self._table_alarms(tables)
+        self._dashboard(arrival, job_failures, trigger_metrics)
 
-        def alarm(
-            construct_id: str,
-            name: str,
-            metric: cloudwatch.IMetric,
-            description: str,
-            *,
-            threshold: float = 1,
-            evaluation_periods: int = 1,
-        ) -> cloudwatch.Alarm:
-            created = cloudwatch.Alarm(
-                self,
-                construct_id,
-                alarm_name=stage.resource_name(name),
-                alarm_description=description,
-                metric=metric,
-                threshold=threshold,
-                evaluation_periods=evaluation_periods,
-                datapoints_to_alarm=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
-            created.add_alarm_action(action)
-            self.alarms[name] = created
-            return created
+    def _alarm(
+        self,
+        construct_id: str,
+        name: str,
+        metric: cloudwatch.IMetric,
+        description: str,
+        *,
+        threshold: float = 1,
+        evaluation_periods: int = 1,
+    ) -> cloudwatch.Alarm:
+        """An alarm at `threshold` or above that notifies the topic (no data: not breaching)."""
+        created = cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_name=self._stage.resource_name(name),
+            alarm_description=description,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=evaluation_periods,
+            datapoints_to_alarm=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        created.add_alarm_action(self._action)
+        self.alarms[name] = created
+        return created
 
-        # --- failed job runs: EventBridge -> SNS, and an alarm on the rule's matches -----
+    def _job_failure_rules(
+        self, topic: sns.ITopic, glue_jobs: list[glue.IJob], emr_application_id: str
+    ) -> list[cloudwatch.Metric]:
+        """Failed job runs: EventBridge -> SNS, and an alarm on each rule's matches (returned)."""
+        stage = self._stage
         self.glue_failed_rule = events.Rule(
             self,
             "GlueJobFailed",
@@ -181,119 +206,140 @@ class Monitoring(Construct):
         )
         glue_failures = self._rule_matches(self.glue_failed_rule, "Glue job runs failed")
         emr_failures = self._rule_matches(self.emr_failed_rule, "EMR job runs failed")
-        alarm("GlueJobFailuresAlarm", "glue-job-failures", glue_failures, "A lakeloader Glue job run failed.")
-        alarm(
+        self._alarm(
+            "GlueJobFailuresAlarm", "glue-job-failures", glue_failures, "A lakeloader Glue job run failed."
+        )
+        self._alarm(
             "EmrJobFailuresAlarm",
             "emr-job-failures",
             emr_failures,
             "A lakeloader EMR Serverless job run failed.",
         )
+        return [glue_failures, emr_failures]
 
-        # --- the trigger, its DLQ, maintenance -------------------------------------------
-        arrival_errors = arrival.metric_errors(
-            period=FIVE_MINUTES, statistic="Sum", label="S3-arrival errors"
-        )
-        arrival_throttles = arrival.metric_throttles(
-            period=FIVE_MINUTES, statistic="Sum", label="S3-arrival throttles"
-        )
-        dlq_depth = dead_letter_queue.metric_approximate_number_of_messages_visible(
-            period=FIVE_MINUTES, statistic="Maximum", label="S3-arrival DLQ depth"
-        )
-        maintenance_failed = maintenance.metric_failed(
-            period=FIVE_MINUTES, statistic="Sum", label="Maintenance failed"
+    def _trigger_and_maintenance_alarms(
+        self, arrival: lambda_.IFunction, dead_letter_queue: sqs.IQueue, maintenance: sfn.StateMachine
+    ) -> _TriggerMetrics:
+        """The S3-arrival Lambda's errors and throttles, its DLQ's depth, failed maintenance."""
+        metrics = _TriggerMetrics(
+            arrival_errors=arrival.metric_errors(
+                period=FIVE_MINUTES, statistic="Sum", label="S3-arrival errors"
+            ),
+            arrival_throttles=arrival.metric_throttles(
+                period=FIVE_MINUTES, statistic="Sum", label="S3-arrival throttles"
+            ),
+            dlq_depth=dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic="Maximum", label="S3-arrival DLQ depth"
+            ),
+            maintenance_failed=maintenance.metric_failed(
+                period=FIVE_MINUTES, statistic="Sum", label="Maintenance failed"
+            ),
         )
         maintenance_timed_out = maintenance.metric_timed_out(
             period=FIVE_MINUTES, statistic="Sum", label="Maintenance timed out"
         )
-        alarm(
+        self._alarm(
             "ArrivalErrorsAlarm",
             "s3-arrival-errors",
-            arrival_errors,
+            metrics.arrival_errors,
             "The S3-arrival Lambda failed; Lambda retries it, then sends the event to the dead-letter queue.",
         )
-        alarm(
+        self._alarm(
             "ArrivalThrottlesAlarm",
             "s3-arrival-throttles",
-            arrival_throttles,
+            metrics.arrival_throttles,
             "The S3-arrival Lambda was throttled: by its reserved concurrency if one is set, else by the "
             "account's concurrency quota; raise whichever limits it if this persists.",
         )
-        alarm(
+        self._alarm(
             "DeadLetterQueueAlarm",
             "s3-arrival-dlq",
-            dlq_depth,
+            metrics.dlq_depth,
             "S3 events the Lambda could not process are waiting in the dead-letter queue; redrive them.",
         )
-        alarm(
+        self._alarm(
             "MaintenanceFailedAlarm",
             "maintenance-failed",
             cloudwatch.MathExpression(
                 expression="failed + timedout",
-                using_metrics={"failed": maintenance_failed, "timedout": maintenance_timed_out},
+                using_metrics={"failed": metrics.maintenance_failed, "timedout": maintenance_timed_out},
                 period=FIVE_MINUTES,
                 label="Maintenance executions failed or timed out",
             ),
             "A maintenance execution failed or timed out.",
         )
+        return metrics
 
-        # --- per table: quarantined files, and lag past its freshness_minutes ------------
-        def table_metric(table_id: str, metric_name: str, statistic: str) -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name=metric_name,
-                dimensions_map=dict(zip(METRIC_DIMENSIONS, (ledger_table_name, table_id), strict=True)),
-                statistic=statistic,
-                period=FIVE_MINUTES,
-            )
+    def _table_metric(self, table_id: str, metric_name: str, statistic: str) -> cloudwatch.Metric:
+        """A metric the jobs or the sweep publish for one table of this stage's ledger."""
+        return cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map=dict(zip(METRIC_DIMENSIONS, (self._ledger_table_name, table_id), strict=True)),
+            statistic=statistic,
+            period=FIVE_MINUTES,
+        )
 
+    def _table_alarms(self, tables: list[TableConfig]) -> None:
+        """Per table: quarantined files, a commit that did not reconcile, lag past its freshness_minutes."""
+        stage = self._stage
         for table in tables:
-            alarm(
+            self._alarm(
                 f"Quarantined{_construct_id(table.id)}",
                 f"quarantined-{table.id}",
-                table_metric(table.id, FILES_QUARANTINED_METRIC, "Sum"),
+                self._table_metric(table.id, FILES_QUARANTINED_METRIC, "Sum"),
                 f"A raw file of {table.id} failed {stage.settings.max_attempts} times and is quarantined: "
                 f"lakeloader status --stage {stage.name} says why; fix it, then lakeloader requeue or skip.",
             )
             if table.mode in RECONCILED_MODES:
-                alarm(
+                self._alarm(
                     f"Reconciliation{_construct_id(table.id)}",
                     f"reconciliation-{table.id}",
-                    table_metric(table.id, RECONCILIATION_MISMATCH_METRIC, "Sum"),
+                    self._table_metric(table.id, RECONCILIATION_MISMATCH_METRIC, "Sum"),
                     f"A commit of {table.id} disagreed with what its files asked for "
                     f"(reconcile.on_mismatch: {table.reconcile.on_mismatch}; alarm: published, fail: not "
                     f"published): lakeloader status --stage {stage.name} shows its last reconciliation, "
                     "the job's log what differed.",
                 )
             if table.trigger.freshness_minutes:
-                alarm(
+                self._alarm(
                     f"Stale{_construct_id(table.id)}",
                     f"stale-{table.id}",
-                    table_metric(table.id, PENDING_AGE_METRIC, "Maximum"),
+                    self._table_metric(table.id, PENDING_AGE_METRIC, "Maximum"),
                     f"{table.id} has a file waiting longer than its freshness_minutes "
                     f"({table.trigger.freshness_minutes}): lakeloader status --stage {stage.name}.",
                     threshold=table.trigger.freshness_minutes * 60,
                     evaluation_periods=3,  # the sweep measures it every 10-15 minutes
                 )
 
-        # --- dashboard ------------------------------------------------------------------
-        def search(metric_name: str, label: str, statistic: str = "Sum") -> cloudwatch.MathExpression:
-            query = f'Namespace="{METRICS_NAMESPACE}" MetricName="{metric_name}" Ledger="{ledger_table_name}"'
-            return cloudwatch.MathExpression(
-                expression=f"SEARCH('{query}', '{statistic}', 300)",
-                label=label,
-                period=FIVE_MINUTES,
-                using_metrics={},
-            )
+    def _search(self, metric_name: str, label: str, statistic: str = "Sum") -> cloudwatch.MathExpression:
+        """A metric of every table of this stage's ledger (a dashboard line per table)."""
+        ledger = self._ledger_table_name
+        query = f'Namespace="{METRICS_NAMESPACE}" MetricName="{metric_name}" Ledger="{ledger}"'
+        return cloudwatch.MathExpression(
+            expression=f"SEARCH('{query}', '{statistic}', 300)",
+            label=label,
+            period=FIVE_MINUTES,
+            using_metrics={},
+        )
 
+    def _dashboard(
+        self,
+        arrival: lambda_.IFunction,
+        job_failures: list[cloudwatch.Metric],
+        trigger: _TriggerMetrics,
+    ) -> None:
+        """Runs, rows merged and quarantined, raw arrivals, lag, failures and the alarms' states."""
+        search, stage_name = self._search, self._stage.name
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",
-            dashboard_name=stage.resource_name("dashboard"),
+            dashboard_name=self._stage.resource_name("dashboard"),
             default_interval=Duration.days(1),
         )
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown=f"# lakeloader {stage.name}\nRaw arrivals, job runs, rows merged and failures.",
+                markdown=f"# lakeloader {stage_name}\nRaw arrivals, job runs, rows merged and failures.",
                 width=24,
                 height=2,
             )
@@ -331,8 +377,8 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Failures",
-                left=[glue_failures, emr_failures, arrival_errors, arrival_throttles],
-                right=[dlq_depth, maintenance_failed],
+                left=[*job_failures, trigger.arrival_errors, trigger.arrival_throttles],
+                right=[trigger.dlq_depth, trigger.maintenance_failed],
                 width=16,
             ),
             cloudwatch.AlarmStatusWidget(
