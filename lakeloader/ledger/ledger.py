@@ -1,5 +1,11 @@
-"""The Ledger the job and the trigger hold: objects, runs, the lock and the window in one object,
-and the drain loop (``next_batch``) that needs the objects and the lock together."""
+"""The Ledger the job, the trigger and the CLI hold: one object over the stage's two DynamoDB tables.
+
+Each operation is defined once, in the module of the item it reads or writes: objects.py (object
+items), actions.py (an operator's moves of them), runs.py (run items), lock.py (the ``#lock`` item),
+window.py (the ``#window`` item), all over the persistence of base.py (`LedgerTables`: client,
+table names, clock, conditional writes). Here only what needs two of them: the drain loop
+(``next_batch``: objects and lock) and reading runs against the lock. Which operation is where,
+and why one object rather than parts: docs/ledger_and_trigger.md."""
 
 from __future__ import annotations
 
@@ -13,8 +19,9 @@ from lakeloader.ledger.window import BatchingWindow
 
 
 class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):
-    """Ledger and run history on DynamoDB. Every method is safe to call again after a crash or a
-    retried invocation (each write is conditional or idempotent)."""
+    """Ledger and run history on DynamoDB: the union of its parts, none overriding another. Every
+    method is safe to call again after a crash or a retried invocation (each write is conditional
+    or idempotent)."""
 
     def _live_run(self, table_id: str) -> str | None:
         """The run that holds the table's lock, if its lease has not lapsed."""
@@ -33,17 +40,17 @@ class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):
     def list_runs(self, table_id: str, *, limit: int = 20) -> list[RunRecord]:
         """A table's runs, newest first; one still `running` without the table's live lock reads
         `abandoned`: its job died (the record says so for good once the next drain starts)."""
-        return self._read_as_abandoned(table_id, super().list_runs(table_id, limit=limit))
+        return self._read_as_abandoned(table_id, self._stored_runs(table_id, limit=limit))
 
     def get_run(self, table_id: str, run_id: str) -> RunRecord | None:
-        run = super().get_run(table_id, run_id)
+        run = self._stored_run(table_id, run_id)
         return self._read_as_abandoned(table_id, [run])[0] if run is not None else None
 
     def abandon_dead_runs(self, table_id: str, holder: str) -> list[str]:
         """Called by a run that has just taken the table's lock: every other run still recorded as
         running is dead (it could not hold the lock), and is recorded as abandoned."""
         dead = [
-            r.run_id for r in super().list_runs(table_id) if r.status == RUN_RUNNING and r.run_id != holder
+            r.run_id for r in self._stored_runs(table_id) if r.status == RUN_RUNNING and r.run_id != holder
         ]
         return [run_id for run_id in dead if self.abandon_run(table_id, run_id)]
 

@@ -49,7 +49,8 @@ def _check_run_id(run_id: str) -> None:
 
 
 class RunHistory(LedgerTables):
-    """Start, end, read and list a table's runs (the run-history table)."""
+    """Start, end and abandon a table's runs (the run-history table). Reading them needs the lock
+    too (a `running` run without it is dead): `Ledger.list_runs` and `Ledger.get_run`."""
 
     def _expires_at(self, now: float) -> int:
         return int(now) + self.run_retention_days * 86400
@@ -160,7 +161,9 @@ class RunHistory(LedgerTables):
         )
         return response is not None
 
-    def get_run(self, table_id: str, run_id: str) -> RunRecord | None:
+    def _stored_run(self, table_id: str, run_id: str) -> RunRecord | None:
+        """The run's item as stored: a job that died leaves it `running` (`Ledger.get_run` reads it
+        against the lock)."""
         response = self.client.get_item(
             TableName=self.runs_table,
             Key=encode_item({"table_id": table_id, "run_id": run_id}),
@@ -169,8 +172,8 @@ class RunHistory(LedgerTables):
         item = response.get("Item")
         return RunRecord.from_item(item) if item else None
 
-    def list_runs(self, table_id: str, *, limit: int = 20) -> list[RunRecord]:
-        """A table's runs, newest first (run ids sort by time: ``contract.new_run_id``)."""
+    def _stored_runs(self, table_id: str, *, limit: int = 20) -> list[RunRecord]:
+        """A table's run items as stored, newest first (run ids sort by time: ``contract.new_run_id``)."""
         kwargs: dict[str, Any] = {
             "TableName": self.runs_table,
             "KeyConditionExpression": "table_id = :table_id",
