@@ -116,7 +116,7 @@ def _with_s3_tables_samples(samples: dict[str, list[InputFile]]) -> dict[str, li
 
 def run_demo(config_path: str = "config/tables.yaml") -> int:
     from lakeloader.cli.stage import DeployedStage
-    from lakeloader_dev.emulator import Emulator, aws_env, patches
+    from lakeloader_dev.emulator import Emulator, aws_env, patches_cloudformation
     from lakeloader_dev.emulator.deploy import deploy
     from lakeloader_dev.emulator.loop import latest_runs, run_summary, upload, wait_for_objects
 
@@ -145,7 +145,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
             endpoint=emulator.endpoint,
             progress=lambda m: say(m),
             context={"config": config_path},
-            failures=patches.CFN_FAILURES.get,
+            failures=patches_cloudformation.CFN_FAILURES.get,
             timeout=180,
         )
         stack = DeployedStage.from_outputs(deployment.outputs)

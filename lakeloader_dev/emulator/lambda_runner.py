@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+import threading
 import time
 import uuid
 import zipfile
@@ -129,3 +130,23 @@ def _to_cloudwatch(runtime: Runtime, fn: Any, request_id: str, logs: str) -> Non
         client.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
     except Exception:  # noqa: BLE001 - no group (Lambda creates none here), or the emulator stopping
         return
+
+
+ASYNC_RETRIES = 2
+ASYNC_RETRY_DELAY_SECONDS = 2.0
+
+
+def invoke_async(runtime: Runtime, fn: Any, event: dict[str, Any], trigger: str) -> threading.Thread:
+    """Invoke like Lambda's asynchronous invocation: a thread, retried twice on a function error."""
+
+    def run() -> None:
+        for attempt in range(ASYNC_RETRIES + 1):
+            _payload, errored, _logs = invoke_lambda(runtime, fn, event, trigger=trigger)
+            if not errored:
+                return
+            time.sleep(ASYNC_RETRY_DELAY_SECONDS * (attempt + 1))
+
+    thread = threading.Thread(target=run, name=f"lambda-async-{fn.function_name}", daemon=True)
+    thread.start()
+    runtime.async_threads.append(thread)
+    return thread

@@ -7,18 +7,8 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
 1. Lambda invoke needs Docker in moto -> ``lambda_runner.invoke_lambda`` (a subprocess).
 2. S3 -> Lambda notifications run inline in the PUT request -> a thread, with Lambda's
    asynchronous retries (2 more attempts), as S3 invokes Lambda asynchronously.
-3. Custom resources: moto passes properties unconverted (CloudFormation turns every
-   scalar into a string; CDK's bucket-notification handler crashes on a bool), sends the
-   ResponseURL to ``host.docker.internal`` (-> the emulator's own 127.0.0.1 endpoint),
-   and ignores FAILED answers (-> the stack goes CREATE_FAILED with the reason).
-   ``Custom::S3AutoDeleteObjects`` (a Node.js provider; the emulator runs Python only)
-   is answered natively: Create/Update need no work, and the emulator's state is
-   discarded on ``down``.
-   On a stack update moto sends custom resources nothing (it has no update for them) and
-   leaves None in place of any resource whose type it cannot update -> a changed custom
-   resource gets CloudFormation's Update request (old and new properties), a failed one
-   leaves the stack UPDATE_FAILED with the reason, and a resource moto cannot update keeps
-   its first properties (no crash on the next describe).
+3. Custom resources: created, updated and failed as CloudFormation does, and a stack update
+   that moto cannot apply -> ``patches_cloudformation`` (which says what moto does there).
 4. CloudFormation types moto skips (Glue, EMR Serverless, policies, alarms) -> the
    models of ``cfn_models``.
 5. Step Functions: with ``execute_state_machine`` on, the API reads the parser backend,
@@ -41,6 +31,8 @@ and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
    pattern knows ``emr-X.Y.0`` only) -> accepted, as AWS accepts emr-spark-8.1.0.
 9. ``AWS::S3::Bucket`` from CloudFormation ignores ``VersioningConfiguration`` (the bucket
    stays unversioned, so a deleted object is gone at once) -> applied, as AWS does.
+10. Lake Formation's repeated grants, Glue's "table created" events and EventBridge's Lambda
+   targets -> ``patches_catalog``.
 """
 
 from __future__ import annotations
@@ -49,33 +41,24 @@ import json
 import os
 import re
 import threading
-import time
-import uuid
 from typing import Any
 from urllib.parse import urlparse
 
 from lakeloader_dev.emulator.emr_runner import run_emr_job
 from lakeloader_dev.emulator.glue_runner import run_glue_job
-from lakeloader_dev.emulator.lambda_runner import invoke_lambda
+from lakeloader_dev.emulator.lambda_runner import invoke_async, invoke_lambda
+from lakeloader_dev.emulator.patches_catalog import (
+    patch_events_lambda_targets,
+    patch_glue_table_events,
+    patch_lakeformation_regrant,
+)
+from lakeloader_dev.emulator.patches_cloudformation import patch_custom_resources
 
 MOTO_VERSION = "5.2.5"
 ACCOUNT_ID = "123456789012"
 
 _APPLIED = False
 _RUNTIME: Any = None  # the Runtime of the (single) in-process emulator
-
-
-def _stringify(value: Any) -> Any:
-    """CloudFormation hands custom resources every scalar property as a string."""
-    if isinstance(value, dict):
-        return {k: _stringify(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_stringify(v) for v in value]
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return value
 
 
 def s3_get(uri: str) -> bytes:
@@ -87,6 +70,11 @@ def s3_get(uri: str) -> bytes:
     if key is None:
         raise FileNotFoundError(uri)
     return key.value
+
+
+def current_runtime() -> Any:
+    """The Runtime of the emulator running now (a restarted emulator brings a new one)."""
+    return _RUNTIME
 
 
 def apply(runtime: Any, port: int) -> None:
@@ -106,7 +94,7 @@ def apply(runtime: Any, port: int) -> None:
     _patch_settings()
     _patch_lambda()
     _patch_s3_notifications()
-    _patch_custom_resources()
+    patch_custom_resources(current_runtime)
     _patch_cfn_models()
     _patch_s3_tables()
     _patch_stepfunctions()
@@ -115,8 +103,8 @@ def apply(runtime: Any, port: int) -> None:
     _patch_emr_serverless()
     _patch_s3_bucket_versioning()
     patch_lakeformation_regrant()
-    _patch_glue_table_events()
-    _patch_events_lambda_targets()
+    patch_glue_table_events()
+    patch_events_lambda_targets(current_runtime)
     _APPLIED = True
 
 
@@ -143,25 +131,6 @@ def _patch_lambda() -> None:
 
 # 2. S3 notifications -------------------------------------------------------------------
 
-ASYNC_RETRIES = 2
-ASYNC_RETRY_DELAY_SECONDS = 2.0
-
-
-def invoke_async(fn: Any, event: dict[str, Any], trigger: str) -> threading.Thread:
-    """Invoke like Lambda's asynchronous invocation: a thread, retried twice on a function error."""
-
-    def run() -> None:
-        for attempt in range(ASYNC_RETRIES + 1):
-            _payload, errored, _logs = invoke_lambda(_RUNTIME, fn, event, trigger=trigger)
-            if not errored:
-                return
-            time.sleep(ASYNC_RETRY_DELAY_SECONDS * (attempt + 1))
-
-    thread = threading.Thread(target=run, name=f"lambda-async-{fn.function_name}", daemon=True)
-    thread.start()
-    _RUNTIME.async_threads.append(thread)
-    return thread
-
 
 def _patch_s3_notifications() -> None:
     from moto.s3 import notifications
@@ -173,191 +142,9 @@ def _patch_s3_notifications() -> None:
             fn = get_backend(account_id, region_name).get_function(fn_arn)
         except Exception:  # noqa: BLE001 - like AWS: a missing function never fails the PUT
             return
-        invoke_async(fn, event_body, trigger="s3")
+        invoke_async(_RUNTIME, fn, event_body, trigger="s3")
 
     notifications._invoke_awslambda = _invoke_awslambda
-
-
-# 3. custom resources -----------------------------------------------------------------
-
-NATIVE_CUSTOM_RESOURCES = {"Custom::S3AutoDeleteObjects"}
-CFN_FAILURES: dict[str, str] = {}  # stack id -> "<logical id>: <reason>"
-
-
-def _patch_custom_resources() -> None:
-    from moto.cloudformation.custom_model import CustomModel
-    from moto.cloudformation.responses import CloudFormationResponse
-
-    original = CustomModel.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
-
-    def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):  # type: ignore[no-untyped-def]
-        cloudformation_json = dict(cloudformation_json)
-        props = dict(cloudformation_json.get("Properties") or {})
-        token = props.get("ServiceToken")
-        props = _stringify(props)
-        cloudformation_json["Properties"] = props
-        if kwargs.get("ResourceType") in NATIVE_CUSTOM_RESOURCES:
-            from moto.cloudformation import cloudformation_backends
-
-            resource = CustomModel(region_name, "native", kwargs["LogicalId"], resource_name)
-            cloudformation_backends[account_id][region_name].get_stack(kwargs["StackId"]).add_custom_resource(
-                resource
-            )
-            resource.set_data({})
-        else:
-            props["ServiceToken"] = token
-            resource = original_without_invoke(
-                cls, resource_name, cloudformation_json, account_id, region_name, **kwargs
-            )
-        resource.stack_id, resource.resource_type = kwargs["StackId"], kwargs["ResourceType"]
-        resource.properties = props  # what an Update sends as OldResourceProperties
-        return resource
-
-    def original_without_invoke(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):  # type: ignore[no-untyped-def]
-        """moto's own create, with its invoke thread replaced by one that notices a crashed handler."""
-        from moto.cloudformation import cloudformation_backends
-
-        captured: dict[str, Any] = {}
-
-        class _Capture:
-            def __init__(self, target: Any, args: tuple) -> None:
-                captured["fn"], captured["event"] = target.__self__, json.loads(args[0])
-
-            def start(self) -> None:
-                pass
-
-        import moto.cloudformation.custom_model as custom_model
-
-        real_thread = custom_model.threading.Thread
-        custom_model.threading = _ThreadingShim(_Capture)  # type: ignore[assignment]
-        try:
-            resource = original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
-        finally:
-            custom_model.threading = _threading_module(real_thread)  # type: ignore[assignment]
-        fn, event = captured["fn"], captured["event"]
-        stack = cloudformation_backends[account_id][region_name].get_stack(kwargs["StackId"])
-
-        def run() -> None:
-            _payload, errored, logs = invoke_lambda(_RUNTIME, fn, event, trigger="cloudformation")
-            if errored and not resource.is_created():
-                reason = (
-                    f"{kwargs['LogicalId']}: custom resource handler {fn.function_name} failed: {logs[-800:]}"
-                )
-                CFN_FAILURES[stack.stack_id] = reason
-                stack.status = "CREATE_FAILED"
-                stack._add_stack_event("CREATE_FAILED", resource_status_reason=reason)
-
-        threading.Thread(target=run, name=f"cfn-{kwargs['LogicalId']}", daemon=True).start()
-        return resource
-
-    CustomModel.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]
-
-    original_response = CloudFormationResponse.process_cfn_response
-
-    def process_cfn_response(self: Any) -> Any:
-        stack_id = self._get_param("StackId")
-        if stack_id in _UPDATING:  # an Update's answer: the stack's own update sets its status
-            logical_id = self._get_param("LogicalResourceId")
-            if self._get_param("Status") == "FAILED":
-                CFN_FAILURES[stack_id] = f"{logical_id}: {self._get_param('Reason')}"
-            else:
-                stack = self.cloudformation_backend.get_stack(stack_id)
-                stack.get_custom_resource(logical_id).set_data(self._get_param("Data"))
-            return 200, {"status": 200}, json.dumps("{}")
-        if self._get_param("Status") == "FAILED":
-            reason = f"{self._get_param('LogicalResourceId')}: {self._get_param('Reason')}"
-            CFN_FAILURES[stack_id] = reason
-            try:
-                stack = self.cloudformation_backend.get_stack(stack_id)
-                stack.status = "CREATE_FAILED"
-                stack._add_stack_event("CREATE_FAILED", resource_status_reason=reason)
-            except Exception:  # noqa: BLE001 - unknown stack: nothing to mark
-                pass
-            return 200, {"status": 200}, json.dumps("{}")
-        return original_response(self)
-
-    CloudFormationResponse.process_cfn_response = process_cfn_response  # type: ignore[method-assign]
-    _patch_stack_updates()
-
-
-_UPDATING: set[str] = set()  # ids of the stacks an update is applying
-
-
-def _patch_stack_updates() -> None:
-    from moto.awslambda.utils import get_backend as lambda_backend
-    from moto.cloudformation import cloudformation_backends, parsing
-    from moto.cloudformation.custom_model import CustomModel
-    from moto.cloudformation.models import Stack
-
-    def update_custom(  # type: ignore[no-untyped-def]
-        cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name
-    ):
-        """CloudFormation's Update request, answered before the update goes on (moto's is synchronous)."""
-        old = original_resource
-        props = _stringify(dict(cloudformation_json.get("Properties") or {}))
-        stack = cloudformation_backends[account_id][region_name].get_stack(old.stack_id)
-        new = CustomModel(region_name, str(uuid.uuid4()), old.logical_id, old.resource_name)
-        new.stack_id, new.resource_type, new.properties = old.stack_id, old.resource_type, props
-        stack.add_custom_resource(new)  # the handler's answer lands on the new one
-        if old.resource_type in NATIVE_CUSTOM_RESOURCES:
-            new.set_data(old.data)
-            return new
-        fn = lambda_backend(account_id, region_name).get_function(props["ServiceToken"])
-        event = {
-            "RequestType": "Update",
-            "ServiceToken": props["ServiceToken"],
-            "ResponseURL": f"http://127.0.0.1:{os.environ['MOTO_PORT']}/cloudformation_{region_name}"
-            f"/cfnresponse?stack={old.stack_id}",
-            "StackId": old.stack_id,
-            "RequestId": new.request_id,
-            "LogicalResourceId": old.logical_id,
-            "ResourceType": old.resource_type,
-            "PhysicalResourceId": old.physical_resource_id,
-            "ResourceProperties": props,
-            "OldResourceProperties": old.properties,
-        }
-        _payload, errored, logs = invoke_lambda(_RUNTIME, fn, event, trigger="cloudformation")
-        if errored and not new.is_created():
-            CFN_FAILURES[old.stack_id] = (
-                f"{old.logical_id}: custom resource handler {fn.function_name} failed: {logs[-800:]}"
-            )
-        return new
-
-    CustomModel.update_from_cloudformation_json = classmethod(update_custom)  # type: ignore[method-assign,assignment]
-
-    original_update_resource = parsing.parse_and_update_resource
-
-    def parse_and_update_resource(logical_id, resource_json, resources_map, account_id, region_name):  # type: ignore[no-untyped-def]
-        updated = original_update_resource(logical_id, resource_json, resources_map, account_id, region_name)
-        return resources_map[logical_id] if updated is None else updated
-
-    parsing.parse_and_update_resource = parse_and_update_resource
-
-    original_stack_update = Stack.update
-
-    def update_stack(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        CFN_FAILURES.pop(self.stack_id, None)
-        _UPDATING.add(self.stack_id)
-        try:
-            original_stack_update(self, *args, **kwargs)
-        finally:
-            _UPDATING.discard(self.stack_id)
-        if self.stack_id in CFN_FAILURES:  # AWS would roll back; the emulator keeps what it applied
-            self.status = "UPDATE_FAILED"
-            self._add_stack_event("UPDATE_FAILED", resource_status_reason=CFN_FAILURES[self.stack_id])
-
-    Stack.update = update_stack  # type: ignore[method-assign]
-
-
-class _ThreadingShim:
-    """Stands in for the ``threading`` module inside moto's custom_model while it creates a resource."""
-
-    def __init__(self, thread_class: Any) -> None:
-        self.Thread = lambda target, args: thread_class(target, args)  # noqa: N803
-
-
-def _threading_module(_thread_class: Any) -> Any:
-    return threading
 
 
 # 4. CloudFormation types moto skips ---------------------------------------------------
@@ -643,93 +430,3 @@ def _patch_s3_bucket_versioning() -> None:
         return bucket
 
     FakeBucket.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]
-
-
-# Lake Formation: granting again what a principal holds --------------------------------
-
-
-def patch_lakeformation_regrant() -> None:
-    """Lake Formation grants idempotently: granting a principal what it holds changes nothing. moto
-    5.2.5 merges the permissions into the stored grant in place, changing its hash inside the set that
-    holds it, so a later revoke of it raises KeyError. Merge it out of the set and put it back."""
-    from moto.lakeformation.models import PermissionCatalog
-
-    if getattr(PermissionCatalog.add_permission, "lakeloader", False):
-        return
-
-    def add_permission(self: Any, permission: Any) -> None:
-        for existing in list(self.permissions):
-            if permission.equal_principal_and_resouce(existing):
-                self.permissions.remove(existing)
-                existing.merge(permission)
-                self.permissions.add(existing)
-                return
-        self.permissions.add(permission)
-
-    add_permission.lakeloader = True  # type: ignore[attr-defined]
-    PermissionCatalog.add_permission = add_permission  # type: ignore[method-assign]
-
-
-# Glue's "table created" events and EventBridge rules that target a Lambda --------------
-
-GLUE_DATABASE_CHANGE = "Glue Data Catalog Database State Change"
-
-
-def _patch_glue_table_events() -> None:
-    """Glue sends "Glue Data Catalog Database State Change" (`typeOfChange` CreateTable, the database
-    and the table) to the account's default event bus when a table is created (AWS Glue events,
-    EventBridge reference); moto's Glue sends nothing."""
-    from moto.events.models import events_backends
-    from moto.glue.models import GlueBackend
-
-    original = GlueBackend.create_table
-
-    def create_table(self: Any, database_name: str, table_name: str, *args: Any, **kwargs: Any) -> Any:
-        table = original(self, database_name, table_name, *args, **kwargs)
-        detail = {"databaseName": database_name, "typeOfChange": "CreateTable", "changedTables": [table_name]}
-        arn = f"arn:aws:glue:{self.region_name}:{self.account_id}:table/{database_name}/{table_name}"
-        events_backends[self.account_id][self.region_name].put_events(
-            [
-                {
-                    "Source": "aws.glue",
-                    "DetailType": GLUE_DATABASE_CHANGE,
-                    "Detail": json.dumps(detail),
-                    "Resources": [arn],
-                }
-            ]
-        )
-        return table
-
-    GlueBackend.create_table = create_table  # type: ignore[method-assign]
-
-
-def _patch_events_lambda_targets() -> None:
-    """EventBridge invokes a rule's Lambda targets asynchronously with the event; moto 5.2.5 delivers to
-    logs, SQS and event buses only."""
-    from moto.events.models import Rule
-    from moto.utilities.arns import parse_arn
-
-    original = Rule.send_to_targets
-
-    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
-        functions = [t for t in self.targets if parse_arn(t["Arn"]).service == "lambda"]
-        others = [t for t in self.targets if t not in functions]
-        if others:  # moto raises NotImplementedError on a target type it does not deliver to
-            every, self.targets = self.targets, others
-            try:
-                original(self, original_event, transform_input)
-            finally:
-                self.targets = every
-        if not functions or not self.event_pattern.matches_event(original_event):
-            return
-        from moto.awslambda.utils import get_backend
-
-        for target in functions:
-            arn = parse_arn(target["Arn"])
-            try:
-                fn = get_backend(arn.account, arn.region).get_function(target["Arn"])
-            except Exception:  # noqa: BLE001 - like EventBridge: a missing target fails no put_events
-                continue
-            invoke_async(fn, dict(original_event), trigger="events")
-
-    Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]

@@ -99,13 +99,13 @@ class SharedStack:
                 if existing:
                     stack = DeployedStage.from_stack(existing)
                 else:
-                    from lakeloader_dev.emulator import patches
+                    from lakeloader_dev.emulator import patches_cloudformation
                     from lakeloader_dev.emulator.deploy import deploy
 
                     deployment = deploy(
                         endpoint=endpoint,
                         context=E2E_CONTEXT,
-                        failures=patches.CFN_FAILURES.get if emulator else None,
+                        failures=patches_cloudformation.CFN_FAILURES.get if emulator else None,
                         timeout=300,
                     )
                     stack = DeployedStage.from_outputs(deployment.outputs)

@@ -60,7 +60,7 @@ def lakeloader(*args: str) -> tuple[int, str]:
 
 
 def test_keys_edited_deployed_again_refused_then_rebuilt_by_the_hinted_command(e2e, tmp_path):
-    from lakeloader_dev.emulator import patches
+    from lakeloader_dev.emulator import patches_cloudformation
     from lakeloader_dev.emulator.deploy import deploy
 
     load, change = f"{PREFIX}LOAD00000001.parquet", f"{PREFIX}20261103-0910.parquet"
@@ -79,7 +79,7 @@ def test_keys_edited_deployed_again_refused_then_rebuilt_by_the_hinted_command(e
     deployment = deploy(
         endpoint=e2e.endpoint,
         context={**E2E_CONTEXT, "config": str(edited)},
-        failures=patches.CFN_FAILURES.get if e2e.emulator else None,
+        failures=patches_cloudformation.CFN_FAILURES.get if e2e.emulator else None,
     )
     assert (
         boto3.client("cloudformation").describe_stacks(StackName=deployment.stack_name)["Stacks"][0][

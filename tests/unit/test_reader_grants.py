@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from lakeloader import reader_grants
 from lakeloader.reader_grants import TableGrant
-from lakeloader_dev.emulator.patches import patch_lakeformation_regrant
+from lakeloader_dev.emulator.patches_catalog import patch_lakeformation_regrant
 
 ACCOUNT = "123456789012"
 ANALYST = "arn:aws:iam::123456789012:role/analyst"

@@ -1,0 +1,101 @@
+"""The emulator's patches around the Glue Data Catalog (PINNED with patches.MOTO_VERSION): Lake
+Formation's idempotent grants, Glue's "table created" events, and EventBridge rules whose targets
+are Lambda functions (the reader-grants path: a table created -> an event -> the grant Lambda).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from lakeloader_dev.emulator.lambda_runner import invoke_async
+
+# Lake Formation: granting again what a principal holds --------------------------------
+
+
+def patch_lakeformation_regrant() -> None:
+    """Lake Formation grants idempotently: granting a principal what it holds changes nothing. moto
+    5.2.5 merges the permissions into the stored grant in place, changing its hash inside the set that
+    holds it, so a later revoke of it raises KeyError. Merge it out of the set and put it back."""
+    from moto.lakeformation.models import PermissionCatalog
+
+    if getattr(PermissionCatalog.add_permission, "lakeloader", False):
+        return
+
+    def add_permission(self: Any, permission: Any) -> None:
+        for existing in list(self.permissions):
+            if permission.equal_principal_and_resouce(existing):
+                self.permissions.remove(existing)
+                existing.merge(permission)
+                self.permissions.add(existing)
+                return
+        self.permissions.add(permission)
+
+    add_permission.lakeloader = True  # type: ignore[attr-defined]
+    PermissionCatalog.add_permission = add_permission  # type: ignore[method-assign]
+
+
+# Glue's "table created" events and EventBridge rules that target a Lambda --------------
+
+GLUE_DATABASE_CHANGE = "Glue Data Catalog Database State Change"
+
+
+def patch_glue_table_events() -> None:
+    """Glue sends "Glue Data Catalog Database State Change" (`typeOfChange` CreateTable, the database
+    and the table) to the account's default event bus when a table is created (AWS Glue events,
+    EventBridge reference); moto's Glue sends nothing."""
+    from moto.events.models import events_backends
+    from moto.glue.models import GlueBackend
+
+    original = GlueBackend.create_table
+
+    def create_table(self: Any, database_name: str, table_name: str, *args: Any, **kwargs: Any) -> Any:
+        table = original(self, database_name, table_name, *args, **kwargs)
+        detail = {"databaseName": database_name, "typeOfChange": "CreateTable", "changedTables": [table_name]}
+        arn = f"arn:aws:glue:{self.region_name}:{self.account_id}:table/{database_name}/{table_name}"
+        events_backends[self.account_id][self.region_name].put_events(
+            [
+                {
+                    "Source": "aws.glue",
+                    "DetailType": GLUE_DATABASE_CHANGE,
+                    "Detail": json.dumps(detail),
+                    "Resources": [arn],
+                }
+            ]
+        )
+        return table
+
+    GlueBackend.create_table = create_table  # type: ignore[method-assign]
+
+
+def patch_events_lambda_targets(runtime: Callable[[], Any]) -> None:
+    """EventBridge invokes a rule's Lambda targets asynchronously with the event; moto 5.2.5 delivers to
+    logs, SQS and event buses only."""
+    from moto.events.models import Rule
+    from moto.utilities.arns import parse_arn
+
+    original = Rule.send_to_targets
+
+    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        functions = [t for t in self.targets if parse_arn(t["Arn"]).service == "lambda"]
+        others = [t for t in self.targets if t not in functions]
+        if others:  # moto raises NotImplementedError on a target type it does not deliver to
+            every, self.targets = self.targets, others
+            try:
+                original(self, original_event, transform_input)
+            finally:
+                self.targets = every
+        if not functions or not self.event_pattern.matches_event(original_event):
+            return
+        from moto.awslambda.utils import get_backend
+
+        for target in functions:
+            arn = parse_arn(target["Arn"])
+            try:
+                fn = get_backend(arn.account, arn.region).get_function(target["Arn"])
+            except Exception:  # noqa: BLE001 - like EventBridge: a missing target fails no put_events
+                continue
+            invoke_async(runtime(), fn, dict(original_event), trigger="events")
+
+    Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]
