@@ -24,7 +24,8 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.nag import acknowledge_check
-from infra.settings import NetworkSettings, Stage
+from infra.settings import Stage
+from infra.settings_network import NetworkSettings
 from infra.storage import stage_log_group
 
 # The services the VPC-bound code calls: boto3 clients of lakeloader/ (jobs and Lambdas), Iceberg's

@@ -37,7 +37,8 @@ from infra.catalog import Catalog, glue_arns
 from infra.lake_formation import grant
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.reader_grants import ReaderGrants
-from infra.settings import ReaderSettings, SettingsError, Stage
+from infra.settings import SettingsError, Stage
+from infra.settings_access import ReaderSettings
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX

@@ -13,16 +13,25 @@ Context keys read by the app:
 Every resource name is ``<project>-<stage>-<what>`` and every Glue database
 ``<project>_<stage>_<database>`` (the stage's ``database_prefix``), so two stages never collide
 in one account.
+
+The stage's own blocks have modules of their own, all on `infra.settings_base.SettingsModel`:
+`settings_emr` (the EMR application and the releases a runtime accepts), `settings_access` (readers
+and writers), `settings_network`, `settings_encryption` and `settings_s3_tables`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from infra.settings_access import ReaderSettings, WriterSettings, check_readers, check_writers
+from infra.settings_base import SettingsModel
+from infra.settings_emr import EmrSettings, emr_release_problem
+from infra.settings_encryption import EncryptionSettings
+from infra.settings_network import NetworkSettings
+from infra.settings_s3_tables import S3TablesSettings
 from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.config.target import s3_tables_problems
@@ -37,11 +46,7 @@ class SettingsError(ValueError):
     """The cdk.json context is invalid; the message names the key."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class GlueJobSettings(_Strict):
+class GlueJobSettings(SettingsModel):
     worker_type: Literal[
         "G.025X", "G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X", "R.1X", "R.2X", "R.4X", "R.8X"
     ]
@@ -51,72 +56,7 @@ class GlueJobSettings(_Strict):
     max_concurrent_runs: int = Field(ge=1, le=1000)
 
 
-class EmrSettings(_Strict):
-    release_label: str = Field(
-        # StageSettings fills in the stage runtime's release when the stage names none
-        default=runtimes.runtime(runtimes.DEFAULT_RUNTIME).emr_release_label,
-        pattern=r"^emr-(spark-)?\d+\.\d+\.\d+$",
-        description="EMR Serverless release; default: the stage runtime's (glue-5.1: emr-7.12.0, glue-6.0: "
-        "emr-spark-8.1.0). A later release of the same line is accepted (emr-7.12+ for glue-5.1, "
-        "emr-spark-8.1.x for glue-6.0); any other is refused (infra.settings.emr_release_problem)",
-    )
-    max_cpu: str = Field(default="16 vCPU", pattern=r"^\d+( vCPU)?$")
-    max_memory: str = Field(default="64 GB", pattern=r"^\d+( GB)?$")
-    max_disk: str = Field(default="200 GB", pattern=r"^\d+( GB)?$")
-    idle_timeout_minutes: int = Field(default=15, ge=1, le=10080)
-    image_uri: str | None = Field(
-        default=None,
-        pattern=r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9][a-z0-9._/-]*"
-        r"(:[A-Za-z0-9_][A-Za-z0-9._-]*|@sha256:[0-9a-f]{64})$",
-        description="Optional custom image (ECR URI), built on the EMR Serverless image of the same "
-        "release; its repository policy must let emr-serverless.amazonaws.com pull it (docs/deploy.md)",
-    )
-    spark_defaults: dict[str, str] = Field(
-        default_factory=dict,
-        description="Extra spark-defaults of the application (e.g. a Python venv archive)",
-    )
-
-
-def _release_line(label: str) -> tuple:
-    """The part of an EMR release label that fixes its Spark and Iceberg lines.
-
-    All of emr-7.x runs Spark 3.5 (its Iceberg moved with the minor: 7.12+ bundle 1.10), so a 7.x
-    release is of the line of any older 7.x one. The emr-spark-8 releases change Spark with the minor
-    (emr-spark-8.0.0: Spark 4.0.2 and Iceberg 1.10.1; emr-spark-8.1.0: Spark 4.1.1 and Iceberg 1.11.0,
-    AWS's release pages), so there the minor is part of the line.
-    """
-    major, minor, _ = runtimes.emr_release(label)
-    return ("emr-spark", major, minor) if label.startswith("emr-spark-") else ("emr", major)
-
-
-def emr_release_problem(label: str, runtime: runtimes.Runtime) -> str | None:
-    """Why `label` cannot be the EMR Serverless release of a stage on `runtime`, or None if it can.
-
-    It can when it is the runtime's own release or a later one of the same line (_release_line): its
-    Spark and Iceberg are then the runtime's, which the Glue jobs and the local tests run.
-    """
-    own = runtime.emr_release_label
-    if _release_line(label) != _release_line(own):
-        others = [
-            row.name
-            for row in runtimes.RUNTIMES.values()
-            if _release_line(row.emr_release_label) == _release_line(label)
-            and runtimes.emr_release(label) >= runtimes.emr_release(row.emr_release_label)
-        ]
-        switch = f", or set runtime to {others[0]}" if others else ""
-        return (
-            f"{label} is not on runtime {runtime.name}'s line (Spark {runtime.spark_line}, Iceberg "
-            f"{runtime.iceberg_line}, as {own}): use {own} or leave release_label out{switch}"
-        )
-    if runtimes.emr_release(label) < runtimes.emr_release(own):
-        return (
-            f"{label} is older than {own}: its bundled Iceberg is not the {runtime.iceberg_line} line "
-            f"lakeloader is tested with; use {own}"
-        )
-    return None
-
-
-class ArrivalLambdaSettings(_Strict):
+class ArrivalLambdaSettings(SettingsModel):
     reserved_concurrency: int | None = Field(
         default=None,
         ge=1,
@@ -131,7 +71,7 @@ class ArrivalLambdaSettings(_Strict):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
-class BatchingSettings(_Strict):
+class BatchingSettings(SettingsModel):
     """How ingest runs are shared: tables grouped per run, drained in parallel, runs queued."""
 
     tables_per_run: int = Field(
@@ -162,163 +102,11 @@ class BatchingSettings(_Strict):
     )
 
 
-class RawTransition(_Strict):
+class RawTransition(SettingsModel):
     days: int = Field(ge=1)
     storage_class: Literal[
         "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE"
     ]
-
-
-ROLE_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$"
-
-
-class ReaderSettings(_Strict):
-    """A role that may query the stage's tables (SELECT only), through Athena or any Iceberg reader."""
-
-    role_arn: str = Field(
-        pattern=ROLE_ARN,
-        description="The reader's IAM role, in the stage's account (the stack attaches a policy to it)",
-    )
-    tables: list[str] = Field(
-        default_factory=lambda: ["*"],
-        min_length=1,
-        description='Target tables it may read, as "<database>.<table>" of the config; "<database>.*" or '
-        '"*" for many (default "*": every table of the config; never the tombstones\' side tables)',
-    )
-    exclude_columns: dict[str, list[str]] = Field(
-        default_factory=dict,
-        description='Columns hidden from it, per "<database>.<table>": Lake Formation mode only (an IAM '
-        "grant on a data file cannot hide a column of it)",
-    )
-
-    @property
-    def role_name(self) -> str:
-        return self.role_arn.rsplit("/", 1)[1]
-
-    @property
-    def query_name(self) -> str:
-        """The role name in the characters an Athena workgroup name allows ([a-zA-Z0-9._-]; IAM also
-        allows +=,@ in a role name): it names the reader's workgroup and its results prefix."""
-        return re.sub(r"[^A-Za-z0-9._-]", "_", self.role_name)
-
-
-class WriterSettings(_Strict):
-    """A role that lands files in the raw bucket: a DMS endpoint's service-access role or an S3 sink
-    connector's role (docs/sources.md). It may write under its prefixes and nothing else."""
-
-    role_arn: str = Field(
-        pattern=ROLE_ARN,
-        description="The writer's IAM role, in the stage's account (the stack attaches a policy to it)",
-    )
-    prefixes: list[str] = Field(
-        min_length=1,
-        description='Raw-bucket key prefixes it writes under, each ending in "/" (a DMS endpoint\'s '
-        "BucketFolder, a sink's topics.dir)",
-    )
-
-    @field_validator("prefixes")
-    @classmethod
-    def _prefixes(cls, value: list[str]) -> list[str]:
-        for prefix in value:
-            if not re.match(r"^[A-Za-z0-9!_.*'()=-]+(/[A-Za-z0-9!_.*'()=-]+)*/$", prefix):
-                raise ValueError(
-                    f"{prefix!r} is not a raw-bucket folder: give a relative key prefix ending in '/', "
-                    "e.g. crm/"
-                )
-        return value
-
-    @property
-    def role_name(self) -> str:
-        return self.role_arn.rsplit("/", 1)[1]
-
-
-class S3TablesSettings(_Strict):
-    """The stage's S3 Tables table bucket (tables with `target.storage: s3_tables`).
-
-    Unreferenced file removal is a table bucket setting in S3 Tables (UnreferencedFileRemoval of
-    AWS::S3Tables::TableBucket): a file no snapshot references is marked noncurrent after
-    `unreferenced_days` and deleted `noncurrent_days` later. Their sum is how long an erased row's
-    files can outlive `lakeloader erase` (docs/deploy.md#amazon-s3-tables)."""
-
-    unreferenced_days: int = Field(
-        default=3, ge=1, description="Days before a file no snapshot references is marked noncurrent"
-    )
-    noncurrent_days: int = Field(default=10, ge=1, description="Days a noncurrent file is kept, then deleted")
-
-
-class SubnetSettings(_Strict):
-    id: str = Field(pattern=r"^subnet-[0-9a-f]{8,17}$")
-    availability_zone: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", description="e.g. eu-west-1a")
-
-
-class NetworkSettings(_Strict):
-    """Where the Glue jobs, EMR Serverless runs and Lambdas run: a VPC the stack creates (private
-    subnets, VPC endpoints, no NAT, no internet gateway), or subnets of a VPC you have."""
-
-    create_vpc: bool = Field(
-        default=False,
-        description="true: the stack creates the VPC, its isolated subnets and the endpoints of every "
-        "service the stage calls",
-    )
-    cidr: str = Field(
-        default="10.64.0.0/16",
-        pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$",
-        description="create_vpc: the VPC's range (/16 to /24)",
-    )
-    availability_zones: int = Field(default=2, ge=2, le=3, description="create_vpc: AZs, one subnet each")
-    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="your VPC")
-    subnets: list[SubnetSettings] = Field(
-        default_factory=list, description="your private subnets (id and availability zone)"
-    )
-    security_group_ids: list[str] = Field(
-        default_factory=list,
-        description="your security groups; default: the stack creates one (self-referencing, as Glue needs)",
-    )
-
-    @model_validator(mode="after")
-    def _one_way(self) -> NetworkSettings:
-        if self.create_vpc and (self.vpc_id or self.subnets or self.security_group_ids):
-            raise ValueError("network: create_vpc: true takes no vpc_id, subnets or security_group_ids")
-        if not self.create_vpc and not (self.vpc_id and self.subnets):
-            raise ValueError("network: give vpc_id and subnets (your VPC), or create_vpc: true")
-        for group in self.security_group_ids:
-            if not group.startswith("sg-"):
-                raise ValueError(f"network.security_group_ids: {group!r} is not a security group id (sg-...)")
-        return self
-
-
-KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/([0-9a-f-]{36}|mrk-[0-9a-f]{32})$"
-
-
-class EncryptionSettings(_Strict):
-    """The customer-managed KMS key that encrypts the stage: its buckets, DynamoDB tables, queues, topic,
-    log groups, Lambda environments, Glue security configuration, EMR logs and Athena results."""
-
-    customer_managed_key: bool | str = Field(
-        default=True,
-        description="true (default): a key the stack creates (rotation on); or the ARN of your key "
-        "(the stack outputs the key-policy statements the services need: docs/deploy.md#your-own-key)",
-    )
-
-    @field_validator("customer_managed_key")
-    @classmethod
-    def _key(cls, value: bool | str) -> bool | str:
-        if value is False:
-            raise ValueError(
-                "customer_managed_key: false is not offered: every bucket, table, queue, topic and log group "
-                "of the stage is encrypted with a customer-managed key (true, or your key's ARN)"
-            )
-        if isinstance(value, str) and not re.match(KEY_ARN, value):
-            raise ValueError(
-                f"customer_managed_key: {value!r} is not a KMS key ARN "
-                "(arn:aws:kms:<region>:<account>:key/<id>)"
-            )
-        return value
-
-    @property
-    def key_arn(self) -> str | None:
-        """Your key's ARN, or None when the stack creates the key."""
-        return self.customer_managed_key if isinstance(self.customer_managed_key, str) else None
 
 
 FIELD_ERROR = "stage_field"
@@ -330,7 +118,7 @@ def field_error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError(FIELD_ERROR, "{message}", {"field": field, "message": message})
 
 
-class StageSettings(_Strict):
+class StageSettings(SettingsModel):
     """Settings of one stage (a value of `lakeloader:stages` in cdk.json)."""
 
     removal: Literal["destroy", "retain"] = Field(
@@ -473,35 +261,9 @@ class StageSettings(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _writers(self) -> StageSettings:
-        names = [writer.role_name for writer in self.writers]
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise ValueError(f"writers: role name {twice[0]!r} appears twice (give one entry its prefixes)")
-        return self
-
-    @model_validator(mode="after")
-    def _readers(self) -> StageSettings:
-        names = [reader.role_name for reader in self.readers]
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise ValueError(
-                f"readers: role name {twice[0]!r} appears twice (it names the reader's workgroup)"
-            )
-        queries = [reader.query_name for reader in self.readers]
-        clash = sorted({name for name in queries if queries.count(name) > 1})
-        if clash:
-            roles = [r.role_name for r in self.readers if r.query_name == clash[0]]
-            raise ValueError(
-                f"readers: roles {' and '.join(repr(r) for r in roles)} would share the Athena workgroup "
-                f"name suffix {clash[0]!r} (a workgroup name has no +=,@)"
-            )
-        for index, reader in enumerate(self.readers):
-            if reader.exclude_columns and not self.lake_formation:
-                raise ValueError(
-                    f"readers[{index}].exclude_columns needs lake_formation: true (an IAM grant on a data "
-                    "file cannot hide a column of it)"
-                )
+    def _readers_and_writers(self) -> StageSettings:
+        check_writers(self.writers)
+        check_readers(self.readers, lake_formation=self.lake_formation)
         return self
 
     @field_validator("crawlers")
@@ -568,7 +330,7 @@ def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings, *, storage
     return lake.model_copy(update={"tables": [deployed(t) for t in lake.tables]})
 
 
-class Stage(_Strict):
+class Stage(SettingsModel):
     """A resolved stage: its name, the project prefix and its settings."""
 
     project: str = Field(pattern=r"^[a-z][a-z0-9-]{1,20}$")

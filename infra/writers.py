@@ -25,7 +25,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.nag import acknowledge_wildcards, arn_ref
-from infra.settings import Stage, WriterSettings
+from infra.settings import Stage
+from infra.settings_access import WriterSettings
 from infra.storage import LakeStorage
 
 WRITE_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging", "s3:DeleteObject"]

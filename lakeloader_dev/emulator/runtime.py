@@ -85,7 +85,7 @@ def glue_runtime(glue_version: str | None) -> runtimes.Runtime:
 def emr_runtime(release_label: str) -> runtimes.Runtime:
     """The runtime of an EMR Serverless application's release (its own or a later one of the same Spark
     and Iceberg line, as synth allows), if it is the one this emulator runs; else WrongRuntimeError."""
-    from infra.settings import emr_release_problem
+    from infra.settings_emr import emr_release_problem
 
     local = runtimes.local()
     try:
