@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Environment, Stack, Tags
 from constructs import Construct
 
 from infra.catalog import Catalog
@@ -38,7 +38,7 @@ class LakeloaderStack(Stack):
         stage: Stage,
         lake: LakeConfig,
         config_path: Path,
-        **kwargs,
+        env: Environment | None = None,
     ) -> None:
         super().__init__(
             scope,
@@ -46,7 +46,7 @@ class LakeloaderStack(Stack):
             stack_name=stage.prefix,
             description=f"lakeloader ({stage.name}): S3 raw zone -> CDC merge -> Apache Iceberg tables",
             termination_protection=stage.settings.retain,
-            **kwargs,
+            env=env,
         )
         self.stage = stage
         users = lake  # the config's own tables: what the EMR and Flex checks and the alarms are about
