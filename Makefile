@@ -112,7 +112,7 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   tests/unit/test_backfill.py tests/unit/test_backfill_report.py $(wildcard tests/unit/test_stage_*.py) tests/unit/test_verify_hops.py \
                   tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
                   $(wildcard tests/unit/test_formats_*.py) tests/unit/test_schema_plan.py tests/unit/test_retention_cutoffs.py \
-                  tests/unit/test_table_state.py tests/unit/test_object_versions.py
+                  tests/unit/test_table_state.py tests/unit/test_object_versions.py tests/unit/test_inputs.py
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_readers.py \
                   tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py
 # module:function (Class.method) that only a Spark test can run: their mutants are counted apart
