@@ -2,7 +2,7 @@
 
 The application runs at the stage runtime's release (emr-7.12.0 for glue-5.1, emr-spark-8.1.0 for
 glue-6.0) `emr_steps/*.py` with the lakeloader zip on `spark.submit.pyFiles`, on the Python of a
-packed virtual environment of the jobs' wheels (infra.packaging.emr_venv_archive) that
+packed virtual environment of the jobs' wheels (infra.packed_venv.emr_venv_archive) that
 `spark.archives` unpacks as `./environment`, as AWS's "Using Python libraries with EMR Serverless"
 documents, with the image's Iceberg jar. The S3-arrival Lambda starts the runs (EMR_EXTRA_ARGS:
 `entry_point_arguments`).
@@ -19,7 +19,8 @@ from constructs import Construct
 from infra.assets import SuffixedFileAsset
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
-from infra.packaging import EMR_VENV_SUFFIX, REPO_ROOT, emr_venv_archive
+from infra.packaging import REPO_ROOT
+from infra.packed_venv import EMR_VENV_SUFFIX, emr_venv_archive
 from infra.settings import SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, LakeStorage
 from lakeloader import contract, runtimes

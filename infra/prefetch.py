@@ -8,7 +8,8 @@ Glue 6.0's packed venv, EMR's packed venv) and the Lambdas' wheels go into
 from __future__ import annotations
 
 from infra.lambda_code import fetch_lambda_wheels
-from infra.packaging import emr_venv_archive, glue_venv_archive, glue_wheels_zip, uses_python_venv
+from infra.packaging import glue_wheels_zip
+from infra.packed_venv import emr_venv_archive, glue_venv_archive, uses_python_venv
 from lakeloader import runtimes
 
 if __name__ == "__main__":

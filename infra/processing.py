@@ -5,7 +5,7 @@ plus the `lakeloader` package, zipped at synth (`infra.packaging.lakeloader_zip`
 shipped as `--extra-py-files` (Glue) or `spark.submit.pyFiles` (EMR). Its third-party
 dependencies ship from the assets bucket, built for the stage runtime's Python and installed with
 no package index: on Glue 5.1 a zip of wheels (`--additional-python-modules`, `--no-index`), on
-Glue 6.0 a packed virtual environment (`--python-virtual-env`, infra.packaging.glue_venv_archive),
+Glue 6.0 a packed virtual environment (`--python-virtual-env`, infra.packed_venv.glue_venv_archive),
 on EMR an archive on PYTHONPATH (`spark.archives`). The Iceberg Glue-catalog settings are the same
 for both engines and both runtimes.
 """
@@ -26,14 +26,8 @@ from infra.glue_jobs import glue_conf_argument, lakeloader_glue_job
 from infra.job_access import grant_lake_access, lake_access_findings
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
-from infra.packaging import (
-    GLUE_VENV_SUFFIX,
-    GLUE_WHEELS_SUFFIX,
-    glue_venv_archive,
-    glue_wheels_zip,
-    lakeloader_zip,
-    uses_python_venv,
-)
+from infra.packaging import GLUE_WHEELS_SUFFIX, glue_wheels_zip, lakeloader_zip
+from infra.packed_venv import GLUE_VENV_SUFFIX, glue_venv_archive, uses_python_venv
 from infra.s3_tables import TableBucket, catalog_jar_assets
 from infra.settings import Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage

@@ -49,7 +49,7 @@ class Runtime:
     @property
     def emr_python(self) -> str:
         """The image's interpreter of this Python, which the EMR venv's `bin/python` links to
-        (infra.packaging.emr_venv_archive; the runs name `./environment/bin/python`)."""
+        (infra.packed_venv.emr_venv_archive; the runs name `./environment/bin/python`)."""
         return f"/usr/bin/python{self.python}"
 
     @property

@@ -25,7 +25,7 @@ from typing import Any
 import boto3
 import pytest
 
-from infra.packaging import uses_python_venv
+from infra.packed_venv import uses_python_venv
 from lakeloader import runtimes
 from lakeloader.contract import (
     ARG_CORRELATION_ID,

@@ -15,7 +15,8 @@ import pytest
 import infra.packaging
 import infra.triggers
 from infra.lambda_code import lambda_bundle
-from infra.packaging import PackagingError, emr_venv_archive, glue_wheels_zip
+from infra.packaging import PackagingError, glue_wheels_zip
+from infra.packed_venv import emr_venv_archive
 from tests.infra.cdk_helpers import bundle_files, import_in_bundle, join, synthesize
 
 

@@ -13,7 +13,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 
 from infra.app import cdk_json_context
-from infra.packaging import GLUE_VENV_SUFFIX, emr_venv_archive, glue_venv_archive
+from infra.packed_venv import GLUE_VENV_SUFFIX, emr_venv_archive, glue_venv_archive
 from infra.settings import SettingsError, resolve_stage
 from lakeloader import runtimes
 from tests.infra.cdk_helpers import join, stage_settings, with_settings

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from infra.emr import emr_venv_conf
-from infra.packaging import emr_venv_archive
+from infra.packed_venv import emr_venv_archive
 from lakeloader import runtimes
 from lakeloader_dev.emulator.emr_runner import DRIVER_ENV, _archive_python_path, _unpack_archive
 

@@ -17,19 +17,16 @@ import pytest
 
 import infra.packaging as packaging
 from infra.packaging import (
-    GLUE_VENV_NAME,
     GLUE_WHEELS_NAME,
     PackagingError,
     Pin,
     check_wheel,
-    emr_venv_archive,
     fetch_wheels,
-    glue_venv_archive,
     glue_wheels_zip,
     job_pins,
     lakeloader_zip,
-    uses_python_venv,
 )
+from infra.packed_venv import GLUE_VENV_NAME, emr_venv_archive, glue_venv_archive, uses_python_venv
 from lakeloader import runtimes
 from tests.unit.job_target import unmet
 

@@ -28,16 +28,8 @@ import pyspark
 import pytest
 
 from infra.emr import EMR_VENV_ALIAS, emr_venv_conf
-from infra.packaging import (
-    GLUE_PYTHON_HOME,
-    canonical_name,
-    emr_venv_archive,
-    fetch_wheels,
-    glue_venv_archive,
-    glue_wheels_zip,
-    job_pins,
-    lakeloader_zip,
-)
+from infra.packaging import canonical_name, fetch_wheels, glue_wheels_zip, job_pins, lakeloader_zip
+from infra.packed_venv import GLUE_PYTHON_HOME, emr_venv_archive, glue_venv_archive
 from lakeloader import runtimes
 from lakeloader.runtimes import Runtime
 from tests.unit.job_target import unmet
