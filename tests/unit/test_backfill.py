@@ -19,8 +19,8 @@ from lakeloader.jobs.drain import drain_table
 from lakeloader.jobs.load import LoadResult
 from lakeloader.ledger import DONE, PENDING, SKIPPED
 from tests.unit import stage_world
-from tests.unit.stage_world import Stage
 from tests.unit.drain_world import stand_in
+from tests.unit.stage_world import Stage
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
 
