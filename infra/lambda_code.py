@@ -26,6 +26,7 @@ from infra.packaging import (
     cached_download,
     canonical_name,
     entries_digest,
+    installed_entries,
     job_pins,
     package_files,
     pip_download,
@@ -34,7 +35,6 @@ from infra.packaging import (
     sha256,
     wheel_cache_dir,
 )
-from infra.packed_venv import installed_entries
 
 LAMBDA_REQUIREMENTS = REPO_ROOT / "requirements-lambda.txt"
 # The runtime of every lakeloader function (infra.functions): Python 3.12 on arm64.

@@ -337,3 +337,20 @@ def glue_wheels_zip(pins: list[Pin] | None = None, runtime: runtimes.Runtime | N
     entries = [("wheels/requirements.txt", requirements, 0o644)]
     entries += [(f"wheels/{wheels[p.key].name}", wheels[p.key].read_bytes(), 0o644) for p in shipped]
     return publish_zip("glue-wheels", GLUE_WHEELS_NAME, entries)
+
+
+def installed_entries(wheel: Path) -> Iterable[Entry]:
+    """What installing `wheel` into a site-packages directory writes there (scripts, headers left out)."""
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            name = info.filename
+            top, _, rest = name.partition("/")
+            if top.endswith(".data"):
+                scheme, _, rest = rest.partition("/")
+                if scheme not in ("purelib", "platlib"):
+                    continue  # console scripts and headers: nothing on PYTHONPATH uses them
+                name = rest
+            mode = (info.external_attr >> 16) & 0o777 or 0o644
+            yield name, archive.read(info), mode

@@ -11,8 +11,6 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
-import zipfile
-from collections.abc import Iterable
 from pathlib import Path
 
 from infra.packaging import (
@@ -22,6 +20,7 @@ from infra.packaging import (
     default_runtime,
     entries_digest,
     fetch_wheels,
+    installed_entries,
     job_pins,
     publish,
 )
@@ -164,23 +163,6 @@ def publish_tar_gz(name: str, filename: str, entries: list[Entry], links: list[t
 
 
 _TAR_DATE = 315532800  # 1980-01-01, as the zips' entries
-
-
-def installed_entries(wheel: Path) -> Iterable[Entry]:
-    """What installing `wheel` into a site-packages directory writes there (scripts, headers left out)."""
-    with zipfile.ZipFile(wheel) as archive:
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            name = info.filename
-            top, _, rest = name.partition("/")
-            if top.endswith(".data"):
-                scheme, _, rest = rest.partition("/")
-                if scheme not in ("purelib", "platlib"):
-                    continue  # console scripts and headers: nothing on PYTHONPATH uses them
-                name = rest
-            mode = (info.external_attr >> 16) & 0o777 or 0o644
-            yield name, archive.read(info), mode
 
 
 def installed_tree(pins: list[Pin], wheels: dict[str, Path]) -> list[Entry]:
