@@ -34,6 +34,21 @@ def upload(stack: DeployedStage, files: Iterable[tuple[Path | bytes, str]]) -> l
     return keys
 
 
+def upload_unannounced(stack: DeployedStage, files: Iterable[tuple[Path | bytes, str]]) -> list[str]:
+    """``upload`` while the raw bucket sends no notification, as files that were there before the
+    stack (what ``lakeloader backfill`` is for); the bucket's notifications are restored after."""
+    s3 = boto3.client("s3")
+    notifications = s3.get_bucket_notification_configuration(Bucket=stack.raw_bucket)
+    notifications.pop("ResponseMetadata", None)
+    s3.put_bucket_notification_configuration(Bucket=stack.raw_bucket, NotificationConfiguration={})
+    try:
+        return upload(stack, files)
+    finally:
+        s3.put_bucket_notification_configuration(
+            Bucket=stack.raw_bucket, NotificationConfiguration=notifications
+        )
+
+
 def find_object(ledger: Ledger, table_id: str, key: str) -> LedgerObject | None:
     matches = [obj for obj in ledger.objects(table_id) if obj.key == key]
     return matches[-1] if matches else None
