@@ -1,5 +1,6 @@
 """The `lakeloader` command line: run, sql, tables, erase, maintain, rebuild, reconcile on a config file;
-status, requeue, skip, backfill, rebuild, reconcile on a deployed stage (lakeloader.cli.stage_verbs).
+status, requeue, skip, backfill, rebuild, reconcile on a deployed stage (lakeloader.cli.stage_verbs;
+reconcile, in both forms, is lakeloader.cli.reconcile_verb).
 
 Exit codes: 0 success, 1 a table failed (status: a table is stuck), 2 a usage or configuration error,
 141 the output's reader went away (`lakeloader ... | head`), as for any Unix tool SIGPIPE ends.
@@ -12,16 +13,12 @@ import json
 import os
 import select
 import sys
-from datetime import date, datetime
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lakeloader.cli import stage_verbs
-from lakeloader.config import ConfigError, LakeConfig, load_config
+from lakeloader.cli import reconcile_verb, stage_verbs
+from lakeloader.cli.session import configure, json_default, spark_session
+from lakeloader.config import ConfigError, LakeConfig
 from lakeloader.errors import LakeloaderError
-
-if TYPE_CHECKING:
-    from lakeloader.cli.stage import DeployedStage
 
 DESCRIPTION = """\
 lakeloader merges raw files (full loads and change-data-capture batches from
@@ -166,71 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the subjects of the table's recorded erasures are gone from the raw files too",
     )
-    reconcile = commands.add_parser(
-        "reconcile",
-        help="compare a table with a full copy of its source; --repair makes it equal",
-        description="Compare the table's current rows (scd2: current versions) with a snapshot of its source "
-        "(a DMS full load, an export: a file or a folder, local or s3://), read as the table's own files "
-        "are, and report the keys missing from the table, the extra keys it holds and the keys whose "
-        "compared columns differ, with counts and sample keys. Exits 0 when they are equal, 1 when they "
-        "differ (also after --repair: the report says what was repaired). With --repair the difference "
-        "goes through the normal merge path in one commit (tombstones, scd2 history, the quality gate), "
-        "whose snapshot summary records it (lakeloader.repair). With --stage it runs here against the "
-        "stage's catalog and warehouse, and a repair holds the table's run lock and is recorded in the "
-        "stage's run history (docs/operate.md).",
-    )
-    where = reconcile.add_mutually_exclusive_group(required=True)
-    where.add_argument("--config", metavar="FILE", help="table configuration (YAML)")
-    where.add_argument("--stage", metavar="NAME", help="a deployed stage: its deployed config and catalog")
-    reconcile.add_argument("--table", required=True, metavar="ID", help="the table id")
-    reconcile.add_argument(
-        "--snapshot",
-        required=True,
-        metavar="URI",
-        help="the source snapshot: a file or a folder, local or s3://",
-    )
-    reconcile.add_argument("--repair", action="store_true", help="apply the difference, in one commit")
-    reconcile.add_argument(
-        "--samples",
-        type=int,
-        default=10,
-        metavar="N",
-        help="sample keys shown of each kind (default 10)",
-    )
-    reconcile.add_argument("--json", action="store_true", help="print JSON instead of a report")
-    reconcile.add_argument("--warehouse", help="with --config: override the config's warehouse")
-    reconcile.add_argument(
-        "--database-prefix",
-        default="",
-        metavar="PREFIX",
-        help="with --config: a deployed stage's Glue database prefix (as for run)",
-    )
-    reconcile.add_argument(
-        "--project", default="lakeloader", metavar="NAME", help="with --stage: cdk.json lakeloader:project"
-    )
+    reconcile_verb.add_command(commands)
     stage_verbs.add_commands(commands)
     return parser
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, bytes | bytearray):
-        return value.hex()
-    return str(value)
-
-
 def _row_to_json(row: Any) -> str:
-    return json.dumps(row.asDict(recursive=True), default=_json_default, sort_keys=False)
-
-
-def _session(config: LakeConfig | DeployedStage, app_name: str):
-    from lakeloader.spark import SparkSettings, build_session
-
-    settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
-    return build_session(settings), settings.catalog
+    return json.dumps(row.asDict(recursive=True), default=json_default, sort_keys=False)
 
 
 def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
@@ -261,7 +200,7 @@ def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
     run_id = new_run_id()
     total = sum(len(files) for files in inputs.values())
     stderr_progress(f"run {run_id}: {len(tables)} table(s), {total} raw file(s) found; starting Spark")
-    spark, catalog = _session(config, f"lakeloader-run-{run_id}")
+    spark, catalog = spark_session(config, f"lakeloader-run-{run_id}")
     for table_id, files in skips.items():
         if files:
             skip_files(spark, catalog, table_id, files, run_id, args.reason, stderr_progress)
@@ -273,7 +212,7 @@ def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
 def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
     from pyspark.errors import PySparkException
 
-    spark, _ = _session(config, "lakeloader-sql")
+    spark, _ = spark_session(config, "lakeloader-sql")
     try:
         for row in spark.sql(args.query).toLocalIterator():
             print(_row_to_json(row))
@@ -290,7 +229,7 @@ def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
 
     table = config.table(args.table)
     who = identity()
-    spark, catalog = _session(config, f"lakeloader-erase-{table.id}")
+    spark, catalog = spark_session(config, f"lakeloader-erase-{table.id}")
     try:
         result = erase(
             spark, table, catalog=catalog, keys=args.key, where=args.where, who=who, progress=stderr_progress
@@ -308,7 +247,7 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
 
     tables = config.select(args.table)
     stderr_progress(f"maintaining {len(tables)} table(s); starting Spark")
-    spark, catalog = _session(config, "lakeloader-maintain")
+    spark, catalog = spark_session(config, "lakeloader-maintain")
     results = maintain_tables(spark, tables, catalog=catalog, progress=stderr_progress)
     print(summary_table(results))
     return 1 if any(r.status == "failed" for r in results) else 0
@@ -324,7 +263,7 @@ def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
     files = assign_inputs(config, [table], None)[table.id]
     run_id = new_run_id()
     stderr_progress(f"rebuild {run_id}: {table.id} from {len(files)} raw file(s); starting Spark")
-    spark, catalog = _session(config, f"lakeloader-rebuild-{run_id}")
+    spark, catalog = spark_session(config, f"lakeloader-rebuild-{run_id}")
     try:
         result = rebuild_table(
             spark,
@@ -343,72 +282,6 @@ def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
     reset_input_log(spark, catalog, table.id, files, run_id)
     print(summary_table([result]))
     return 0
-
-
-def _cmd_reconcile(args: argparse.Namespace) -> int:
-    """Both forms: the table from the config file or the stage's deployed config, then the one job."""
-    from lakeloader.actor import identity
-    from lakeloader.contract import new_run_id
-    from lakeloader.jobs.reconcile import reconcile, reconcile_on_stage
-    from lakeloader.progress import stderr_progress
-
-    if args.samples < 0:
-        raise LakeloaderError("--samples must be 0 or more")
-    run_id = new_run_id()
-    options = {"samples": args.samples, "who": identity() if args.repair else "", "progress": stderr_progress}
-    if args.stage:
-        from lakeloader.cli.stage import DeployedStage, stack_name
-        from lakeloader.jobs.main import with_database_prefix
-
-        deployed = DeployedStage.from_stack(stack_name(args.stage, args.project))
-        tables = {t.id: t for t in with_database_prefix(deployed.tables(), deployed.database_prefix)}
-        if args.table not in tables:
-            raise ConfigError(f"unknown table {args.table!r}: the stage has {', '.join(sorted(tables))}")
-        table = tables[args.table]
-        stderr_progress(f"reconcile {run_id}: {table.id} on stage {args.stage}; starting Spark")
-        spark, catalog = _session(deployed, f"lakeloader-reconcile-{run_id}")  # the stage's warehouse
-        result = reconcile_on_stage(
-            spark,
-            deployed.ledger(),
-            table,
-            args.snapshot,
-            catalog=catalog,
-            run_id=run_id,
-            repair=args.repair,
-            **options,
-        )
-    else:
-        config = configure(args)
-        table = config.table(args.table)
-        stderr_progress(f"reconcile {run_id}: {table.id}; starting Spark")
-        spark, catalog = _session(config, f"lakeloader-reconcile-{run_id}")
-        result = reconcile(
-            spark, table, args.snapshot, catalog=catalog, repair=args.repair, run_id=run_id, **options
-        )
-    print(json.dumps(result.as_json(), indent=2, default=_json_default) if args.json else result.describe())
-    return 0 if result.equal else 1
-
-
-def configure(args: argparse.Namespace) -> LakeConfig:
-    """The config file with the command line's overrides: warehouse, raw root, database prefix."""
-    from lakeloader import next_step
-
-    config = load_config(args.config)
-    warehouse = ["--warehouse", args.warehouse] if getattr(args, "warehouse", None) else []
-    next_step.address("--config", args.config, *warehouse)  # a hint's command acts on the same tables
-    overrides: dict[str, Any] = {
-        k: v
-        for k, v in (
-            ("warehouse", getattr(args, "warehouse", None)),
-            ("raw_root", getattr(args, "raw_root", None)),
-        )
-        if v
-    }
-    if getattr(args, "database_prefix", ""):
-        from lakeloader.jobs.main import with_database_prefix
-
-        overrides["tables"] = with_database_prefix(config.tables, args.database_prefix)
-    return config.model_copy(update=overrides) if overrides else config
 
 
 READER_GONE = 128 + 13  # the exit status of a process SIGPIPE ended
@@ -447,7 +320,7 @@ def _main(argv: list[str]) -> int:
         if args.command == "rebuild" and args.stage:
             return stage_verbs.rebuild(args)
         if args.command == "reconcile":
-            return _cmd_reconcile(args)
+            return reconcile_verb.run(args)
         config = configure(args)
         handler = {
             "tables": _cmd_tables,

@@ -1,0 +1,56 @@
+"""What the Spark verbs of the `lakeloader` command line share: the config file with the command line's
+overrides (configure), a SparkSession on its warehouse or a deployed stage's (spark_session), and JSON
+for what Spark returns (json_default)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from lakeloader.config import LakeConfig, load_config
+
+if TYPE_CHECKING:
+    from lakeloader.cli.stage import DeployedStage
+
+
+def configure(args: argparse.Namespace) -> LakeConfig:
+    """The config file with the command line's overrides: warehouse, raw root, database prefix."""
+    from lakeloader import next_step
+
+    config = load_config(args.config)
+    warehouse = ["--warehouse", args.warehouse] if getattr(args, "warehouse", None) else []
+    next_step.address("--config", args.config, *warehouse)  # a hint's command acts on the same tables
+    overrides: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("warehouse", getattr(args, "warehouse", None)),
+            ("raw_root", getattr(args, "raw_root", None)),
+        )
+        if v
+    }
+    if getattr(args, "database_prefix", ""):
+        from lakeloader.jobs.main import with_database_prefix
+
+        overrides["tables"] = with_database_prefix(config.tables, args.database_prefix)
+    return config.model_copy(update=overrides) if overrides else config
+
+
+def spark_session(config: LakeConfig | DeployedStage, app_name: str):
+    """A SparkSession on the config's (or the deployed stage's) warehouse, and its catalog."""
+    from lakeloader.spark import SparkSettings, build_session
+
+    settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
+    return build_session(settings), settings.catalog
+
+
+def json_default(value: Any) -> Any:
+    """JSON for the values Spark rows and reports hold: dates, decimals, bytes."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    return str(value)
