@@ -13,8 +13,6 @@ import pytest
 
 from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import parse_config
-from lakeloader.config.items import config_items
-from lakeloader.dynamodb import encode_item
 from tests.unit import stage_world
 from tests.unit.stage_world import create_dynamodb_table, unique_name
 
@@ -84,38 +82,17 @@ def test_help_names_both_forms(capsys):
 def deploy(warehouse) -> tuple[str, DeployedStage]:
     """A stage on moto whose deployed config holds TABLE, its databases prefixed `stg_`."""
     dynamodb = boto3.client("dynamodb")
-    config = create_dynamodb_table(dynamodb, unique_name("config"), "table_id")
-    for item in config_items(parse_config({"tables": [TABLE]})):
-        dynamodb.put_item(TableName=config, Item=encode_item(item))
     deployed = DeployedStage(
         raw_bucket="raw",
         warehouse=str(warehouse),
-        config_table=config,
+        config_table=stage_world.config_table(dynamodb, parse_config({"tables": [TABLE]})),
         ledger_table=create_dynamodb_table(dynamodb, unique_name("ledger"), "table_id", "object_id"),
         runs_table=create_dynamodb_table(dynamodb, unique_name("runs"), "table_id", "run_id"),
         ingest_job="ingest",
         arrival_function="arrival",
         database_prefix="stg_",
     )
-    outputs = {
-        "RawBucketName": deployed.raw_bucket,
-        "Warehouse": deployed.warehouse,
-        "ConfigTableName": deployed.config_table,
-        "LedgerTableName": deployed.ledger_table,
-        "RunsTableName": deployed.runs_table,
-        "IngestJobName": deployed.ingest_job,
-        "ArrivalFunctionName": deployed.arrival_function,
-        "GlueDatabasePrefix": deployed.database_prefix,
-    }
-    name = unique_name("stage")
-    template = {
-        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-    }
-    boto3.client("cloudformation").create_stack(
-        StackName=f"lakeloader-{name}", TemplateBody=json.dumps(template)
-    )
-    return name, deployed
+    return stage_world.publish(deployed), deployed
 
 
 def test_stage_form_repairs_as_a_recorded_run_holding_the_table_lock(cli, lake, aws_endpoint):

@@ -21,7 +21,7 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader import cli  # noqa: E402
 from lakeloader.cli.stage import DeployedStage  # noqa: E402
-from lakeloader.config import parse_config  # noqa: E402
+from lakeloader.config import LakeConfig, parse_config  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
 from lakeloader.dynamodb import encode_item  # noqa: E402
 from lakeloader.ledger import Ledger, ObjectRef  # noqa: E402
@@ -58,38 +58,17 @@ class Stage:
         return obj
 
 
-def _config_table(dynamodb) -> str:
-    config = parse_config(
-        {
-            "tables": [
-                {**t, "target": {**t["target"], "table": t["id"].split(".")[1]}, "keys": ["id"]}
-                for t in TABLES
-            ]
-        }
-    )
+def config_table(dynamodb, config: LakeConfig) -> str:
+    """A config table holding `config`'s tables, as the stage's config sync writes them."""
     table = create_dynamodb_table(dynamodb, unique_name("config"), "table_id")
     for item in config_items(config):
         dynamodb.put_item(TableName=table, Item=encode_item(item))
     return table
 
 
-@pytest.fixture
-def stage(aws_endpoint: str) -> Stage:
-    dynamodb, s3 = boto3.client("dynamodb"), boto3.client("s3")
-    raw = unique_name("raw")
-    s3.create_bucket(Bucket=raw)
-    s3.put_bucket_versioning(Bucket=raw, VersioningConfiguration={"Status": "Enabled"})
-    deployed = DeployedStage(
-        raw_bucket=raw,
-        warehouse="s3://curated/warehouse/",
-        config_table=_config_table(dynamodb),
-        ledger_table=create_dynamodb_table(dynamodb, unique_name("ledger"), "table_id", "object_id"),
-        runs_table=create_dynamodb_table(
-            dynamodb, unique_name("runs"), "table_id", "run_id", ttl_attribute="expires_at"
-        ),
-        ingest_job="lakeloader-ingest",
-        arrival_function="lakeloader-s3-arrival",
-    )
+def publish(deployed: DeployedStage) -> str:
+    """The CloudFormation stack a stage is found by (DeployedStage.from_stack), its outputs naming what
+    `deployed` holds; returns the stage's name for `--stage`."""
     outputs = {
         "RawBucketName": deployed.raw_bucket,
         "Warehouse": deployed.warehouse,
@@ -98,6 +77,7 @@ def stage(aws_endpoint: str) -> Stage:
         "RunsTableName": deployed.runs_table,
         "IngestJobName": deployed.ingest_job,
         "ArrivalFunctionName": deployed.arrival_function,
+        **({"GlueDatabasePrefix": deployed.database_prefix} if deployed.database_prefix else {}),
     }
     name = unique_name("stage")
     template = {
@@ -107,4 +87,27 @@ def stage(aws_endpoint: str) -> Stage:
     boto3.client("cloudformation").create_stack(
         StackName=f"lakeloader-{name}", TemplateBody=json.dumps(template)
     )
-    return Stage(name, deployed, deployed.ledger())
+    return name
+
+
+@pytest.fixture
+def stage(aws_endpoint: str) -> Stage:
+    dynamodb, s3 = boto3.client("dynamodb"), boto3.client("s3")
+    raw = unique_name("raw")
+    s3.create_bucket(Bucket=raw)
+    s3.put_bucket_versioning(Bucket=raw, VersioningConfiguration={"Status": "Enabled"})
+    tables = [
+        {**t, "target": {**t["target"], "table": t["id"].split(".")[1]}, "keys": ["id"]} for t in TABLES
+    ]
+    deployed = DeployedStage(
+        raw_bucket=raw,
+        warehouse="s3://curated/warehouse/",
+        config_table=config_table(dynamodb, parse_config({"tables": tables})),
+        ledger_table=create_dynamodb_table(dynamodb, unique_name("ledger"), "table_id", "object_id"),
+        runs_table=create_dynamodb_table(
+            dynamodb, unique_name("runs"), "table_id", "run_id", ttl_attribute="expires_at"
+        ),
+        ingest_job="lakeloader-ingest",
+        arrival_function="lakeloader-s3-arrival",
+    )
+    return Stage(publish(deployed), deployed, deployed.ledger())
