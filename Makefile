@@ -224,8 +224,8 @@ mutate: $(STAMP)
 	rm -rf $(MUTATE_DIR)/lakeloader $(MUTATE_DIR)/infra
 ifneq ($(strip $(MUTATE_LAKE)),)
 	mkdir -p $(MUTATE_DIR)/lakeloader
-	cp -r lakeloader tests config examples lambda pyproject.toml $(MUTATE_DIR)/lakeloader/
-	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),config examples lambda) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
+	cp -r lakeloader tests config examples lambda docs pyproject.toml $(MUTATE_DIR)/lakeloader/
+	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),config examples lambda docs) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_LAKE),lakeloader/$(m).py lakeloader/$(m)/*.py)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
 endif
