@@ -35,7 +35,13 @@ from lakeloader.contract import (
     emr_arg,
     glue_arg,
 )
-from lakeloader_dev.emulator.loop import emr_runs, find_object, latest_runs, upload, wait_for_objects
+from lakeloader_dev.emulator.loop import (
+    emr_runs,
+    find_object,
+    latest_runs,
+    upload_unannounced,
+    wait_for_objects,
+)
 from tests.e2e.s3_to_iceberg_world import (
     BAD_KEY,
     CUSTOMERS_LOAD,
@@ -329,17 +335,8 @@ def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_tri
     assert skipped.status == "skipped" and skipped.note.endswith(": not Parquet"), skipped
 
     # 25 files land while the bucket sends no notification: as if they were there before the stack
-    s3 = boto3.client("s3")
-    notifications = s3.get_bucket_notification_configuration(Bucket=e2e.stack.raw_bucket)
-    notifications.pop("ResponseMetadata", None)
     keys = [f"crm/audit/events/backfill/part-{n:03d}.parquet" for n in range(25)]
-    s3.put_bucket_notification_configuration(Bucket=e2e.stack.raw_bucket, NotificationConfiguration={})
-    try:
-        upload(e2e.stack, [(parquet([audit_event(n)]), key) for n, key in enumerate(keys)])
-    finally:
-        s3.put_bucket_notification_configuration(
-            Bucket=e2e.stack.raw_bucket, NotificationConfiguration=notifications
-        )
+    upload_unannounced(e2e.stack, [(parquet([audit_event(n)]), key) for n, key in enumerate(keys)])
     assert all(find_object(e2e.stack.ledger(), "audit.events", key) is None for key in keys)
 
     code, out = lakeloader("backfill", "--stage", "dev", "--table", "audit.events")
