@@ -9,46 +9,14 @@ import pyarrow as pa
 import pytest
 
 from lakeloader import iceberg
-from lakeloader.engine import apply_batch, tombstones
+from lakeloader.engine import tombstones
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.maintenance import maintain_table
 from lakeloader.spark import CATALOG
 from tests.spark.test_job_count import jobs_of
+from tests.spark.tombstone_world import DMS, T0, change, current, held_tombstones, load, rows, target
 
 pytestmark = pytest.mark.spark
-
-T0 = datetime(2026, 11, 1, 8, 0, 0)
-DMS = pa.schema(
-    [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
-)
-
-
-def change(op: str, id_: int, name: str | None, minute: int) -> dict:
-    return {"Op": op, "id": id_, "name": name, "last_update_time": T0 + timedelta(minutes=minute)}
-
-
-def load(spark, table, raw):
-    files = list_inputs(str(raw.root), table.source.prefix)
-    return apply_batch(spark, table, files, catalog=CATALOG, run_id="run")
-
-
-def target(table) -> str:
-    return f"{CATALOG}.{table.target.database}.{table.target.table}"
-
-
-def rows(spark, table) -> list[tuple]:
-    return [tuple(r) for r in spark.sql(f"SELECT id, name FROM {target(table)} ORDER BY id").collect()]
-
-
-def current(spark, table) -> list[tuple]:
-    """SCD2: the current versions."""
-    query = f"SELECT id, name FROM {target(table)} WHERE is_current ORDER BY id"
-    return [tuple(r) for r in spark.sql(query).collect()]
-
-
-def held_tombstones(spark, table) -> list[tuple]:
-    name = f"{target(table)}{tombstones.SUFFIX}"
-    return [tuple(r) for r in spark.sql(f"SELECT id, last_update_time FROM {name} ORDER BY 1, 2").collect()]
 
 
 @pytest.fixture(params=["merge", "scd2"])
@@ -169,53 +137,6 @@ def test_the_side_table_merges_its_manifests_so_the_skip_check_stays_cheap(spark
         tombstones.record(spark, table, target(table), deletes, ["id"], ["last_update_time"])
     assert spark.table(side).count() == 13
     assert spark.sql(f"SELECT count(*) FROM {side}.manifests").first()[0] <= 8
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("how", ["key", "where"])
-def test_erase_removes_the_subjects_tombstones_from_all_history(spark, raw, make_table, how):
-    from lakeloader.jobs.erase import erase
-
-    table = make_table()
-    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "ann", 0), change("I", 2, "bob", 0)], DMS)
-    load(spark, table, raw)
-    raw.write_parquet("src/20261101-0900.parquet", [change("D", 1, None, 60), change("D", 2, None, 60)], DMS)
-    load(spark, table, raw)
-    raw.write_parquet("src/20261101-0901.parquet", [change("I", 3, "cy", 61)], DMS)
-    load(spark, table, raw)
-    assert [k for k, _ in held_tombstones(spark, table)] == [1, 2]
-    if how == "key":
-        result = erase(spark, table, catalog=CATALOG, keys=["1"], who="tester")
-    else:  # names only the key: applies to the tombstones as written
-        result = erase(spark, table, catalog=CATALOG, where="id = 1", who="tester")
-    assert result.verified and result.tombstones_erased == 1
-    assert [k for k, _ in held_tombstones(spark, table)] == [2]
-    side = f"{target(table)}{tombstones.SUFFIX}"
-    for (snapshot,) in spark.sql(f"SELECT snapshot_id FROM {side}.snapshots").collect():
-        assert spark.sql(f"SELECT * FROM {side} VERSION AS OF {snapshot} WHERE id = 1").count() == 0
-    # erased means forgotten: a late insert of the subject's key is loaded again like any new key
-    # (only the new file: the expired snapshots no longer record the older ones as loaded)
-    raw.write_parquet("src/20261101-0902.parquet", [change("I", 1, "ann-again", 30)], DMS)
-    files = [f for f in list_inputs(str(raw.root), table.source.prefix) if f.name.endswith("0902.parquet")]
-    apply_batch(spark, table, files, catalog=CATALOG, run_id="after-erasure")
-    assert rows(spark, table) == [(1, "ann-again"), (3, "cy")]
-
-
-@pytest.mark.slow
-def test_erase_by_a_where_on_other_columns_finds_the_keys_through_the_rows(spark, raw, make_table):
-    from lakeloader.jobs.erase import erase
-
-    table = make_table()
-    raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "ann", 0), change("D", 7, None, 0)], DMS)
-    load(spark, table, raw)
-    raw.write_parquet("src/20261101-0900.parquet", [change("D", 1, None, 60)], DMS)
-    load(spark, table, raw)
-    raw.write_parquet("src/20261101-0901.parquet", [change("I", 1, "ann", 61)], DMS)
-    load(spark, table, raw)  # ann is back, her tombstone stays
-    assert [k for k, _ in held_tombstones(spark, table)] == [1, 7]
-    result = erase(spark, table, catalog=CATALOG, where="name = 'ann'", who="tester")
-    assert result.verified and result.tombstones_erased == 1
-    assert [k for k, _ in held_tombstones(spark, table)] == [7]
 
 
 def test_with_tombstones_off_a_delete_leaves_none(spark, raw, make_table, mode):
