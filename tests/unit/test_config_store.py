@@ -151,6 +151,30 @@ def test_load_names_the_item_with_an_invalid_config(dynamodb, lake):
         load_tables_from_dynamodb(TABLE, client=dynamodb)
 
 
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("{not json", r"item 'crm.customers': config is not JSON: Expecting property name"),
+        (None, r"item 'crm.customers' holds the config of table 'sales.order_lines'"),
+    ],
+)
+def test_load_says_why_an_items_config_is_unusable(dynamodb, lake, config, message):
+    """Not JSON at all, or the config of another table under this item's id (a hand edit)."""
+    first, *rest = config_items(lake)
+    other = next(i for i in rest if i["table_id"] == "sales.order_lines")
+    broken = {**first, "config": config if config is not None else other["config"]}
+    dynamodb.put_item(TableName=TABLE, Item=encode_item(broken))
+    with pytest.raises(ConfigError, match=rf"^dynamodb://lakeloader-test-config: {message}"):
+        load_tables_from_dynamodb(TABLE, client=dynamodb)
+
+
+def test_an_items_config_is_written_with_sorted_keys(lake):
+    """The same config gives the same item text, so a deploy rewrites only the tables that changed."""
+    for stored in config_items(lake):
+        text = stored["config"]
+        assert text == json.dumps(json.loads(text), sort_keys=True)
+
+
 def event(request: str, items: list[dict], prune: str = "false", table: str = TABLE) -> dict:
     return {
         "RequestType": request,
