@@ -20,6 +20,10 @@ A table is named by its config target, `<database>.<table>`; `<database>.*` and 
 selection is resolved at synth against the config; a reader with every table of a database (and no
 column hidden there) is granted the whole database, one grant however many tables. The tombstones'
 side tables (`<table>__tombstones`, which hold the keys of deleted rows) are denied explicitly.
+
+The tables of the stage's S3 Tables table bucket (`target.storage: s3_tables`) are not in the Glue
+databases: a reader of them gets what infra.s3_tables_readers grants, through the account's S3
+Tables integration with the Glue Data Catalog, and nothing on the table bucket otherwise.
 """
 
 from __future__ import annotations
@@ -37,12 +41,21 @@ from infra.catalog import Catalog, glue_arns
 from infra.lake_formation import grant
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.reader_grants import ReaderGrants
+from infra.s3_tables import TableBucket
+from infra.s3_tables_readers import (
+    bucket_targets,
+    federated_arns,
+    federated_grants,
+    namespaces_of,
+    reader_statements,
+)
 from infra.settings import SettingsError, Stage
 from infra.settings_access import ReaderSettings
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX
 from lakeloader.reader_grants import TableGrant
+from lakeloader.s3_tables import in_s3_tables
 
 CATALOG_READ_ACTIONS = [
     "glue:GetDatabase",
@@ -107,17 +120,18 @@ def selected_tables(stage: Stage, lake: LakeConfig, index: int, reader: ReaderSe
 def grant_units(
     lake: LakeConfig, tables: list[str], exclude_columns: dict[str, list[str]]
 ) -> dict[str, list[str]]:
-    """Config database -> the tables to grant by name, or ["*"] for the whole database: when the reader has
-    every table of it and hides no column there. A whole database is one grant however many tables it
-    holds (an IAM policy has 6,144 characters), and covers its tables to come."""
+    """Config database -> the Glue tables to grant by name, or ["*"] for the whole database: when the reader
+    has every Glue table of it and hides no column there. A whole database is one grant however many
+    tables it holds (an IAM policy has 6,144 characters), and covers its tables to come. `tables` are
+    Glue tables only (the table bucket's are granted by infra.s3_tables_readers)."""
     every: dict[str, set[str]] = {}
-    for table in lake.tables:
+    for table in (t for t in lake.tables if not in_s3_tables(t)):
         every.setdefault(table.target.database, set()).add(table.target.table)
     chosen: dict[str, list[str]] = {}
     for target in tables:
         database, table = target.split(".", 1)
         chosen.setdefault(database, []).append(table)
-    hides = {target.split(".", 1)[0] for target in exclude_columns}
+    hides = {target.split(".", 1)[0] for target in exclude_columns if target in tables}
     return {
         database: ["*"] if set(names) == every[database] and database not in hides else sorted(names)
         for database, names in sorted(chosen.items())
@@ -136,8 +150,10 @@ class Readers(Construct):
         lake: LakeConfig,
         storage: LakeStorage,
         catalog: Catalog,
+        table_bucket: TableBucket | None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.table_bucket = table_bucket
         settings = stage.settings
         self.results = storage.lake_bucket(
             stage,
@@ -157,6 +173,8 @@ class Readers(Construct):
         # Lake Formation grants on tables by name: applied once each table exists (infra.reader_grants)
         self.table_grants: list[TableGrant] = []
         self.grant_databases: dict[str, IConstruct] = {}
+        # the table bucket's tables some reader has Lake Formation grants on: namespace -> names
+        self.federated_tables: dict[str, set[str]] = {}
         for index, reader in enumerate(settings.readers):
             tables = selected_tables(stage, lake, index, reader)
             self._reader(stage, storage, catalog, lake, reader, tables)
@@ -169,7 +187,16 @@ class Readers(Construct):
                 key=storage.key,
                 grants=self.table_grants,
                 databases=self.grant_databases,
+                federated_arns=self._federated_arns(),
             )
+            if self.federated_tables and table_bucket is not None:  # the namespaces first, then their grants
+                self.reader_grants.apply.node.add_dependency(*table_bucket.namespaces.values())
+
+    def _federated_arns(self) -> list[str]:
+        if not self.federated_tables or self.table_bucket is None:
+            return []
+        tables = {namespace: sorted(names) for namespace, names in sorted(self.federated_tables.items())}
+        return federated_arns(self, self.table_bucket.name, tables)
 
     def _reader(
         self,
@@ -182,7 +209,10 @@ class Readers(Construct):
     ) -> None:
         name, query_name = reader.role_name, reader.query_name
         stack = Stack.of(self)
-        units = grant_units(lake, tables, reader.exclude_columns)
+        in_table_bucket = bucket_targets(lake)
+        in_bucket = namespaces_of([t for t in tables if t in in_table_bucket])
+        tables_in_glue = [t for t in tables if t not in in_table_bucket]
+        units = grant_units(lake, tables_in_glue, reader.exclude_columns)
         physical = [(stage.glue_database(d), t) for d, names in units.items() for t in names]
         databases = sorted({database for database, _ in physical})
         workgroup = athena.CfnWorkGroup(
@@ -244,24 +274,29 @@ class Readers(Construct):
                 actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=[storage.key.key_arn],
             ),
-            iam.PolicyStatement(
-                sid="NoTombstones",
-                effect=iam.Effect.DENY,
-                actions=TOMBSTONE_DENIED_ACTIONS,
-                resources=[
-                    *[
-                        stack.format_arn(
-                            service="glue", resource="table", resource_name=f"{d}/*{TOMBSTONES_SUFFIX}"
-                        )
-                        for d in databases
-                    ],
-                    *[
-                        storage.curated.arn_for_objects(f"{WAREHOUSE_PREFIX}{d}.db/*{TOMBSTONES_SUFFIX}/*")
-                        for d in databases
-                    ],
-                ],
-            ),
         ]
+        if databases:  # (none when the reader reads only the table bucket's tables)
+            statements.append(
+                iam.PolicyStatement(
+                    sid="NoTombstones",
+                    effect=iam.Effect.DENY,
+                    actions=TOMBSTONE_DENIED_ACTIONS,
+                    resources=[
+                        *[
+                            stack.format_arn(
+                                service="glue", resource="table", resource_name=f"{d}/*{TOMBSTONES_SUFFIX}"
+                            )
+                            for d in databases
+                        ],
+                        *[
+                            storage.curated.arn_for_objects(
+                                f"{WAREHOUSE_PREFIX}{d}.db/*{TOMBSTONES_SUFFIX}/*"
+                            )
+                            for d in databases
+                        ],
+                    ],
+                )
+            )
         folders = [f"{WAREHOUSE_PREFIX}{d}.db/" + ("" if t == "*" else f"{t}/") for d, t in physical]
         if stage.settings.lake_formation:
             statements.append(
@@ -270,7 +305,7 @@ class Readers(Construct):
                 )
             )
             self._lake_formation_grants(stage, catalog, reader, units)
-        else:
+        elif folders:
             statements += [
                 iam.PolicyStatement(
                     sid="ReadTableData",
@@ -284,6 +319,8 @@ class Readers(Construct):
                     conditions={"StringLike": {"s3:prefix": [f"{f}*" for f in folders]}},
                 ),
             ]
+        bucket_statements, findings = self._bucket_tables(stage, reader, in_bucket)
+        statements += bucket_statements
         policy = iam.ManagedPolicy(
             self,
             f"Policy-{name}",
@@ -293,7 +330,7 @@ class Readers(Construct):
             roles=[iam.Role.from_role_arn(self, f"Role-{name}", reader.role_arn)],
         )
         self.workgroups[name] = workgroup
-        findings = [f"Resource::{arn_ref(self.results)}/{query_name}/*"]
+        findings.append(f"Resource::{arn_ref(self.results)}/{query_name}/*")
         findings += [
             f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
             for d, t in physical
@@ -309,8 +346,29 @@ class Readers(Construct):
             "A reader reads the objects of its own tables' folders (data and metadata files it cannot name "
             "in advance), the tables of a database it reads whole (the tombstones' tables denied), and its "
             "own query results; Lake Formation's GetDataAccess has no resource-level "
-            "permissions (the grants decide).",
+            "permissions (the grants decide). An S3 Tables table's ARN holds its id, not its name: its "
+            "tables are named by the s3tables:namespace and s3tables:tableName conditions instead.",
         )
+
+    def _bucket_tables(
+        self, stage: Stage, reader: ReaderSettings, tables: dict[str, list[str]]
+    ) -> tuple[list[iam.PolicyStatement], list[str]]:
+        """The reader's statements on the table bucket's `tables` (namespace -> names; none: nothing on
+        the bucket) and the wildcard findings they raise; its Lake Formation grants go to the Lambda's."""
+        if not tables or self.table_bucket is None:
+            return [], []
+        lake_formation = stage.settings.lake_formation
+        statements = reader_statements(
+            self, bucket=self.table_bucket, tables=tables, lake_formation=lake_formation
+        )
+        if not lake_formation:
+            return statements, [f"Resource::{arn_ref(self.table_bucket.bucket, 'TableBucketARN')}/table/*"]
+        self.table_grants += federated_grants(
+            reader.role_arn, self.table_bucket.name, tables, reader.exclude_columns
+        )
+        for namespace, names in tables.items():
+            self.federated_tables.setdefault(namespace, set()).update(names)
+        return statements, []
 
     def _lake_formation_grants(
         self, stage: Stage, catalog: Catalog, reader: ReaderSettings, units: dict[str, list[str]]

@@ -109,7 +109,13 @@ class LakeloaderStack(Stack):
         self.readers = None
         if stage.settings.readers:
             self.readers = Readers(
-                self, "Readers", stage=stage, lake=lake, storage=self.storage, catalog=self.catalog
+                self,
+                "Readers",
+                stage=stage,
+                lake=lake,
+                storage=self.storage,
+                catalog=self.catalog,
+                table_bucket=self.table_bucket,
             )
         self.writers = None
         if stage.settings.writers:

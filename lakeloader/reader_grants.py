@@ -13,6 +13,13 @@ reader-grants Lambda's environment (`READER_GRANTS`, `encode`), and the Lambda a
 * on its hourly schedule: every grant whose table exists (EventBridge delivers Glue's events on a best
   effort basis).
 
+A grant may name a child catalog of the account's (`catalog`): the tables of the stage's S3 Tables
+table bucket, which Lake Formation sees through the federated catalog
+`<account>:s3tablescatalog/<bucket>` (a namespace is a database there). Those grants include DESCRIBE
+on the namespace itself (`table` None). S3 Tables creates tables through its own API, not Glue's
+CreateTable, so no Glue event names them: the deploy and the hourly pass apply them, and until the
+account's S3 Tables integration shows the namespace or the table in that catalog they wait.
+
 Granting what is already granted changes nothing in Lake Formation, so each path may repeat another.
 Standard library and boto3 only: the Lambda ships it as plain Python.
 """
@@ -40,15 +47,23 @@ PROPERTY_GRANTS = "Grants"
 @dataclass(frozen=True)
 class TableGrant:
     """One reader's grant on one table by name: `permissions` on the table, or, with
-    `excluded_columns`, SELECT on every column but those."""
+    `excluded_columns`, SELECT on every column but those; with `table` None, on the database."""
 
     principal: str
-    database: str  # the Glue database (stage prefix included)
-    table: str
+    database: str  # the Glue database (stage prefix included), or the S3 Tables namespace
+    table: str | None
     permissions: tuple[str, ...]
     excluded_columns: tuple[str, ...] = ()
+    catalog: str = ""  # a child catalog of the account's, "s3tablescatalog/<table bucket>"; "" for its own
 
-    def resource(self, catalog_id: str) -> dict[str, Any]:
+    def catalog_id(self, account_catalog_id: str) -> str:
+        """The Data Catalog the grant is in: the account's, or its child `<account>:<catalog>`."""
+        return f"{account_catalog_id}:{self.catalog}" if self.catalog else account_catalog_id
+
+    def resource(self, account_catalog_id: str) -> dict[str, Any]:
+        catalog_id = self.catalog_id(account_catalog_id)
+        if self.table is None:
+            return {"Database": {"CatalogId": catalog_id, "Name": self.database}}
         named = {"CatalogId": catalog_id, "DatabaseName": self.database, "Name": self.table}
         if self.excluded_columns:
             return {
@@ -68,15 +83,21 @@ class TableGrant:
         }
         if self.excluded_columns:
             found["x"] = list(self.excluded_columns)
+        if self.catalog:
+            found["c"] = self.catalog
         return found
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> TableGrant:
-        return cls(raw["p"], raw["d"], raw["t"], tuple(raw["a"]), tuple(raw.get("x") or ()))
+        return cls(
+            raw["p"], raw["d"], raw["t"], tuple(raw["a"]), tuple(raw.get("x") or ()), raw.get("c") or ""
+        )
 
     def __str__(self) -> str:
         hidden = f" without {', '.join(self.excluded_columns)}" if self.excluded_columns else ""
-        return f"{'+'.join(self.permissions)} on {self.database}.{self.table}{hidden} to {self.principal}"
+        where = f"{self.catalog}/" if self.catalog else ""
+        named = self.database if self.table is None else f"{self.database}.{self.table}"
+        return f"{'+'.join(self.permissions)} on {where}{named}{hidden} to {self.principal}"
 
 
 def encode(grants: Iterable[TableGrant]) -> str:
@@ -89,9 +110,14 @@ def decode(text: str | None) -> list[TableGrant]:
     return [TableGrant.from_json(row) for row in json.loads(text or "[]")]
 
 
-def table_exists(glue: Any, database: str, table: str) -> bool:
+def exists(glue: Any, grant: TableGrant, account_catalog_id: str) -> bool:
+    """Whether the grant's table (or database) is in its catalog yet."""
+    where = {"CatalogId": grant.catalog_id(account_catalog_id)} if grant.catalog else {}
     try:
-        glue.get_table(DatabaseName=database, Name=table)
+        if grant.table is None:
+            glue.get_database(**where, Name=grant.database)
+        else:
+            glue.get_table(**where, DatabaseName=grant.database, Name=grant.table)
     except glue.exceptions.EntityNotFoundException:
         return False
     return True
@@ -105,17 +131,17 @@ def apply(
     catalog_id: str,
     tables: set[tuple[str, str]] | None = None,
 ) -> dict[str, list[str]]:
-    """Grant each of `grants` (those of `tables` only, when given) whose table exists; the others wait
-    for their table. Returns {"granted": [...], "waiting": [...]} as readable lines."""
+    """Grant each of `grants` (those of the Glue-created `tables` only, when given) whose table exists;
+    the others wait for their table. Returns {"granted": [...], "waiting": [...]} as readable lines."""
     done: dict[str, list[str]] = {"granted": [], "waiting": []}
     for grant in grants:
-        if tables is not None and (grant.database, grant.table) not in tables:
+        if tables is not None and (grant.catalog or (grant.database, grant.table) not in tables):
             continue
-        if not table_exists(glue, grant.database, grant.table):
+        if not exists(glue, grant, catalog_id):
             done["waiting"].append(str(grant))
             continue
         lakeformation.grant_permissions(
-            CatalogId=catalog_id,
+            CatalogId=grant.catalog_id(catalog_id),
             Principal={"DataLakePrincipalIdentifier": grant.principal},
             Resource=grant.resource(catalog_id),
             Permissions=list(grant.permissions),
@@ -130,11 +156,11 @@ def revoke(grants: Iterable[TableGrant], *, lakeformation: Any, glue: Any, catal
     """Revoke each of `grants` whose table exists (a table that is gone took its grants with it)."""
     revoked = []
     for grant in grants:
-        if not table_exists(glue, grant.database, grant.table):
+        if not exists(glue, grant, catalog_id):
             continue
         try:
             lakeformation.revoke_permissions(
-                CatalogId=catalog_id,
+                CatalogId=grant.catalog_id(catalog_id),
                 Principal={"DataLakePrincipalIdentifier": grant.principal},
                 Resource=grant.resource(catalog_id),
                 Permissions=list(grant.permissions),
