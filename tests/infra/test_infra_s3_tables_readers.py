@@ -20,11 +20,13 @@ What such a query needs, written out here rather than imported from infra (the c
 from __future__ import annotations
 
 import pytest
+from cfnlint.api import ManualArgs, lint
 
 from lakeloader import reader_grants
 from lakeloader.reader_grants import TableGrant
 from tests.infra.cdk_helpers import with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies, role_statements
+from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS
 from tests.infra.test_infra_nag import findings
 
 CONFIG = "tests/fixtures/s3_tables/tables.yaml"
@@ -166,6 +168,8 @@ def test_lake_formation_mode_the_lambda_may_see_the_federated_entries_it_grants(
     assert not [s for s in statements if any(a.startswith("s3tables:") for a in s.actions)]
 
 
-def test_both_modes_pass_cdk_nag(iam_mode, lf_mode):
-    assert findings(iam_mode.app) == []
-    assert findings(lf_mode.app) == []
+def test_both_modes_pass_cdk_nag_and_cfn_lint(iam_mode, lf_mode):
+    for built in (iam_mode, lf_mode):
+        assert findings(built.app) == []
+        args = ManualArgs(regions=REGIONS, ignore_checks=IGNORED)
+        assert [f"{m.rule.id} {m.message}" for m in lint(built.template_path.read_text(), config=args)] == []
