@@ -112,7 +112,8 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   tests/unit/test_backfill.py tests/unit/test_backfill_report.py $(wildcard tests/unit/test_stage_*.py) tests/unit/test_verify_hops.py \
                   tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
                   $(wildcard tests/unit/test_formats_*.py) tests/unit/test_schema_plan.py tests/unit/test_retention_cutoffs.py \
-                  tests/unit/test_table_state.py tests/unit/test_object_versions.py tests/unit/test_inputs.py
+                  tests/unit/test_table_state.py tests/unit/test_object_versions.py tests/unit/test_inputs.py \
+                  tests/unit/test_s3_tables_config.py tests/unit/test_retry.py
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_readers.py \
                   tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py
 # module:function (Class.method) that only a Spark test can run: their mutants are counted apart
@@ -224,8 +225,8 @@ mutate: $(STAMP)
 	rm -rf $(MUTATE_DIR)/lakeloader $(MUTATE_DIR)/infra
 ifneq ($(strip $(MUTATE_LAKE)),)
 	mkdir -p $(MUTATE_DIR)/lakeloader
-	cp -r lakeloader tests config examples lambda docs pyproject.toml $(MUTATE_DIR)/lakeloader/
-	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),config examples lambda docs) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
+	cp -r lakeloader infra tests config examples lambda docs pyproject.toml $(MUTATE_DIR)/lakeloader/
+	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),infra config examples lambda docs) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_LAKE),lakeloader/$(m).py lakeloader/$(m)/*.py)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
 endif

@@ -111,3 +111,28 @@ def test_the_stage_default_checks_the_tables_it_moves():
         with_stage_defaults(lake, BatchingSettings(), storage="s3_tables")
     assert "table 'crm.customers' takes the stage's target_storage s3_tables" in str(err.value)
     assert "target.table: 'Customers'" in str(err.value)
+
+
+def test_every_s3_tables_problem_of_a_table_is_named_in_full():
+    """One table breaking every rule at once: each problem, in full, in the order the fields are read."""
+    spec = {
+        **table(storage="s3_tables", table="Customers", properties={"write.data.path": "s3://x/y"}),
+        "quality": {"quarantine_table": "rejects_", "rules": [{"not_null": ["customer_id"]}]},
+        "maintenance": {"compaction": {"sort_order": "customer_id"}},
+    }
+    [message] = error_of(spec).splitlines()
+    assert message.split("target.storage s3_tables: ", 1)[1] == "; ".join(
+        [
+            "target.table: 'Customers' is not an S3 Tables name (lower-case letters, digits and _, starting "
+            "and ending with a letter or digit)",
+            "quality.quarantine_table: 'rejects_' is not an S3 Tables name",
+            "maintenance.compaction.sort_order: S3 Tables' own compaction takes no sort_order; leave it out "
+            "(storage: s3_tables)",
+            "target.properties: S3 Tables places the table's files itself (no location)",
+        ]
+    )
+
+
+def test_a_good_quarantine_table_name_is_no_problem():
+    spec = {**table(storage="s3_tables"), "quality": {"quarantine_table": "customers_rejects", "rules": []}}
+    assert parse_config({"tables": [spec]}).tables[0].quality.quarantine_table == "customers_rejects"
