@@ -1,8 +1,7 @@
 """What every model of the stage settings shares: unknown keys refused, values frozen.
 
 (The table config, config/tables.yaml, has its own base in lakeloader/config/base.py: cdk.json's
-settings are infra's alone, and infra reads runtime names only through lakeloader/contract.py and
-runtimes.py; docs/architecture.md.)
+settings are infra's alone; what infra reads of the runtime's code, and why: docs/architecture.md.)
 """
 
 from __future__ import annotations

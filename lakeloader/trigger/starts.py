@@ -63,10 +63,10 @@ class RunStarter:
             groups.setdefault((route.engine, route.execution_class), []).append(route)
         outcomes: dict[str, StartOutcome] = {}
         for members in groups.values():
-            outcomes.update(self.start_group(members, correlation_id, job_arguments))
+            outcomes.update(self._start_group(members, correlation_id, job_arguments))
         return outcomes
 
-    def start_group(
+    def _start_group(
         self, routes: list[TableRoute], correlation_id: str, job_arguments: Mapping[str, str] | None = None
     ) -> dict[str, StartOutcome]:
         """Start runs for the free tables of ``routes`` (one engine and execution class), up to

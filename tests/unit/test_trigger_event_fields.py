@@ -26,7 +26,7 @@ from tests.unit.trigger_world import (
     RAW,
     context,
     eventbridge_event,
-    parse_event,
+    objects_and_problems,
     s3_event,
     s3_record,
     sqs_event,
@@ -56,7 +56,7 @@ def sns_envelope(message: dict) -> dict:
 
 
 def only(event, **options) -> ObjectEvent:
-    objects, problems = parse_event(event, **options)
+    objects, problems = objects_and_problems(event, **options)
     assert problems == []
     (found,) = objects
     return found
@@ -136,14 +136,14 @@ def test_each_object_keeps_the_outermost_wrapper_as_its_source():
     event = sqs_event(
         inner, sns_envelope(s3_event(s3_record("crm/sns-in-sqs.csv"))), eventbridge_event("crm/eb.csv")
     )
-    objects, problems = parse_event(event)
+    objects, problems = objects_and_problems(event)
     assert problems == []
     assert [(o.ref.key, o.source) for o in objects] == [
         ("crm/in-sqs.csv", "sqs"),
         ("crm/sns-in-sqs.csv", "sqs"),
         ("crm/eb.csv", "sqs"),
     ]
-    objects, _ = parse_event({"Records": [sns_record(s3_event(s3_record("crm/sns.csv")))]})
+    objects, _ = objects_and_problems({"Records": [sns_record(s3_event(s3_record("crm/sns.csv")))]})
     assert [(o.ref.key, o.source) for o in objects] == [("crm/sns.csv", "sns")]
 
 
@@ -152,7 +152,7 @@ def test_events_nest_four_deep_at_most():
     for _ in range(4):
         event = sqs_event(event)
     assert only(event).ref.key == "crm/deep.csv"
-    assert parse_event(sqs_event(event)) == ([], ["event nested too deeply"])
+    assert objects_and_problems(sqs_event(event)) == ([], ["event nested too deeply"])
 
 
 def test_each_record_that_cannot_be_read_is_reported_and_the_others_are_read():
@@ -175,7 +175,7 @@ def test_each_record_that_cannot_be_read_is_reported_and_the_others_are_read():
             {"eventSource": "aws:sqs", "body": json.dumps(eventbridge_without_object)},
         ]
     }
-    objects, problems = parse_event(event)
+    objects, problems = objects_and_problems(event)
     assert [o.ref.key for o in objects] == ["crm/good.csv"]
     assert problems == [
         "record of type str",
@@ -189,12 +189,12 @@ def test_each_record_that_cannot_be_read_is_reported_and_the_others_are_read():
         "unrecognised sqs shape with keys ['a', 'z']",
         "EventBridge S3 event without 'object'",
     ]
-    assert parse_event("{") == ([], ["event body is not JSON: '{'"])
-    assert parse_event(7) == ([], ["unrecognised event payload of type int"])
+    assert objects_and_problems("{") == ([], ["event body is not JSON: '{'"])
+    assert objects_and_problems(7) == ([], ["unrecognised event payload of type int"])
     many = {f"k{i}": i for i in range(10)}
-    assert parse_event(many)[1] == [f"unrecognised event shape with keys {sorted(many)[:8]}"]
-    assert parse_event({"Event": "s3:TestEvent", "Bucket": RAW}) == ([], [])
-    assert parse_event("x" * 200)[1] == [f"event body is not JSON: {'x' * 120!r}"]
+    assert objects_and_problems(many)[1] == [f"unrecognised event shape with keys {sorted(many)[:8]}"]
+    assert objects_and_problems({"Event": "s3:TestEvent", "Bucket": RAW}) == ([], [])
+    assert objects_and_problems("x" * 200)[1] == [f"event body is not JSON: {'x' * 120!r}"]
 
 
 def test_a_sweep_request_or_the_schedule_reads_as_a_sweep_with_its_tables():

@@ -14,7 +14,7 @@ from tests.unit.trigger_world import (
     context,
     eventbridge_event,
     log_lines,
-    parse_event,
+    objects_and_problems,
     s3_event,
     s3_record,
     sqs_event,
@@ -105,17 +105,17 @@ def test_sqs_sns_and_eventbridge_wrappers(world: World):
 
 
 def test_parse_event_reads_versions_and_reports_garbage():
-    objects, problems = parse_event(
+    objects, problems = objects_and_problems(
         {"Records": [s3_record("a/b c.csv", version_id="3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"), "junk"]}
     )
     assert [(o.ref.key, o.ref.version_id, o.ref.object_id) for o in objects] == [
         ("a/b c.csv", "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY", "a/b c.csv#3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY")
     ]
     assert problems == ["record of type str"]
-    assert parse_event({"hello": 1})[1] and parse_event([1])[1]
+    assert objects_and_problems({"hello": 1})[1] and objects_and_problems([1])[1]
     raw_eb = eventbridge_event("a/x+y.csv")
     raw_eb["detail"]["object"]["key"] = "a/x+y.csv"
-    assert parse_event(raw_eb, eventbridge_keys_encoded=False)[0][0].ref.key == "a/x+y.csv"
+    assert objects_and_problems(raw_eb, eventbridge_keys_encoded=False)[0][0].ref.key == "a/x+y.csv"
 
 
 def test_a_stage_whose_eventbridge_keys_arrive_as_they_are_records_them_so(world: World, monkeypatch):

@@ -138,7 +138,7 @@ def context(request_id: str | None = None) -> SimpleNamespace:
     )
 
 
-def parse_event(event: object, **options: bool) -> tuple[list[ObjectEvent], list[str]]:
+def objects_and_problems(event: object, **options: bool) -> tuple[list[ObjectEvent], list[str]]:
     """The objects an event names and the records that could not be read (an `ObjectsArrived`'s)."""
     arrived = ObjectsArrived.read(event, correlation_id="test", **options)
     return list(arrived.objects), list(arrived.problems)
