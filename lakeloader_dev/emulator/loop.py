@@ -49,6 +49,20 @@ def upload_unannounced(stack: DeployedStage, files: Iterable[tuple[Path | bytes,
         )
 
 
+def lakeloader(*args: str) -> tuple[int, str]:
+    """The `lakeloader` command line in this process (its AWS environment is the stack's): the exit
+    code and what it printed."""
+    import contextlib
+    import io
+
+    from lakeloader.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(list(args))
+    return code, out.getvalue()
+
+
 def find_object(ledger: Ledger, table_id: str, key: str) -> LedgerObject | None:
     matches = [obj for obj in ledger.objects(table_id) if obj.key == key]
     return matches[-1] if matches else None

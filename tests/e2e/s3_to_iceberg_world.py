@@ -13,7 +13,7 @@ import boto3
 
 from lakeloader.cli.stage import DeployedStage
 from lakeloader.contract import ARG_TABLE_ID, glue_arg
-from lakeloader_dev.emulator.loop import upload, wait_for_objects
+from lakeloader_dev.emulator.loop import lakeloader, upload, wait_for_objects
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "raw"
 CUSTOMERS_LOAD = "crm/public/customers/LOAD00000001.parquet"
@@ -153,19 +153,6 @@ def land_wave2(stack: DeployedStage) -> dict[str, dict[str, str]]:
         progress=print,
         fail_fast=True,
     )
-
-
-def lakeloader(*args: str) -> tuple[int, str]:
-    """The `lakeloader` command line, in this process (its AWS environment is the emulator's)."""
-    import contextlib
-    import io
-
-    from lakeloader.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(list(args))
-    return code, out.getvalue()
 
 
 def status_of(table_id: str) -> dict[str, Any]:

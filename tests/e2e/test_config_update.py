@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakeloader_dev.emulator.loop import latest_runs, upload, wait_for_objects
+from lakeloader_dev.emulator.loop import lakeloader, latest_runs, upload, wait_for_objects
 from tests.e2e.conftest import E2E_CONFIG, E2E_CONTEXT, ROOT
 
 pytestmark = pytest.mark.e2e
@@ -46,17 +46,6 @@ def table_state(e2e) -> tuple[list[str], int]:
     metadata = json.loads(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
     (current,) = [s for s in metadata["snapshots"] if s["snapshot-id"] == metadata["current-snapshot-id"]]
     return json.loads(metadata["properties"]["lakeloader.keys"]), int(current["summary"]["total-records"])
-
-
-def lakeloader(*args: str) -> tuple[int, str]:
-    import contextlib
-
-    from lakeloader.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(list(args))
-    return code, out.getvalue()
 
 
 def test_keys_edited_deployed_again_refused_then_rebuilt_by_the_hinted_command(e2e, tmp_path):

@@ -11,7 +11,6 @@ gate's audit branch and `rebuild` on S3 Tables: test_s3_tables_engine_e2e.py.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 from datetime import datetime
@@ -23,8 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakeloader.cli import main
-from lakeloader_dev.emulator.loop import upload, upload_unannounced, wait_for_objects
+from lakeloader_dev.emulator.loop import lakeloader, upload, upload_unannounced, wait_for_objects
 from tests.e2e.s3_tables_world import (
     NAMESPACE,
     outside_reader,
@@ -64,14 +62,6 @@ def backfilled_file() -> bytes:
     return buffer.getvalue()
 
 
-def cli(*argv: str) -> tuple[int, str]:
-    """`lakeloader ARGV` in this process (the module's AWS environment is exported)."""
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = main(list(argv))
-    return code, printed.getvalue()
-
-
 def expected_rows() -> dict[int, dict[str, Any]]:
     """The sample files applied by hand: the latest change per key wins, a delete removes the key."""
     rows: dict[int, dict[str, Any]] = {}
@@ -107,7 +97,7 @@ def loaded(e2e) -> dict[str, Any]:
         states.append(wait_for(e2e, keys))
     upload_unannounced(e2e.stack, [(backfilled_file(), PREFIX + BACKFILLED)])
     unrecorded = {o.key for o in e2e.stack.ledger().objects(TABLE_ID)}.isdisjoint([PREFIX + BACKFILLED])
-    backfill = cli("backfill", "--stage", "dev", "--table", TABLE_ID)
+    backfill = lakeloader("backfill", "--stage", "dev", "--table", TABLE_ID)
     states.append(wait_for(e2e, [BACKFILLED]))
     return {"states": states, "unrecorded_before_backfill": unrecorded, "backfill": backfill}
 
@@ -170,7 +160,7 @@ def test_s3_tables_maintains_the_table_as_its_config_says(e2e, loaded, table_buc
 def test_status_shows_the_s3_tables_tables_last_commit(e2e, loaded, table_bucket):
     """`lakeloader status` on the S3 Tables table: nothing stuck or open, and its last commit is the
     snapshot S3 Tables names as the table's current one (before maintain and erase below commit)."""
-    code, printed = cli("status", "--stage", "dev", "--table", TABLE_ID, "--json")
+    code, printed = lakeloader("status", "--stage", "dev", "--table", TABLE_ID, "--json")
     (status,) = json.loads(printed)
     assert code == 0 and status["healthy"], status
     assert status["stuck"] == [] and status["last_run"]["status"] == "succeeded", status

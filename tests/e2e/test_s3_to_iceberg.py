@@ -38,6 +38,7 @@ from lakeloader.contract import (
 from lakeloader_dev.emulator.loop import (
     emr_runs,
     find_object,
+    lakeloader,
     latest_runs,
     upload_unannounced,
     wait_for_objects,
@@ -49,7 +50,6 @@ from tests.e2e.s3_to_iceberg_world import (
     audit_event,
     ingest_runs,
     invoke_arrival,
-    lakeloader,
     land_wave1,
     land_wave2,
     parquet,
