@@ -55,7 +55,6 @@ from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX
 from lakeloader.reader_grants import TableGrant
-from lakeloader.s3_tables import in_s3_tables
 
 CATALOG_READ_ACTIONS = [
     "glue:GetDatabase",
@@ -125,7 +124,7 @@ def grant_units(
     tables it holds (an IAM policy has 6,144 characters), and covers its tables to come. `tables` are
     Glue tables only (the table bucket's are granted by infra.s3_tables_readers)."""
     every: dict[str, set[str]] = {}
-    for table in (t for t in lake.tables if not in_s3_tables(t)):
+    for table in (t for t in lake.tables if t.target.storage != "s3_tables"):
         every.setdefault(table.target.database, set()).add(table.target.table)
     chosen: dict[str, list[str]] = {}
     for target in tables:

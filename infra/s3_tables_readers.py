@@ -29,7 +29,6 @@ from constructs import Construct
 from infra.s3_tables import TableBucket
 from lakeloader.config import LakeConfig
 from lakeloader.reader_grants import TableGrant
-from lakeloader.s3_tables import in_s3_tables
 
 FEDERATED_CATALOG = "s3tablescatalog"
 FEDERATED_READ_ACTIONS = [
@@ -50,7 +49,7 @@ READER_TABLE_ACTIONS = ["s3tables:GetTable", "s3tables:GetTableMetadataLocation"
 
 def bucket_targets(lake: LakeConfig) -> set[str]:
     """The config targets (`database.table`) that live in the table bucket."""
-    return {f"{t.target.database}.{t.target.table}" for t in lake.tables if in_s3_tables(t)}
+    return {f"{t.target.database}.{t.target.table}" for t in lake.tables if t.target.storage == "s3_tables"}
 
 
 def namespaces_of(tables: list[str]) -> dict[str, list[str]]:
