@@ -65,11 +65,6 @@ class ObjectActions(ObjectLedger):
             stuck=[o for o in objects if o.status in (QUARANTINED, FAILED)],
         )
 
-    def oldest_open(self, table_id: str) -> str | None:
-        """When the table's oldest object still to load arrived (None: nothing to load)."""
-        found = self.pending_objects(table_id, include_failed=True, include_orphaned=True, limit=1)
-        return (found[0].event_time or found[0].first_seen) if found else None
-
     def requeue(self, table_id: str, objects: Sequence[LedgerObject], *, note: str) -> ActionOutcome:
         """Give quarantined, failed or skipped objects back to the runs: pending, attempts reset."""
         return self._move(
