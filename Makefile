@@ -232,13 +232,14 @@ ifneq ($(strip $(MUTATE_LAKE)),)
 endif
 # infra: a synth imports aws_cdk, whose jsii kernel (a node process) a fork must not share, and the
 # infra tests cache their synths per process: each mutant runs in a fresh child of a fork server that
-# imported nothing. The synth reads the checkout (cdk.json, the entry points) and the cached wheels.
+# imported nothing. The synth reads the checkout (cdk.json, the entry points), the cached wheels and,
+# for the S3 Tables catalog, the jars lakeloader_dev.jars caches.
 ifneq ($(strip $(MUTATE_INFRA)),)
 	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
-	cp -r infra lakeloader tests config examples lambda glue_jobs emr_steps cdk.json app.py pyproject.toml \
+	cp -r infra lakeloader lakeloader_dev tests config examples lambda glue_jobs emr_steps cdk.json app.py pyproject.toml \
 	  requirements-job.txt requirements-lambda.txt $(MUTATE_DIR)/infra/
-	cp -r .lakeloader/wheels $(MUTATE_DIR)/infra/.lakeloader/
-	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,process_isolation = "forkserver"\nforkserver_warmup = "none"\n) >> $(MUTATE_DIR)/infra/pyproject.toml
+	cp -r .lakeloader/wheels .lakeloader/jars $(MUTATE_DIR)/infra/.lakeloader/
+	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,process_isolation = "forkserver"\nforkserver_warmup = "none"\n) >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/infra)
 endif
