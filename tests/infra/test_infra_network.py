@@ -21,7 +21,7 @@ CLI_ONLY = {
 NOT_VPC_BOUND = {
     "lakeformation": "lambda/reader_grants: the reader-grants Lambda has no VpcConfig (only the arrival "
     "and config-sync functions run in the subnets); the jobs' Lake Formation endpoint is a mode's "
-    "(test_infra_lf_credentials)",
+    "(test_infra_first_deploy)",
 }
 ONLY_WITH_A_TABLE_BUCKET = {"s3tables"}  # lakeloader/s3_tables.py: see the S3 Tables test below
 # Beyond lakeloader's boto3 clients: Iceberg's GlueCatalog/S3FileIO (glue, s3), the Glue and EMR
