@@ -207,3 +207,46 @@ def test_interface_endpoints_answer_the_sdks_default_names_inside_the_subnets(cr
     for props in gateway:
         assert props["VpcEndpointType"] == "Gateway"
         assert sorted(r["Ref"] for r in props["RouteTableIds"]) == route_tables
+
+
+def test_the_network_keeps_its_logical_ids(synth):
+    """A logical id is a deployed resource's identity: rename a construct and CloudFormation replaces
+    the resource on the next deploy (a new VPC, new endpoints and connections under running jobs). The
+    template snapshots cover no stage with a network, so the ids of the fullest one are pinned here."""
+    built = synth(
+        "dev",
+        lake_formation="true",
+        config="tests/fixtures/s3_tables/tables.yaml",
+        **with_settings("dev", network=CREATED_VPC),
+    )
+    network = sorted(k for k in built.template_json["Resources"] if k.startswith("Network"))
+    assert network == [
+        "NetworkEndpointsF8B8492F",
+        "NetworkEndpointsfromlakeloaderdevNetworkWorkloadF9C4B41D443F62E8440",
+        "NetworkFlowLogs2BEC3212",
+        "NetworkGlueConnection044A5D0F0",
+        "NetworkGlueConnection177B4257F",
+        "NetworkVpc7FB7348F",
+        "NetworkVpcDynamoDBE0771429",
+        "NetworkVpcEmrServerless5A85661C",
+        "NetworkVpcFlowLog9B71FB8D",
+        "NetworkVpcFlowLogIAMRole654CF7A1",
+        "NetworkVpcFlowLogIAMRoleDefaultPolicy65C62FE2",
+        "NetworkVpcGlueFF6E4924",
+        "NetworkVpcKms275858BF",
+        "NetworkVpcLakeFormation1F0D6640",
+        "NetworkVpcLogs87827AD6",
+        "NetworkVpcMonitoringF24493EA",
+        "NetworkVpcRestrictDefaultSecurityGroupCustomResource491E144D",
+        "NetworkVpcS334FC449B",
+        "NetworkVpcS3TablesB83FB072",
+        "NetworkVpcSts4055B77B",
+        "NetworkVpcprivateSubnet1RouteTableABBAAF01",
+        "NetworkVpcprivateSubnet1RouteTableAssociation4A0BC0F2",
+        "NetworkVpcprivateSubnet1Subnet9EC58498",
+        "NetworkVpcprivateSubnet2RouteTable53A5479A",
+        "NetworkVpcprivateSubnet2RouteTableAssociation22F8344A",
+        "NetworkVpcprivateSubnet2Subnet6E5E8804",
+        "NetworkWorkloadFF24E283",
+        "NetworkWorkloadfromlakeloaderdevNetworkWorkloadF9C4B41DALLPORTS74CEEE54",
+    ]
