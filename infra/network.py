@@ -92,7 +92,7 @@ class StageNetwork(Construct):
         stage: Stage,
         network: NetworkSettings,
         key: kms.IKey,
-        has_table_bucket: bool = False,
+        has_table_bucket: bool,
     ) -> None:
         super().__init__(scope, construct_id)
         if network.create_vpc:

@@ -67,6 +67,13 @@ def synthesize(outdir: Path, stage: str, **overrides: Any) -> Synth:
     )
 
 
+def logical_ids(built: Synth, construct: str) -> list[str]:
+    """The logical ids of the resources under one of the stack's constructs (`Network`, `Storage`):
+    a deployed resource's identity, which a renamed construct changes (CloudFormation then replaces
+    the resource)."""
+    return sorted(k for k in built.template_json["Resources"] if k.startswith(construct))
+
+
 def stage_settings(stage: str) -> dict[str, Any]:
     return cdk_json_context()["lakeloader:stages"][stage]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from infra.settings import SettingsError
-from tests.infra.cdk_helpers import CREATED_VPC, join, synthesize, with_settings
+from tests.infra.cdk_helpers import CREATED_VPC, join, logical_ids, synthesize, with_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 # Clients of the shipped code that only the operator's CLI makes, outside the VPC.
@@ -162,6 +162,17 @@ def test_your_vpc_your_subnets_and_your_groups(existing):
     }
 
 
+def test_your_vpc_without_groups_gets_the_workload_group_in_it(synth):
+    """No `security_group_ids`: the stack makes the self-referencing group Glue needs, in your VPC."""
+    built = synth("prod", **with_settings("prod", network=EXISTING))
+    ((group_id, group),) = built.resources("AWS::EC2::SecurityGroup").items()
+    assert group["Properties"]["VpcId"] == EXISTING["vpc_id"]
+    assert group["Properties"]["GroupName"] == "lakeloader-prod-workload"
+    for connection in built.resources("AWS::Glue::Connection").values():
+        requirements = connection["Properties"]["ConnectionInput"]["PhysicalConnectionRequirements"]
+        assert requirements["SecurityGroupIdList"] == [{"Fn::GetAtt": [group_id, "GroupId"]}]
+
+
 def test_no_network_setting_no_vpc(dev):
     assert dev.resources("AWS::EC2::VPC") == {}
     assert dev.resources("AWS::Glue::Connection") == {}
@@ -219,8 +230,7 @@ def test_the_network_keeps_its_logical_ids(synth):
         config="tests/fixtures/s3_tables/tables.yaml",
         **with_settings("dev", network=CREATED_VPC),
     )
-    network = sorted(k for k in built.template_json["Resources"] if k.startswith("Network"))
-    assert network == [
+    assert logical_ids(built, "Network") == [
         "NetworkEndpointsF8B8492F",
         "NetworkEndpointsfromlakeloaderdevNetworkWorkloadF9C4B41D443F62E8440",
         "NetworkFlowLogs2BEC3212",

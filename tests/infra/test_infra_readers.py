@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from infra.settings import SettingsError
-from tests.infra.cdk_helpers import READERS, synthesize, with_settings
+from tests.infra.cdk_helpers import READERS, logical_ids, synthesize, with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies
 
 GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"
@@ -233,3 +233,35 @@ def test_inconsistent_readers_fail_synth_with_one_line(tmp_path, readers, settin
     with pytest.raises(SettingsError, match=message) as raised:
         synthesize(tmp_path, "dev", **with_settings("dev", readers=readers, **settings))
     assert "\n" not in str(raised.value)
+
+
+def test_readers_keep_their_logical_ids(iam_mode, lf_mode):
+    """A renamed policy, workgroup or grant is replaced on the next deploy: a reader's role loses its
+    policy for the moment between, and a workgroup's query history goes with the old one."""
+    assert logical_ids(iam_mode, "Readers") == [
+        "ReadersPolicyanalystBACEC795",
+        "ReadersPolicybiDBDAE3BC",
+        "ReadersQueryResults0ABEAAB8",
+        "ReadersQueryResultsAutoDeleteObjectsCustomResourceB1D2E557",
+        "ReadersQueryResultsPolicy7D28BD62",
+        "ReadersWorkgroupanalyst431C56C9",
+        "ReadersWorkgroupbiE27C6A6C",
+    ]
+    assert logical_ids(lf_mode, "Readers") == [
+        "ReadersDatabaseanalystcrm58E5984F",
+        "ReadersPolicyanalystBACEC795",
+        "ReadersQueryResults0ABEAAB8",
+        "ReadersQueryResultsAutoDeleteObjectsCustomResourceB1D2E557",
+        "ReadersQueryResultsPolicy7D28BD62",
+        "ReadersTableGrantsApply151F4ADC",
+        "ReadersTableGrantsFunction8DAA184B",
+        "ReadersTableGrantsFunctionLogsCD861DE4",
+        "ReadersTableGrantsFunctionRole063E6EF7",
+        "ReadersTableGrantsFunctionRoleDefaultPolicy3323AE80",
+        "ReadersTableGrantsGrantorlakeloaderdevcrm9D7C9F08",
+        "ReadersTableGrantsHourly35B1B9D4",
+        "ReadersTableGrantsHourlyAllowEventRulelakeloaderdevReadersTableGrantsFunction40A73857A84E5F2D",
+        "ReadersTableGrantsTableCreatedA0784B71",
+        "ReadersTableGrantsTableCreatedAllowEventRulelakeloaderdevReadersTableGrantsFunction40A738576D5EF067",
+        "ReadersWorkgroupanalyst431C56C9",
+    ]

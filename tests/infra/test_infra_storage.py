@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_cdk.assertions import Match
 
-from tests.infra.cdk_helpers import join, stage_settings
+from tests.infra.cdk_helpers import join, logical_ids, stage_settings
 
 LAKE_BUCKETS = ["Raw", "Curated", "Quarantine", "Assets"]
 
@@ -118,3 +118,30 @@ def test_key_policy_lets_cloudwatch_logs_encrypt_only_this_accounts_log_groups(d
             }
         },
     )
+
+
+def test_storage_keeps_its_logical_ids(dev):
+    """A renamed bucket or key construct is a new bucket or key on the next deploy (a retained one left
+    behind, its data with it). The template snapshots pin these too; make mutate leaves them out."""
+    assert logical_ids(dev, "Storage") == [
+        "StorageAccessLogs96FB524C",
+        "StorageAccessLogsAutoDeleteObjectsCustomResource1BC7586B",
+        "StorageAccessLogsPolicyB327A790",
+        "StorageAssets320D2163",
+        "StorageAssetsAutoDeleteObjectsCustomResourceA398E1D4",
+        "StorageAssetsPolicy78C408CC",
+        "StorageCurated8783DDC7",
+        "StorageCuratedAutoDeleteObjectsCustomResourceE921D4A3",
+        "StorageCuratedPolicy3BBEC1BD",
+        "StorageKeyAlias8B3EFC24",
+        "StorageKeyBAA9457B",
+        "StorageQuarantine381A7D7C",
+        "StorageQuarantineAutoDeleteObjectsCustomResource68583914",
+        "StorageQuarantinePolicy25BF76F8",
+        "StorageRaw7E344C76",
+        "StorageRawAllowBucketNotificationsTolakeloaderdevTriggersArrivalFunctionC573A256E30E9CBC",
+        "StorageRawAutoDeleteObjectsCustomResource830A6E3E",
+        "StorageRawNotifications6A5DAAA6",
+        "StorageRawNotificationsHandlerPolicy64FE3133",
+        "StorageRawPolicy99BA170A",
+    ]
