@@ -105,7 +105,7 @@ bench-quick: $(STAMP)
 # copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate cli/stage"` or
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs.
 MUTATE_MODULES ?= trigger ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema inputs jobs/retention iceberg/table_state \
-                  jobs/object_versions infra/network infra/readers infra/storage
+                  jobs/object_versions infra/network infra/readers infra/s3_tables_readers infra/storage
 MUTATE_DIR     ?= build/mutate
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
                   $(wildcard tests/unit/test_ledger_*.py) $(wildcard tests/unit/test_drain*.py) tests/unit/test_operator_verbs.py \
@@ -116,7 +116,7 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   tests/unit/test_s3_tables_config.py tests/unit/test_retry.py
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_first_deploy.py tests/infra/test_infra_readers.py \
                   tests/infra/test_infra_s3_tables_readers.py \
-                  tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py
+                  tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py tests/infra/test_infra_storage_lifecycle.py
 # module:function (Class.method) that only a Spark test can run: their mutants are counted apart
 MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceFormat.operation \
                   formats/debezium:Debezium.read_checked formats/debezium:Debezium._unwrap \
@@ -169,14 +169,14 @@ MUTMUT := mutmut==3.8.1
 comma := ,
 MUTATE_LAKE  = $(filter-out infra/%,$(MUTATE_MODULES))
 MUTATE_INFRA = $(filter infra/%,$(MUTATE_MODULES))
-# $(call mutmut_config,source dir,modules,tests,also_copy,isolation): the [tool.mutmut] section.
+# $(call mutmut_config,source dir,modules,tests,also_copy): the [tool.mutmut] section.
 # Timeouts: a mutant's tests may take 5 times what they took unmutated, plus two minutes for the
 # process to start on a loaded machine (mutmut's defaults, 15 times plus a second, let one endless
 # mutant hold a worker for most of an hour).
-mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%s]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\ntimeout_multiplier = 5.0\ntimeout_constant = 120.0\n%b' \
+mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%s]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\ntimeout_multiplier = 5.0\ntimeout_constant = 120.0\n' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(4)))' \
 	  '$(foreach m,$(2),"$(1)/$(m).py"$(comma) "$(1)/$(m)/*"$(comma))' \
-	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))' '$(5)'
+	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))'
 # Prose is not mutated: the lines of a help=, description= or metavar= argument that hold nothing else
 # (argparse's help, a resource's description) become do_not_mutate_patterns; a prose argument that
 # shares its line with code is mutated, and its mutants are counted apart (MUTATION_SCORE_PY).
@@ -198,7 +198,7 @@ export MUTATE_PROSE_PY
 # pids (thread ids too) come round in minutes here: that signal goes only to a process that is still
 # the sender's own child.
 define MUTMUT_PY
-import os, sys
+import os, sys, time
 import mutmut.workers.timeout as timeout
 def parent(pid):
     try:
@@ -213,13 +213,69 @@ class OwnChildrenOnly:
         if parent(pid) == os.getpid():
             os.kill(pid, signal)
 timeout.os = OwnChildrenOnly()
+# infra (MUTATE_INFRA): the tests share each synth through a cache, so the test that happened to
+# synthesize first is the only one mutmut sees calling a construct; the others read the same template.
+# A mutant of a function any test calls therefore runs every test of the set: first the tests seen
+# calling it, then the rest of their files, then the others, the quickest first in each (pytest runs
+# them in the order given). And every mutant runs in the one process that already loaded aws-cdk-lib
+# into its jsii kernel: a fresh process spends about 10 s there before its first synth, where a warm
+# one synthesizes in 2-3 (the synth cache is emptied before each mutant; the tests keep no other state).
+class InOrder(set):
+    def __init__(self, ordered):
+        super().__init__(ordered)
+        self.ordered = ordered
+    def __iter__(self):
+        return iter(self.ordered)
+if os.environ.get("MUTATE_INFRA"):
+    import mutmut.__main__ as main
+    from mutmut.workers import isolation
+    collect_stats = main.collect_or_load_stats
+    def every_test(*args, **kwargs):
+        collect_stats(*args, **kwargs)
+        tests, duration = main.state().tests_by_mangled_function_name, main.state().duration_by_test
+        everything = set(duration)  # every test of the set, as the stats run timed them
+        for name, seen in list(tests.items()):
+            files = {test.split("::")[0] for test in seen}
+            rank = lambda test: (test not in seen, test.split("::")[0] not in files, duration.get(test, 0))
+            tests[name] = InOrder(sorted(everything, key=rank))
+    main.collect_or_load_stats = every_test
+    class InProcess(isolation.ForkRunner):
+        def startup(self):
+            self.results = []
+        def submit(self, mutant_name, tests, cpu_time_limit, estimated_time):
+            for module in list(sys.modules.values()):
+                if getattr(module, "__file__", "") and module.__file__.endswith("tests/infra/conftest.py"):
+                    module._CACHE.clear()
+            started, out, err = time.monotonic(), sys.stdout, sys.stderr
+            isolation.set_mutant_under_test(mutant_name)
+            sys.stdout = sys.stderr = open(os.devnull, "w")
+            try:
+                code = self.test_runner.run_tests(mutant_name=mutant_name, tests=list(tests)) if tests else 33
+            finally:
+                sys.stdout.close()
+                sys.stdout, sys.stderr = out, err
+                isolation.set_mutant_under_test("")
+            self.results.append(isolation.MutantResult(mutant_name, code, time.monotonic() - started))
+        def has_capacity(self):  # full while a result waits: mutmut records each one as it comes
+            return not self.results
+        def wait_for_result(self, timeout=None):
+            return self.results.pop(0)
+        def pending_count(self):
+            return len(self.results)
+        def shutdown(self):
+            pass
+    def in_process(max_workers=1):
+        runner = isolation.PytestRunner()
+        runner.prepare_main_test_run()
+        return InProcess(1, runner)
+    main.get_mutant_runner = in_process
 sys.argv[0] = "mutmut"
 from mutmut.__main__ import cli
 cli()
 endef
 export MUTMUT_PY
-# $(call mutmut_run,dir): run, then the scores and the survivors
-mutmut_run = cd $(1) && { $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
+# $(call mutmut_run,dir[,environment]): run, then the scores and the survivors
+mutmut_run = cd $(1) && { $(2) $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
 	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(VENV))/bin/mutmut results
 mutate: $(STAMP)
 	$(PY) -m pip install --quiet $(MUTMUT)
@@ -231,18 +287,17 @@ ifneq ($(strip $(MUTATE_LAKE)),)
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_LAKE),lakeloader/$(m).py lakeloader/$(m)/*.py)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
 endif
-# infra: a synth imports aws_cdk, whose jsii kernel (a node process) a fork must not share, and the
-# infra tests cache their synths per process: each mutant runs in a fresh child of a fork server that
-# imported nothing. The synth reads the checkout (cdk.json, the entry points), the cached wheels and,
+# infra: every mutant in one process (MUTMUT_PY's MUTATE_INFRA: a fork must not share aws_cdk's jsii
+# kernel, a node process, and a fresh one takes 10 s to warm up). The synth reads the checkout (cdk.json, the entry points), the cached wheels and,
 # for the S3 Tables catalog, the jars lakeloader_dev.jars caches.
 ifneq ($(strip $(MUTATE_INFRA)),)
 	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
 	cp -r infra lakeloader lakeloader_dev tests config examples lambda glue_jobs emr_steps cdk.json app.py pyproject.toml \
 	  requirements-job.txt requirements-lambda.txt $(MUTATE_DIR)/infra/
 	cp -r .lakeloader/wheels .lakeloader/jars $(MUTATE_DIR)/infra/.lakeloader/
-	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,process_isolation = "forkserver"\nforkserver_warmup = "none"\n) >> $(MUTATE_DIR)/infra/pyproject.toml
+	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader) >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
-	$(call mutmut_run,$(MUTATE_DIR)/infra)
+	$(call mutmut_run,$(MUTATE_DIR)/infra,MUTATE_INFRA=1)
 endif
 
 clean:
