@@ -116,7 +116,8 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   tests/unit/test_s3_tables_config.py tests/unit/test_retry.py
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_first_deploy.py tests/infra/test_infra_readers.py \
                   tests/infra/test_infra_s3_tables_readers.py \
-                  tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py tests/infra/test_infra_storage_lifecycle.py
+                  tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py tests/infra/test_infra_storage_lifecycle.py \
+                  tests/infra/test_infra_shared_account.py
 # module:function (Class.method) that only a Spark test can run: their mutants are counted apart
 MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceFormat.operation \
                   formats/debezium:Debezium.read_checked formats/debezium:Debezium._unwrap \

@@ -118,6 +118,8 @@ def test_reserved_concurrency_is_optional_and_settable(synth):
     [
         ("lakeloader-dev-raw-123456789012-ap-southeast-5", None),
         ("ab", "2 characters"),
+        ("abc", None),
+        ("a" * 63, None),
         ("a" * 64, "64 characters"),
         ("Lakeloader-dev", "only lower-case"),
         ("lake_loader", "only lower-case"),
