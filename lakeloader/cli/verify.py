@@ -262,12 +262,22 @@ class Verifier:
         return HopFailed(f"{engine}: job run", f"{resource} run {run_id}", detail, log)
 
     def committed(self, result: Verification, engine: str, run_id: str) -> dict[str, Any]:
-        """The run's snapshot is in the table's Iceberg metadata that the catalog points at."""
-        run = self.ledger.get_run(canary.canary_id(engine), run_id)
+        """The run's snapshot is in the table's Iceberg metadata that the catalog points at. A run marks
+        its files loaded before it records its own end (jobs.drain), so this waits for that record."""
         database = self.stage.glue_database(canary.CANARY_DATABASE)
         resource = f"Glue table {database}.{engine}"
         self.current = (f"{engine}: iceberg commit", resource)
-        if run is None or not run.snapshot_id:
+
+        def ended() -> Any:
+            run = self.ledger.get_run(canary.canary_id(engine), run_id)
+            return run if run is not None and run.ended_at else None
+
+        def no_end() -> HopFailed:
+            run = self.ledger.get_run(canary.canary_id(engine), run_id)
+            return HopFailed(*self.current, f"run {run_id} recorded no end within {self.timeout:g} s: {run}")
+
+        run = self.wait(ended, no_end)
+        if not run.snapshot_id:
             raise HopFailed(
                 f"{engine}: iceberg commit", resource, f"run {run_id} recorded no snapshot: {run}"
             )

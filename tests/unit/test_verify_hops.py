@@ -4,6 +4,8 @@ the emulator), the canary it lands and removes, and the canary tables every stag
 
 from __future__ import annotations
 
+import threading
+
 import boto3
 import pytest
 
@@ -94,6 +96,25 @@ def test_a_recorded_canary_that_no_run_takes_fails_the_job_hop_naming_the_lambda
     assert result.passed == ["glue: land", "glue: arrival Lambda -> ledger"]
     assert remove_canary(stage.deployed, [key])[0].endswith(key)
     assert stage.ledger.objects(canary.canary_id("glue")) == []
+
+
+def test_the_commit_hop_waits_for_the_run_to_record_its_end(stage):
+    """A run marks its files loaded (what the job hop waits for) before it records its end and snapshot:
+    read at once, its record is still running, or abandoned once its lease has lapsed on a loaded
+    machine. The hop waits for the recorded end, and names a run that records none in time."""
+    table_id, run_id = canary.canary_id("glue"), "20261128T235032872Z-bd114b"
+    stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
+    verifier = Verifier(stage.deployed, {}, timeout=1, say=[].append)
+    with pytest.raises(HopFailed) as never:
+        verifier.committed(Verification(), "glue", run_id)
+    assert f"run {run_id} recorded no end within 1 s" in never.value.detail
+
+    threading.Timer(0.5, stage.ledger.end_run, (table_id, run_id, "skipped")).start()
+    verifier = Verifier(stage.deployed, {}, timeout=30, say=[].append)
+    with pytest.raises(HopFailed) as ended:
+        verifier.committed(Verification(), "glue", run_id)
+    assert ended.value.hop == "glue: iceberg commit"
+    assert "recorded no snapshot" in ended.value.detail and "status='skipped'" in ended.value.detail
 
 
 def verifier_since():
