@@ -162,6 +162,33 @@ def test_your_vpc_your_subnets_and_your_groups(existing):
     }
 
 
+def test_a_glue_job_may_describe_the_network_and_a_lambda_only_manage_its_interfaces(created):
+    """Glue checks the connection's VPC, subnets, groups, endpoints and routes before a run starts; a
+    Lambda only creates and deletes its interfaces. Neither gets the other's list."""
+    interfaces = [
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+    ]
+    describe = ["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"]
+    describe += ["ec2:DescribeVpcEndpoints", "ec2:DescribeRouteTables", "ec2:DescribeVpcAttribute"]
+    glue_job = interfaces + describe + ["ec2:CreateTags", "ec2:DeleteTags"]
+    roles = created.resources("AWS::IAM::Role")
+    granted = {}
+    for policy in created.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement.get("Sid") == "NetworkInterfaces":
+                for role in policy["Properties"]["Roles"]:
+                    trust = roles[role["Ref"]]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+                    service = trust[0]["Principal"]["Service"]
+                    granted.setdefault(service, []).append(statement["Action"])
+    assert granted["glue.amazonaws.com"] and granted["lambda.amazonaws.com"]
+    assert all(actions == sorted(glue_job) for actions in granted["glue.amazonaws.com"])
+    assert all(actions == sorted(interfaces) for actions in granted["lambda.amazonaws.com"])
+
+
 def test_your_vpc_without_groups_gets_the_workload_group_in_it(synth):
     """No `security_group_ids`: the stack makes the self-referencing group Glue needs, in your VPC."""
     built = synth("prod", **with_settings("prod", network=EXISTING))
