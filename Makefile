@@ -99,8 +99,8 @@ bench-quick: $(STAMP)
 # ledger, the trigger, the operator verbs (cli/operate, stage, cli/stage_verbs), config, formats (its Spark-free
 # functions: MUTATE_SPARK_ONLY lists the ones only tests/spark reaches, left out of the score), schema's
 # planning and the Spark-free halves of maintenance and the Iceberg layer -- against their unit tests, and
-# infra's network, readers and encryption constructs (storage: the key and what it encrypts) against the
-# infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
+# infra's network, readers (and S3 Tables readers) and encryption constructs (storage: the key and what it
+# encrypts) against the infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
 # copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate cli/stage"` or
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs.
@@ -289,8 +289,8 @@ ifneq ($(strip $(MUTATE_LAKE)),)
 	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
 endif
 # infra: every mutant in one process (MUTMUT_PY's MUTATE_INFRA: a fork must not share aws_cdk's jsii
-# kernel, a node process, and a fresh one takes 10 s to warm up). The synth reads the checkout (cdk.json, the entry points), the cached wheels and,
-# for the S3 Tables catalog, the jars lakeloader_dev.jars caches.
+# kernel, a node process, and a fresh one takes 10 s to warm up). The synth reads the checkout (cdk.json,
+# the entry points), the cached wheels and, for the S3 Tables catalog, the jars lakeloader_dev.jars caches.
 ifneq ($(strip $(MUTATE_INFRA)),)
 	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
 	cp -r infra lakeloader lakeloader_dev tests config examples lambda glue_jobs emr_steps cdk.json app.py pyproject.toml \
