@@ -214,21 +214,21 @@ class OwnChildrenOnly:
         if parent(pid) == os.getpid():
             os.kill(pid, signal)
 timeout.os = OwnChildrenOnly()
-# infra (MUTATE_INFRA): the tests share each synth through a cache, so the test that happened to
+# infra (MUTMUT_INFRA_RUNNER): the tests share each synth through a cache, so the test that happened to
 # synthesize first is the only one mutmut sees calling a construct; the others read the same template.
 # A mutant of a function any test calls therefore runs every test of the set: first the tests seen
 # calling it, then the rest of their files, then the others, the quickest first in each (pytest runs
 # them in the order given). And every mutant runs in the one process that already loaded aws-cdk-lib
 # into its jsii kernel: a fresh process spends about 10 s there before its first synth, where a warm
 # one synthesizes in 2-3 (the synth cache is emptied before each mutant; the tests keep no other state).
-class InOrder(set):
-    def __init__(self, ordered):
-        super().__init__(ordered)
-        self.ordered = ordered
-    def __iter__(self):
-        return iter(self.ordered)
-if os.environ.get("MUTATE_INFRA"):
+if os.environ.get("MUTMUT_INFRA_RUNNER"):
     import mutmut.__main__ as main
+    class InOrder(set):
+        def __init__(self, ordered):
+            super().__init__(ordered)
+            self.ordered = ordered
+        def __iter__(self):
+            return iter(self.ordered)
     from mutmut.workers import isolation
     collect_stats = main.collect_or_load_stats
     def every_test(*args, **kwargs):
@@ -288,7 +288,7 @@ ifneq ($(strip $(MUTATE_LAKE)),)
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_LAKE),lakeloader/$(m).py lakeloader/$(m)/*.py)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
 endif
-# infra: every mutant in one process (MUTMUT_PY's MUTATE_INFRA: a fork must not share aws_cdk's jsii
+# infra: every mutant in one process (MUTMUT_PY's MUTMUT_INFRA_RUNNER: a fork must not share aws_cdk's jsii
 # kernel, a node process, and a fresh one takes 10 s to warm up). The synth reads the checkout (cdk.json,
 # the entry points), the cached wheels and, for the S3 Tables catalog, the jars lakeloader_dev.jars caches.
 ifneq ($(strip $(MUTATE_INFRA)),)
@@ -298,7 +298,7 @@ ifneq ($(strip $(MUTATE_INFRA)),)
 	cp -r .lakeloader/wheels .lakeloader/jars $(MUTATE_DIR)/infra/.lakeloader/
 	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader) >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
-	$(call mutmut_run,$(MUTATE_DIR)/infra,MUTATE_INFRA=1)
+	$(call mutmut_run,$(MUTATE_DIR)/infra,MUTMUT_INFRA_RUNNER=1)
 endif
 
 clean:

@@ -267,13 +267,14 @@ class Verifier:
         database = self.stage.glue_database(canary.CANARY_DATABASE)
         resource = f"Glue table {database}.{engine}"
         self.current = (f"{engine}: iceberg commit", resource)
+        table_id = canary.canary_id(engine)
 
         def ended() -> Any:
-            run = self.ledger.get_run(canary.canary_id(engine), run_id)
+            run = self.ledger.get_run(table_id, run_id)
             return run if run is not None and run.ended_at else None
 
         def no_end() -> HopFailed:
-            run = self.ledger.get_run(canary.canary_id(engine), run_id)
+            run = self.ledger.get_run(table_id, run_id)
             return HopFailed(*self.current, f"run {run_id} recorded no end within {self.timeout:g} s: {run}")
 
         run = self.wait(ended, no_end)

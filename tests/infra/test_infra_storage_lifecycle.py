@@ -56,15 +56,16 @@ def storage_buckets(built) -> dict[str, dict]:
 
 def test_every_bucket_has_the_lifecycle_its_stage_asks_for(stage_synth):
     expected = expected_rules(stage_settings(stage_synth.stage))
+    buckets = storage_buckets(stage_synth)
     actual = {
         name: [
             {k: v for k, v in rule.items() if k != "Status"}
             for rule in props["LifecycleConfiguration"]["Rules"]
         ]
-        for name, props in storage_buckets(stage_synth).items()
+        for name, props in buckets.items()
     }
     assert actual == expected
-    for props in storage_buckets(stage_synth).values():
+    for props in buckets.values():
         assert {rule["Status"] for rule in props["LifecycleConfiguration"]["Rules"]} == {"Enabled"}
 
 
