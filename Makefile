@@ -58,9 +58,10 @@ TESTS_glue-6.0 := tests/unit tests/spark \
                   tests/e2e/test_s3_to_iceberg.py::test_cdc_batches_are_merged \
                   tests/e2e/test_s3_to_iceberg.py::test_an_outside_reader_reads_the_tables_spark_wrote_through_the_glue_catalog
 
-# The machine and its load first: the per-module lines and durations that follow are read against it.
+# The machine, its load and free disk first: the per-module lines and durations are read against it.
 test: lint
-	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)"
+	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)," \
+	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run writes up to about 1.5 GB)"
 	$(PY) -m pytest $(TESTS_$(RUNTIME))
 
 # The inner loop, a few minutes: lint, the unit tests, the infra assertions that need no synth and
@@ -170,11 +171,11 @@ MUTMUT := mutmut==3.8.1
 comma := ,
 MUTATE_LAKE  = $(filter-out infra/%,$(MUTATE_MODULES))
 MUTATE_INFRA = $(filter infra/%,$(MUTATE_MODULES))
-# $(call mutmut_config,source dir,modules,tests,also_copy): the [tool.mutmut] section.
+# $(call mutmut_config,source dir,modules,tests,also_copy[,pytest args]): the [tool.mutmut] section.
 # Timeouts: a mutant's tests may take 5 times what they took unmutated, plus two minutes for the
 # process to start on a loaded machine (mutmut's defaults, 15 times plus a second, let one endless
 # mutant hold a worker for most of an hour).
-mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%s]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"]\npytest_add_cli_args_test_selection = [%s]\ntimeout_multiplier = 5.0\ntimeout_constant = 120.0\n' \
+mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%s]\nonly_mutate = [%s]\npytest_add_cli_args = ["-p", "no:cacheprovider"$(5)]\npytest_add_cli_args_test_selection = [%s]\ntimeout_multiplier = 5.0\ntimeout_constant = 120.0\n' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(4)))' \
 	  '$(foreach m,$(2),"$(1)/$(m).py"$(comma) "$(1)/$(m)/*"$(comma))' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))'
@@ -275,8 +276,10 @@ from mutmut.__main__ import cli
 cli()
 endef
 export MUTMUT_PY
-# $(call mutmut_run,dir[,environment]): run, then the scores and the survivors
-mutmut_run = cd $(1) && { $(2) $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
+# $(call mutmut_run,dir[,environment]): run, then the scores and the survivors. Its temporary files
+# stay in dir/tmp (removed with the copy by the next run), not in the shared /tmp: a killed mutant's
+# session keeps its base temp, and thousands of them filled a disk once.
+mutmut_run = mkdir -p $(1)/tmp && cd $(1) && { TMPDIR=$(abspath $(1))/tmp $(2) $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
 	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(VENV))/bin/mutmut results
 mutate: $(STAMP)
 	$(PY) -m pip install --quiet $(MUTMUT)
@@ -291,12 +294,14 @@ endif
 # infra: every mutant in one process (MUTMUT_PY's MUTMUT_INFRA_RUNNER: a fork must not share aws_cdk's jsii
 # kernel, a node process, and a fresh one takes 10 s to warm up). The synth reads the checkout (cdk.json,
 # the entry points), the cached wheels and, for the S3 Tables catalog, the jars lakeloader_dev.jars caches.
+# Each mutant's session reuses one --basetemp, which pytest empties as a session starts: its synths
+# write about half a gigabyte there.
 ifneq ($(strip $(MUTATE_INFRA)),)
 	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
 	cp -r infra lakeloader lakeloader_dev tests config examples lambda glue_jobs emr_steps cdk.json app.py pyproject.toml \
 	  requirements-job.txt requirements-lambda.txt $(MUTATE_DIR)/infra/
 	cp -r .lakeloader/wheels .lakeloader/jars $(MUTATE_DIR)/infra/.lakeloader/
-	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader) >> $(MUTATE_DIR)/infra/pyproject.toml
+	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,$(comma) "--basetemp"$(comma) "$(abspath $(MUTATE_DIR))/infra/tmp/pytest") >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/infra,MUTMUT_INFRA_RUNNER=1)
 endif
