@@ -58,10 +58,22 @@ TESTS_glue-6.0 := tests/unit tests/spark \
                   tests/e2e/test_s3_to_iceberg.py::test_cdc_batches_are_merged \
                   tests/e2e/test_s3_to_iceberg.py::test_an_outside_reader_reads_the_tables_spark_wrote_through_the_glue_catalog
 
+# How fast one core of this machine is: one commit's unit suite took 72 s on 2026-11-28 (beside a
+# lowest-priority mutation run) and 173 s on 2026-11-29 (quiet), on the same kind of 2-core machine;
+# a slow log should say whether the machine was slow.
+define CPU_PROBE_PY
+import time
+start, total = time.perf_counter(), 0
+for step in range(10_000_000):
+    total += step * step
+print(f"{time.perf_counter() - start:.1f}")
+endef
+export CPU_PROBE_PY
 # The machine, its load and free disk first: the per-module lines and durations are read against it.
 test: lint
 	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)," \
-	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run writes up to about 1.5 GB)"
+	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run writes up to about 1.5 GB)," \
+	  "one core's speed: $$($(PY) -c "$$CPU_PROBE_PY") s for 10M steps of a Python loop"
 	$(PY) -m pytest $(TESTS_$(RUNTIME))
 
 # The inner loop, a few minutes: lint, the unit tests, the infra assertions that need no synth and
@@ -298,10 +310,10 @@ endif
 # write about half a gigabyte there.
 ifneq ($(strip $(MUTATE_INFRA)),)
 	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
-	cp -r infra lakeloader lakeloader_dev tests config examples lambda glue_jobs emr_steps cdk.json app.py pyproject.toml \
+	cp -r infra lakeloader lakeloader_dev tests config examples lambda glue_jobs emr_steps docs cdk.json app.py pyproject.toml \
 	  requirements-job.txt requirements-lambda.txt $(MUTATE_DIR)/infra/
 	cp -r .lakeloader/wheels .lakeloader/jars $(MUTATE_DIR)/infra/.lakeloader/
-	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,$(comma) "--basetemp"$(comma) "$(abspath $(MUTATE_DIR))/infra/tmp/pytest") >> $(MUTATE_DIR)/infra/pyproject.toml
+	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps docs cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,$(comma) "--basetemp"$(comma) "$(abspath $(MUTATE_DIR))/infra/tmp/pytest") >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/infra,MUTMUT_INFRA_RUNNER=1)
 endif
