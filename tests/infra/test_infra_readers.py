@@ -214,12 +214,15 @@ def test_no_readers_no_workgroup_and_no_results_bucket(dev):
         (
             [{"role_arn": ANALYST, "tables": ["crm.custmers"]}],
             {},
-            r"readers\[0\]\.tables: 'crm.custmers' selects",
+            r"readers\[0\]\.tables: 'crm.custmers' selects no table of the config; its tables are "
+            r"crm\.customers, inventory\.products, lakeloader_canary\.emr, lakeloader_canary\.glue, "
+            r"sales\.order_lines$",
         ),
         (
             [{"role_arn": ANALYST, "tables": ["crm.*"], "exclude_columns": {"sales.order_lines": ["sku"]}}],
             {"lake_formation": True},
-            r"readers\[0\]\.exclude_columns: 'sales.order_lines' is not one of the reader's tables",
+            r"readers\[0\]\.exclude_columns: 'sales.order_lines' is not one of the reader's tables "
+            r"\(crm\.customers\)$",
         ),
         (
             [{"role_arn": ANALYST}, {"role_arn": f"arn:aws:iam::{ACCOUNT}:role/x/analyst"}],
