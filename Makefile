@@ -142,13 +142,14 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
                   formats/snapshot:Snapshot.read_checked formats/snapshot:folder_value
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then
 # per package. Counted apart, outside the score: the mutants of a Spark-only function, and prose -- a
-# mutant whose function equals the original once every help=, description= and metavar= argument (argparse's
-# help, a resource's description) is left out.
+# mutant whose function equals the original once every help=, description=, metavar= and sid= argument
+# (argparse's help, a resource's description, an IAM statement's label: IAM only asks Sids to be unique in
+# their policy, and a mutant's stay so) is left out.
 define MUTATION_SCORE_PY
 import ast, collections, json, os, pathlib
 from mutmut.stats import status_by_exit_code as status
 spark = {tuple(spec.split(":")) for spec in os.environ.get("MUTATE_SPARK_ONLY", "").split()}
-PROSE = {"help", "description", "metavar"}
+PROSE = {"help", "description", "metavar", "sid"}
 class Unprose(ast.NodeTransformer):
     def visit_Call(self, node):
         node.keywords = [k for k in node.keywords if k.arg not in PROSE]
@@ -191,8 +192,8 @@ mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(4)))' \
 	  '$(foreach m,$(2),"$(1)/$(m).py"$(comma) "$(1)/$(m)/*"$(comma))' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))'
-# Prose is not mutated: the lines of a help=, description= or metavar= argument that hold nothing else
-# (argparse's help, a resource's description) become do_not_mutate_patterns; a prose argument that
+# Prose is not mutated: the lines of a help=, description=, metavar= or sid= argument that hold nothing
+# else (argparse's help, a resource's description, a statement's label) become do_not_mutate_patterns; a prose argument that
 # shares its line with code is mutated, and its mutants are counted apart (MUTATION_SCORE_PY).
 define MUTATE_PROSE_PY
 import ast, json, re, sys
@@ -201,7 +202,7 @@ patterns = set()
 for path in sys.argv[1:]:
     lines = Path(path).read_text().splitlines()
     for node in ast.walk(ast.parse("\n".join(lines))):
-        if isinstance(node, ast.keyword) and node.arg in ("help", "description", "metavar"):
+        if isinstance(node, ast.keyword) and node.arg in ("help", "description", "metavar", "sid"):
             own_line = lines[node.lineno - 1][: node.col_offset].strip() == ""
             for n in range(node.lineno if own_line else node.lineno + 1, node.end_lineno + 1):
                 patterns.add("^" + re.escape(lines[n - 1]) + "$$")
