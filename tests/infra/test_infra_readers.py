@@ -219,10 +219,16 @@ def test_no_readers_no_workgroup_and_no_results_bucket(dev):
             r"sales\.order_lines$",
         ),
         (
-            [{"role_arn": ANALYST, "tables": ["crm.*"], "exclude_columns": {"sales.order_lines": ["sku"]}}],
+            [
+                {
+                    "role_arn": ANALYST,
+                    "tables": ["crm.*", "inventory.*"],
+                    "exclude_columns": {"sales.order_lines": ["sku"]},
+                }
+            ],
             {"lake_formation": True},
             r"readers\[0\]\.exclude_columns: 'sales.order_lines' is not one of the reader's tables "
-            r"\(crm\.customers\)$",
+            r"\(crm\.customers, inventory\.products\)$",
         ),
         (
             [{"role_arn": ANALYST}, {"role_arn": f"arn:aws:iam::{ACCOUNT}:role/x/analyst"}],
