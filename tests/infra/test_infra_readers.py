@@ -274,3 +274,20 @@ def test_readers_keep_their_logical_ids(iam_mode, lf_mode):
         "ReadersTableGrantsTableCreatedAllowEventRulelakeloaderdevReadersTableGrantsFunction40A738576D5EF067",
         "ReadersWorkgroupanalyst431C56C9",
     ]
+
+
+def test_a_database_counts_only_its_glue_tables_when_a_reader_takes_them_all():
+    """A database whose other table is in the table bucket: the reader of every Glue table of it gets the
+    Glue database whole (granted as `*`, covering its tables to come); one that hides a column, by name."""
+    from infra.readers import grant_units
+    from lakeloader.config import parse_config
+
+    def table(name: str, storage: str) -> dict:
+        source = {"prefix": f"crm/{name}/", "format": "parquet", "cdc": "dms"}
+        target = {"database": "crm", "table": name, "storage": storage}
+        return {"id": f"crm.{name}", "source": source, "target": target, "keys": ["id"], "mode": "merge",
+                "sequence_by": "ts"}  # fmt: skip
+
+    lake = parse_config({"tables": [table("customers", "s3_tables"), table("orders", "glue")]})
+    assert grant_units(lake, ["crm.orders"], {}) == {"crm": ["*"]}
+    assert grant_units(lake, ["crm.orders"], {"crm.orders": ["price"]}) == {"crm": ["orders"]}

@@ -81,3 +81,17 @@ def test_a_deleted_key_waits_a_week_in_dev_and_a_month_where_the_stage_retains(s
     retain = stage_settings(stage_synth.stage).get("removal") == "retain"
     assert key["Properties"]["PendingWindowInDays"] == (30 if retain else 7)
     assert key["Properties"]["Description"].startswith(f"lakeloader-{stage_synth.stage}: encrypts the lake's")
+
+
+def test_every_log_group_keeps_the_stage_retention_and_goes_with_the_stack_only_where_it_does_not_retain(
+    stage_synth,
+):
+    """dev's logs go with a destroyed stack; a retaining stage's outlive it, like its buckets (a log group's
+    own CloudFormation default is to be retained)."""
+    settings = stage_settings(stage_synth.stage)
+    groups = stage_synth.resources("AWS::Logs::LogGroup")
+    assert len(groups) >= 7  # the stage_log_group callers: jobs, crawler, maintenance, the Lambdas
+    policy = "Retain" if settings.get("removal") == "retain" else "Delete"
+    for name, group in groups.items():
+        assert group["DeletionPolicy"] == policy, name
+        assert group["Properties"]["RetentionInDays"] == settings["log_retention_days"], name
