@@ -291,3 +291,19 @@ def test_a_database_counts_only_its_glue_tables_when_a_reader_takes_them_all():
     lake = parse_config({"tables": [table("customers", "s3_tables"), table("orders", "glue")]})
     assert grant_units(lake, ["crm.orders"], {}) == {"crm": ["*"]}
     assert grant_units(lake, ["crm.orders"], {"crm.orders": ["price"]}) == {"crm": ["orders"]}
+
+
+def test_query_results_expire_as_the_stage_says_with_nothing_left_behind(iam_mode):
+    """A result set holds table rows: it goes after `query_results_expiration_days`, an overwritten
+    one the next day, and so does an upload Athena never finished."""
+    bucket = iam_mode.template_json["Resources"][iam_mode.logical_id(iam_mode.stack.readers.results)]
+    days = with_settings("dev")["lakeloader:stages"]["dev"].get("query_results_expiration_days", 7)
+    assert bucket["Properties"]["LifecycleConfiguration"]["Rules"] == [
+        {
+            "Id": "expire-query-results",
+            "ExpirationInDays": days,
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 1},
+            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+            "Status": "Enabled",
+        }
+    ]
