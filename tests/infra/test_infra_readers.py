@@ -307,3 +307,19 @@ def test_query_results_expire_as_the_stage_says_with_nothing_left_behind(iam_mod
             "Status": "Enabled",
         }
     ]
+
+
+def test_the_reader_grants_lambda_keeps_its_environment_and_logs_under_the_stage_key(lf_mode):
+    """Its environment holds the grants (principals, tables, hidden columns): the stage key, as every
+    other Lambda's (test_infra_encryption's stages have no grant on a table by name, so no such Lambda)."""
+    from tests.infra.test_infra_encryption import keys_used
+
+    key = {"Fn::GetAtt": [lf_mode.logical_id(lf_mode.stack.storage.key), "Arn"]}
+    function, _ = lf_mode.resource(
+        "AWS::Lambda::Function", lambda p: p.get("FunctionName") == "lakeloader-dev-reader-grants"
+    )
+    logs, _ = lf_mode.resource(
+        "AWS::Logs::LogGroup", lambda p: p.get("LogGroupName") == "/aws/lambda/lakeloader-dev-reader-grants"
+    )
+    used = keys_used(lf_mode)
+    assert (used[function], used[logs]) == (key, key)
