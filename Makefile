@@ -72,7 +72,7 @@ export CPU_PROBE_PY
 # The machine, its load and free disk first: the per-module lines and durations are read against it.
 test: lint
 	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)," \
-	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run writes up to about 1.5 GB)," \
+	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run peaks near 2 GB there)," \
 	  "one core's speed: $$($(PY) -c "$$CPU_PROBE_PY") s for 10M steps of a Python loop"
 	$(PY) -m pytest $(TESTS_$(RUNTIME))
 
