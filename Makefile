@@ -193,8 +193,9 @@ mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%
 	  '$(foreach m,$(2),"$(1)/$(m).py"$(comma) "$(1)/$(m)/*"$(comma))' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))'
 # Prose is not mutated: the lines of a help=, description=, metavar= or sid= argument that hold nothing
-# else (argparse's help, a resource's description, a statement's label) become do_not_mutate_patterns; a prose argument that
-# shares its line with code is mutated, and its mutants are counted apart (MUTATION_SCORE_PY).
+# else (argparse's help, a resource's description, a statement's label) become do_not_mutate_patterns;
+# a prose argument that shares its line with code is mutated, and its mutants are counted apart
+# (MUTATION_SCORE_PY).
 define MUTATE_PROSE_PY
 import ast, json, re, sys
 from pathlib import Path

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from infra.settings import SettingsError
-from tests.infra.cdk_helpers import READERS, logical_ids, synthesize, with_settings
+from tests.infra.cdk_helpers import READERS, logical_ids, stage_settings, synthesize, with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies
 
 GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"
@@ -297,7 +297,7 @@ def test_query_results_expire_as_the_stage_says_with_nothing_left_behind(iam_mod
     """A result set holds table rows: it goes after `query_results_expiration_days`, an overwritten
     one the next day, and so does an upload Athena never finished."""
     bucket = iam_mode.template_json["Resources"][iam_mode.logical_id(iam_mode.stack.readers.results)]
-    days = with_settings("dev")["lakeloader:stages"]["dev"].get("query_results_expiration_days", 7)
+    days = stage_settings("dev").get("query_results_expiration_days", 7)  # cdk.json's, else the default
     assert bucket["Properties"]["LifecycleConfiguration"]["Rules"] == [
         {
             "Id": "expire-query-results",
