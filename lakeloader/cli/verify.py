@@ -265,8 +265,8 @@ class Verifier:
         """The run's snapshot is in the table's Iceberg metadata that the catalog points at. A run marks
         its files loaded before it records its own end (jobs.drain), so this waits for that record."""
         database = self.stage.glue_database(canary.CANARY_DATABASE)
-        resource = f"Glue table {database}.{engine}"
-        self.current = (f"{engine}: iceberg commit", resource)
+        hop, resource = f"{engine}: iceberg commit", f"Glue table {database}.{engine}"
+        self.current = (hop, resource)
         table_id = canary.canary_id(engine)
 
         def ended() -> Any:
@@ -275,13 +275,11 @@ class Verifier:
 
         def no_end() -> HopFailed:
             run = self.ledger.get_run(table_id, run_id)
-            return HopFailed(*self.current, f"run {run_id} recorded no end within {self.timeout:g} s: {run}")
+            return HopFailed(hop, resource, f"run {run_id} recorded no end within {self.timeout:g} s: {run}")
 
         run = self.wait(ended, no_end)
         if not run.snapshot_id:
-            raise HopFailed(
-                f"{engine}: iceberg commit", resource, f"run {run_id} recorded no snapshot: {run}"
-            )
+            raise HopFailed(hop, resource, f"run {run_id} recorded no snapshot: {run}")
         table = self.glue.get_table(DatabaseName=database, Name=engine)["Table"]
         location = (table.get("Parameters") or {}).get("metadata_location", "")
         bucket, _, path = location.removeprefix("s3://").partition("/")
@@ -290,13 +288,9 @@ class Verifier:
             (s for s in metadata.get("snapshots", []) if s["snapshot-id"] == run.snapshot_id), None
         )
         if snapshot is None:
-            raise HopFailed(
-                f"{engine}: iceberg commit", resource, f"snapshot {run.snapshot_id} is not in {location}"
-            )
+            raise HopFailed(hop, resource, f"snapshot {run.snapshot_id} is not in {location}")
         added = snapshot.get("summary", {}).get("added-records", "?")
-        self.passed(
-            result, f"{engine}: iceberg commit", f"{resource} snapshot {run.snapshot_id}, {added} rows added"
-        )
+        self.passed(result, hop, f"{resource} snapshot {run.snapshot_id}, {added} rows added")
         return table
 
     def read_back(self, result: Verification, engine: str) -> None:
