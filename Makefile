@@ -145,11 +145,13 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
 # mutant whose function equals the original once every help=, description=, metavar= and sid= argument
 # (argparse's help, a resource's description, an IAM statement's label: IAM only asks Sids to be unique in
 # their policy, and a mutant's stay so) is left out.
+MUTATE_PROSE_ARGS := help description metavar sid
+export MUTATE_PROSE_ARGS
 define MUTATION_SCORE_PY
 import ast, collections, json, os, pathlib
 from mutmut.stats import status_by_exit_code as status
 spark = {tuple(spec.split(":")) for spec in os.environ.get("MUTATE_SPARK_ONLY", "").split()}
-PROSE = {"help", "description", "metavar", "sid"}
+PROSE = set(os.environ["MUTATE_PROSE_ARGS"].split())
 class Unprose(ast.NodeTransformer):
     def visit_Call(self, node):
         node.keywords = [k for k in node.keywords if k.arg not in PROSE]
@@ -184,6 +186,10 @@ MUTMUT := mutmut==3.8.1
 comma := ,
 MUTATE_LAKE  = $(filter-out infra/%,$(MUTATE_MODULES))
 MUTATE_INFRA = $(filter infra/%,$(MUTATE_MODULES))
+# What each half's tests read besides the code they mutate (copied, and mutmut's also_copy)
+MUTATE_LAKE_COPY  := infra config examples lambda docs
+MUTATE_INFRA_COPY := lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps docs cdk.json app.py \
+                     requirements-job.txt requirements-lambda.txt
 # $(call mutmut_config,source dir,modules,tests,also_copy[,pytest args]): the [tool.mutmut] section.
 # Timeouts: a mutant's tests may take 5 times what they took unmutated, plus two minutes for the
 # process to start on a loaded machine (mutmut's defaults, 15 times plus a second, let one endless
@@ -197,13 +203,13 @@ mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%
 # a prose argument that shares its line with code is mutated, and its mutants are counted apart
 # (MUTATION_SCORE_PY).
 define MUTATE_PROSE_PY
-import ast, json, re, sys
+import ast, json, os, re, sys
 from pathlib import Path
 patterns = set()
 for path in sys.argv[1:]:
     lines = Path(path).read_text().splitlines()
     for node in ast.walk(ast.parse("\n".join(lines))):
-        if isinstance(node, ast.keyword) and node.arg in ("help", "description", "metavar", "sid"):
+        if isinstance(node, ast.keyword) and node.arg in os.environ["MUTATE_PROSE_ARGS"].split():
             own_line = lines[node.lineno - 1][: node.col_offset].strip() == ""
             for n in range(node.lineno if own_line else node.lineno + 1, node.end_lineno + 1):
                 patterns.add("^" + re.escape(lines[n - 1]) + "$$")
@@ -300,8 +306,8 @@ mutate: $(STAMP)
 	rm -rf $(MUTATE_DIR)/lakeloader $(MUTATE_DIR)/infra
 ifneq ($(strip $(MUTATE_LAKE)),)
 	mkdir -p $(MUTATE_DIR)/lakeloader
-	cp -r lakeloader infra tests config examples lambda docs pyproject.toml $(MUTATE_DIR)/lakeloader/
-	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),infra config examples lambda docs) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
+	cp -r lakeloader tests pyproject.toml $(MUTATE_LAKE_COPY) $(MUTATE_DIR)/lakeloader/
+	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),$(MUTATE_LAKE_COPY)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_LAKE),lakeloader/$(m).py lakeloader/$(m)/*.py)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
 endif
@@ -312,10 +318,9 @@ endif
 # write about half a gigabyte there.
 ifneq ($(strip $(MUTATE_INFRA)),)
 	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
-	cp -r infra lakeloader lakeloader_dev tests config examples lambda glue_jobs emr_steps docs cdk.json app.py pyproject.toml \
-	  requirements-job.txt requirements-lambda.txt $(MUTATE_DIR)/infra/
+	cp -r infra tests pyproject.toml $(MUTATE_INFRA_COPY) $(MUTATE_DIR)/infra/
 	cp -r .lakeloader/wheels .lakeloader/jars $(MUTATE_DIR)/infra/.lakeloader/
-	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps docs cdk.json app.py requirements-job.txt requirements-lambda.txt .lakeloader,$(comma) "--basetemp"$(comma) "$(abspath $(MUTATE_DIR))/infra/tmp/pytest") >> $(MUTATE_DIR)/infra/pyproject.toml
+	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),$(MUTATE_INFRA_COPY) .lakeloader,$(comma) "--basetemp"$(comma) "$(abspath $(MUTATE_DIR))/infra/tmp/pytest") >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(call mutmut_run,$(MUTATE_DIR)/infra,MUTMUT_INFRA_RUNNER=1)
 endif
