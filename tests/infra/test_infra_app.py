@@ -41,6 +41,7 @@ def run_app(tmp_path: Path, **overrides) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_invalid_config_fails_synth_with_the_models_message(tmp_path):
     bad = tmp_path / "tables.yaml"
     bad.write_text(BAD_CONFIG)

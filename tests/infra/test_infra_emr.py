@@ -83,6 +83,7 @@ def test_an_emr_table_fails_synth_when_the_application_cannot_start_a_driver_and
         build(App(context={**context, "config": emr_config}), nag=False)
 
 
+@pytest.mark.synth
 def test_emr_tables_synthesize_on_the_shipped_settings_and_glue_tables_ignore_emr_limits(emr_config):
     build(App(context={**context_with_emr(), "config": emr_config}), nag=False)
     build(App(context=context_with_emr(max_cpu="4 vCPU")), nag=False)  # config/tables.yaml: Glue only

@@ -61,6 +61,7 @@ def test_everything_that_holds_data_uses_the_stage_key(synth, stage):
     assert kinds == {*KEY_OF, "AWS::Lambda::Function"}, "every kind is checked at least once"
 
 
+@pytest.mark.synth
 def test_your_key_replaces_the_stacks_everywhere_and_its_policy_statements_are_output(tmp_path):
     built = synthesize(
         tmp_path, "prod", **with_settings("prod", encryption={"customer_managed_key": YOUR_KEY}, **EVERYTHING)

@@ -48,6 +48,7 @@ def test_no_findings_with_readers_and_writers(synth, lake_formation):
     assert findings(synth("dev", lake_formation=lake_formation, **settings).app) == []
 
 
+@pytest.mark.synth
 def test_every_acknowledgement_matches_a_finding(tmp_path, monkeypatch):
     """Synthesize with acknowledgements recorded instead of applied: each must silence something."""
     recorded: list[tuple[str, str]] = []

@@ -38,6 +38,7 @@ def main_snapshot(spark, table) -> int:
     return spark.sql(f"SELECT snapshot_id FROM {name_of(table)}.refs WHERE name = 'main'").first()[0]
 
 
+@pytest.mark.slow
 def test_batches_with_deletes_late_and_duplicate_changes_reconcile_clean(spark, raw, make_table):
     """Seed 23: five batches that insert, update and delete, with late files, replays, re-deliveries
     and changes older than their key's delete: every commit agrees, with the oracle's counts."""
@@ -59,6 +60,7 @@ def test_batches_with_deletes_late_and_duplicate_changes_reconcile_clean(spark, 
     assert sum(r.deletes_asked for r in found) >= sum(d for _, _, d in expected) > 0
 
 
+@pytest.mark.slow
 def test_late_superseded_and_absent_deletes_are_counted_and_reconcile(spark, raw, make_table):
     table = make_table()
     first = [change("I", 1, "a", 0), change("I", 2, "b", 0), change("I", 4, "d", 0)]
@@ -91,6 +93,7 @@ def test_late_superseded_and_absent_deletes_are_counted_and_reconcile(spark, raw
     assert rows(spark, table) == [(2, "b2"), (4, "d")]
 
 
+@pytest.mark.slow
 def test_scd2_versions_opened_closed_replaced_and_closed_by_delete_reconcile(spark, raw, make_table):
     table = make_table(mode="scd2", sequence_by="last_update_time")  # then DMS's AR_H_CHANGE_SEQ
     first = [seq_change("I", 1, "a", 0, 1), seq_change("I", 2, "b", 0, 2), seq_change("I", 3, "c", 0, 3)]
@@ -148,6 +151,7 @@ def _load_then_change(spark, raw, table, twin: Twin):
     raw.write_parquet("src/20261101-0900.parquet", [change("U", 2, "b2", 5), change("I", 4, "d", 5)], DMS)
 
 
+@pytest.mark.slow
 def test_a_row_written_behind_the_engines_back_alarms_and_publishes(spark, raw, make_table, twin):
     table = make_table()  # reconcile.on_mismatch: alarm, the default
     _load_then_change(spark, raw, table, twin)
@@ -162,6 +166,7 @@ def test_a_row_written_behind_the_engines_back_alarms_and_publishes(spark, raw, 
     assert found.run_counts()["reconcile_mismatched_commits"] == 1
 
 
+@pytest.mark.slow
 def test_a_row_written_behind_the_engines_back_fails_the_batch_unpublished(spark, raw, make_table, twin):
     table = make_table(reconcile={"on_mismatch": "fail"})
     _load_then_change(spark, raw, table, twin)
@@ -188,6 +193,7 @@ def test_a_clean_batch_is_published_through_the_audit_branch_when_set_to_fail(sp
     assert result.snapshot_id == main_snapshot(spark, table)
 
 
+@pytest.mark.slow
 def test_scd2_a_second_current_version_written_behind_the_engines_back_is_caught(spark, raw, make_table):
     table = make_table(mode="scd2", sequence_by="last_update_time")
     raw.write_parquet("src/20261101-0800.parquet", [change("I", 1, "a", 0), change("I", 2, "b", 0)], DMS)

@@ -164,6 +164,7 @@ def test_a_truncate_fails_the_batch_by_default_and_is_dropped_with_ignore(spark,
     assert rows(spark, ignoring, "id, first_name") == [(1, "Anne")]
 
 
+@pytest.mark.slow
 def test_flattened_debezium_with_the_schema_wrapper_decodes_too(spark, raw, make_table):
     """ExtractNewRecordState output through the JSON converter with schemas.enable=true."""
     table = make_table(source={"format": "json", "cdc": "debezium"})
@@ -225,6 +226,7 @@ def sqlserver(op: str, id_: int, name: str, commit_lsn: str, change_lsn: str, se
     return {"before": before, "after": after, "source": source, "op": op, "ts_ms": 1559729471739}
 
 
+@pytest.mark.slow
 def test_sql_server_events_are_ordered_by_commit_lsn_then_change_lsn(spark, raw, make_table):
     table = envelope_table(make_table)
     raw.write_text(

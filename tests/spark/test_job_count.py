@@ -65,6 +65,7 @@ def test_a_small_batch_runs_at_most_six_spark_jobs(
         assert jobs <= max_jobs, f"batch {batch}: {jobs} Spark jobs (python -m benchmarks.jobs lists them)"
 
 
+@pytest.mark.slow
 def test_a_batch_reports_every_phase_the_benchmark_profiles(spark, raw, make_table):
     """`python -m benchmarks.merge` times a batch's phases from the engine's progress messages: a batch
     with a delete passes through every one, in order, and none goes unrecognised."""

@@ -174,6 +174,7 @@ def test_headerless_dms_csv_with_leading_op_column(spark, raw, make_table):
     assert rows(spark, table) == [("1", "a2")]
 
 
+@pytest.mark.slow
 def test_debezium_json_ops_and_deleted_flag(spark, raw, make_table):
     table = make_table(keys=["id"], source={"format": "json", "cdc": "debezium"})
     raw.write_json(
@@ -226,6 +227,7 @@ def test_commit_summary_records_consumed_files(spark, raw, make_table):
     assert "src/20261101-0900.parquet" in summary["lakeloader.input-files"]
 
 
+@pytest.mark.slow
 def test_the_snapshot_reported_is_the_batchs_own_when_another_writer_commits_right_after(
     spark, raw, make_table, monkeypatch
 ):
@@ -258,6 +260,7 @@ def test_the_snapshot_reported_is_the_batchs_own_when_another_writer_commits_rig
     assert result.snapshot_id == ours.snapshot_id
 
 
+@pytest.mark.slow
 def test_a_batch_frees_its_checkpoints_once_committed(spark, raw, make_table, monkeypatch):
     """The read's and the classification's localCheckpoints hold a batch's rows in the block manager;
     they are freed when the batch has committed, not left until the JVM collects them. Checked right
@@ -327,6 +330,7 @@ def test_one_failing_table_does_not_stop_the_others(spark, raw, make_table):
     assert (raw.root / "other/20261101-0900.parquet").exists()
 
 
+@pytest.mark.slow
 def test_append_and_overwrite_modes(spark, raw, make_table):
     appended = make_table(mode="append")
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1), change("U", 1, "b", 2)], DMS)
@@ -340,6 +344,7 @@ def test_append_and_overwrite_modes(spark, raw, make_table):
     assert rows(spark, replaced) == [(2, "z")]
 
 
+@pytest.mark.slow
 def test_input_log_outlives_expiry_so_an_erasure_is_not_undone(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/20261101-0900.parquet", [change("I", 1, "a", 1)], DMS)

@@ -7,11 +7,14 @@ write_counted); the run history and the ledger report these same numbers.
 
 from __future__ import annotations
 
+import pytest
+
 from lakeloader.spark import CATALOG
 from tests.faults import oracle
 from tests.faults.rounds import deliver
 
 
+@pytest.mark.slow
 def test_each_batchs_counts_equal_the_oracles_under_disorder(spark, raw, make_table):
     """Seed 23: five batches that insert, update and delete, with late files, replays, re-deliveries
     and changes older than their key's delete."""

@@ -45,6 +45,7 @@ def test_equal_sequence_ties_are_broken_by_file_then_row_order(spark, raw, make_
     assert rows(spark, table) == [(1, "second"), (2, "late-file")]
 
 
+@pytest.mark.slow
 def test_equal_time_with_a_higher_change_sequence_in_a_later_batch_applies(spark, raw, make_table):
     table = make_table()  # DMS default: last_update_time, then AR_H_CHANGE_SEQ
     raw.write_parquet("src/20261101-0900.parquet", [seq_change("I", 1, "a", 1, 1)], DMS_SEQ)
@@ -57,6 +58,7 @@ def test_equal_time_with_a_higher_change_sequence_in_a_later_batch_applies(spark
     assert load(spark, table, raw).deleted == 1 and rows(spark, table) == []
 
 
+@pytest.mark.slow
 def test_exact_replay_of_the_last_change_is_a_no_op(spark, raw, make_table):
     table = make_table()
     raw.write_parquet(
@@ -70,6 +72,7 @@ def test_exact_replay_of_the_last_change_is_a_no_op(spark, raw, make_table):
     assert rows(spark, table) == before[0] and unchanged_since(spark, table, before[1])
 
 
+@pytest.mark.slow
 def test_replayed_earlier_change_with_an_equal_time_does_not_regress(spark, raw, make_table):
     table = make_table()
     raw.write_parquet(
@@ -141,6 +144,7 @@ def test_debezium_source_position_breaks_equal_source_times(spark, raw, make_tab
     assert rows(spark, table) == [(1, "b")]
 
 
+@pytest.mark.slow
 def test_sequence_by_list_without_a_cdc_flavour(spark, raw, make_table):
     table = make_table(source={"cdc": "none"}, sequence_by=["updated_on", "revision"])
     schema = pa.schema(
@@ -160,6 +164,7 @@ def test_sequence_by_list_without_a_cdc_flavour(spark, raw, make_table):
     assert rows(spark, table) == [(1, "r10")]  # 10 > 2 as numbers: the column's own type orders
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("concurrent", "expected"),
     [

@@ -97,6 +97,7 @@ def test_tables_drained_side_by_side_commit_their_own_files_and_fail_alone(
     assert all(ledger.get_lock(t.id) is None for t in tables)
 
 
+@pytest.mark.slow
 def test_a_file_with_bad_input_is_set_aside_and_the_rest_of_its_batch_commits(
     spark, raw, make_table, ledger, monkeypatch
 ):

@@ -131,6 +131,7 @@ def test_within_batch_chain_takes_the_last_real_value_in_sequence_order(spark, r
     ]
 
 
+@pytest.mark.slow
 def test_a_value_older_than_the_row_held_does_not_replace_it(spark, raw, make_table):
     table = debezium_table(make_table, "merge")
     raw.write_parquet("src/0001.parquet", [dbz("c", 1, "a", "v0", 1)], DEBEZIUM)

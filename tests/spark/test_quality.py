@@ -185,6 +185,7 @@ def test_fail_leaves_main_untouched_and_fails_the_table(spark, raw, make_table):
     assert refs(spark, table) == {"main": main_before}
 
 
+@pytest.mark.slow
 def test_table_level_rule_fails_even_under_quarantine(spark, raw, make_table):
     table = make_table(quality={"rules": [{"min_row_count": 5}], "on_failure": "quarantine"})
     raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30)], DMS)
@@ -206,6 +207,7 @@ def test_unique_over_a_non_key_column_blames_the_new_duplicates(spark, raw, make
     assert [r[0] for r in rows(spark, table)] == [1, 2, 4]
 
 
+@pytest.mark.slow
 def test_quarantine_on_a_keyless_append_table(spark, raw, make_table):
     table = make_table(
         keys=[],

@@ -56,6 +56,7 @@ def name_of(table) -> str:
     return f"{CATALOG}.{table.target.database}.{table.target.table}"
 
 
+@pytest.mark.slow
 def test_a_table_equal_to_its_snapshot_is_reported_equal(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/LOAD00000001.parquet", people(PEOPLE), FULL)
@@ -109,6 +110,7 @@ def test_missing_extra_and_different_keys_are_counted_and_sampled(spark, raw, ma
     assert as_json["missing"]["count"] == 3 and as_json["extra"]["samples"] == [{"id": 4}, {"id": 5}]
 
 
+@pytest.mark.slow
 def test_repair_makes_the_table_equal_in_one_commit_with_its_audit_record(spark, raw, make_table):
     table = make_table()
     raw.write_parquet("src/LOAD00000001.parquet", people(PEOPLE), FULL)
@@ -163,6 +165,7 @@ def test_repair_makes_the_table_equal_in_one_commit_with_its_audit_record(spark,
     ]
 
 
+@pytest.mark.slow
 def test_scd2_repair_closes_history_at_the_repair_sequence(spark, raw, make_table):
     table = make_table(mode="scd2")
     raw.write_parquet("src/LOAD00000001.parquet", people({k: PEOPLE[k] for k in (1, 2, 3)}), FULL)
@@ -192,6 +195,7 @@ def test_scd2_repair_closes_history_at_the_repair_sequence(spark, raw, make_tabl
     assert reconcile(spark, table, uri, catalog=CATALOG).equal
 
 
+@pytest.mark.slow
 def test_deletes_ignore_keeps_extra_keys_and_reports_them_as_kept(spark, raw, make_table):
     # its own snapshots sit under src/, this one elsewhere: read as plain rows
     table = make_table(source={"cdc": "snapshot", "deletes": "ignore"})
@@ -217,6 +221,7 @@ def test_deletes_ignore_keeps_extra_keys_and_reports_them_as_kept(spark, raw, ma
     assert reconcile(spark, table, uri, catalog=CATALOG).equal
 
 
+@pytest.mark.slow
 def test_a_repaired_delete_leaves_null_tie_breakers_so_a_source_change_at_its_time_wins(
     spark, raw, make_table
 ):

@@ -45,6 +45,7 @@ def lake(tmp_path, raw):
     return config, warehouse, str(raw.root.parent / "export")
 
 
+@pytest.mark.slow
 def test_reconcile_reports_repairs_and_then_finds_the_table_equal(cli, lake):
     config, _, export = lake
     assert cli("run", "--config", str(config)).returncode == 0
@@ -95,6 +96,7 @@ def deploy(warehouse) -> tuple[str, DeployedStage]:
     return stage_world.publish(deployed), deployed
 
 
+@pytest.mark.slow
 def test_stage_form_repairs_as_a_recorded_run_holding_the_table_lock(cli, lake, aws_endpoint):
     config, warehouse, export = lake
     name, deployed = deploy(warehouse)

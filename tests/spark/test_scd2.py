@@ -162,6 +162,7 @@ def test_late_changes_are_ignored_and_counted(spark, raw, make_table):
     assert versions(spark, table)[:2] == [(1, "new", at(30), at(50), False), (1, "v2", at(50), None, True)]
 
 
+@pytest.mark.slow
 def test_point_in_time_lookup_in_sql_and_through_lakeloader_sql(spark, raw, make_table, tmp_path, capsys):
     table = scd2_table(make_table)
     raw.write_parquet("src/a.parquet", [change("I", 1, "a", 0), change("I", 2, "b", 0)], DMS)
@@ -271,6 +272,7 @@ def test_new_source_column_keeps_history_and_hashes(spark, raw, make_table):
     assert [tuple(r) for r in got] == [(1, None, True), (2, None, False), (2, "gold", True)]
 
 
+@pytest.mark.slow
 def test_changes_without_a_sequence_value_fail_and_commit_nothing(spark, raw, make_table):
     table = scd2_table(make_table)
     raw.write_parquet("src/a.parquet", [change("I", 1, "a", 0)], DMS)
@@ -282,6 +284,7 @@ def test_changes_without_a_sequence_value_fail_and_commit_nothing(spark, raw, ma
     assert snapshots(spark, table) == before
 
 
+@pytest.mark.slow
 def test_debezium_epoch_sequence_and_same_sequence_ties(spark, raw, make_table):
     table = scd2_table(make_table, source={"format": "json", "cdc": "debezium"})
     raw.write_json(

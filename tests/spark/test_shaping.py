@@ -37,6 +37,7 @@ def columns_of(spark, table) -> list[str]:
     return spark.table(f"{table.target.database}.{table.target.table}").columns
 
 
+@pytest.mark.slow
 def test_an_excluded_column_never_reaches_the_table(spark, raw, make_table):
     table = make_table(columns={"exclude": ["SSN"]})  # matched case-insensitively, like every name
     raw.write_parquet("src/0001.parquet", [wide("I", 1, "a", 1)], WIDE)

@@ -30,6 +30,7 @@ DAY2 = {1: ("ann", "oslo"), 2: ("bob", "paris"), 4: ("dee", "kiev")}  # 2 change
 DAY3 = {1: ("ann", "oslo"), 2: ("bob", "paris"), 3: ("cy", "lima"), 4: ("dee", "kiev")}  # 3 back
 
 
+@pytest.mark.slow
 def test_snapshots_become_inserts_updates_and_deletes(spark, raw, make_table):
     table = snapshot_table(make_table)
     deliver(raw, "2026-11-25", DAY1)
@@ -56,6 +57,7 @@ def test_snapshots_become_inserts_updates_and_deletes(spark, raw, make_table):
     assert [r[0] for r in rows(spark, table)] == [1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_an_older_or_redelivered_snapshot_changes_nothing(spark, raw, make_table):
     table = snapshot_table(make_table)
     deliver(raw, "2026-11-25", DAY1)
@@ -75,6 +77,7 @@ def test_an_older_or_redelivered_snapshot_changes_nothing(spark, raw, make_table
     assert again.files == 2 and sum("not newer than the last one applied" in n for n in again.notes) == 2
 
 
+@pytest.mark.slow
 def test_an_incomplete_snapshot_waits_for_its_success_file(spark, raw, make_table):
     table = snapshot_table(make_table)
     deliver(raw, "2026-11-25", DAY1)
@@ -102,6 +105,7 @@ def test_next_snapshot_completes_the_one_before(spark, raw, make_table):
     assert [r[0] for r in rows(spark, table)] == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_deletes_ignore_and_compare_columns(spark, raw, make_table):
     table = snapshot_table(make_table, source={"deletes": "ignore", "compare_columns": ["name"]})
     deliver(raw, "2026-11-25", DAY1)
@@ -114,6 +118,7 @@ def test_deletes_ignore_and_compare_columns(spark, raw, make_table):
     assert rows(spark, table, "id, name, city") == [(1, "ann", "oslo"), (2, "rob", "rome"), (3, "cy", "lima")]
 
 
+@pytest.mark.slow
 def test_scd2_history_closes_at_the_snapshot_time(spark, raw, make_table):
     table = snapshot_table(make_table, mode="scd2")
     deliver(raw, "2026-11-25", DAY1)
@@ -135,6 +140,7 @@ def test_scd2_history_closes_at_the_snapshot_time(spark, raw, make_table):
     ]
 
 
+@pytest.mark.slow
 def test_a_snapshot_passes_the_quality_gate_and_its_deletes_are_not_rows_to_check(spark, raw, make_table):
     """The gate checks what the snapshot writes: a NULL name fails `not_null`, a key the snapshot drops
     (a delete, which carries no name) does not."""
@@ -150,6 +156,7 @@ def test_a_snapshot_passes_the_quality_gate_and_its_deletes_are_not_rows_to_chec
     assert [r[0] for r in rows(spark, table)] == [1, 2]
 
 
+@pytest.mark.slow
 def test_an_empty_snapshot_deletes_every_key_and_a_marker_alone_changes_nothing(spark, raw, make_table):
     table = snapshot_table(make_table)
     deliver(raw, "2026-11-25", DAY1)

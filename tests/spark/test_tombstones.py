@@ -139,6 +139,7 @@ def test_the_side_table_merges_its_manifests_so_the_skip_check_stays_cheap(spark
     assert spark.sql(f"SELECT count(*) FROM {side}.manifests").first()[0] <= 8
 
 
+@pytest.mark.slow
 def test_with_tombstones_off_a_delete_leaves_none(spark, raw, make_table, mode):
     """`tombstones: {enabled: false}`: no side table, so nothing to purge, erase or pay for."""
     table = make_table(mode=mode, tombstones={"enabled": False})
@@ -347,6 +348,7 @@ def test_a_batch_reports_its_lowest_sequence_among_the_changes_a_tombstone_could
     assert read.sequence_low == low
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("small", [True, False], ids=["appended-while-classifying", "appended-after"])
 def test_a_failed_tombstone_append_commits_nothing_to_the_table(spark, raw, make_table, monkeypatch, small):
     """The tombstones are committed before the table is, whether a small batch appends them while it is

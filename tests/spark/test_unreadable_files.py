@@ -105,6 +105,7 @@ def test_a_truncated_file_is_set_aside_the_others_load_and_the_fixed_file_loads_
     assert read(spark, table) == [(2, "two"), (3, "three"), (4, "n4")]
 
 
+@pytest.mark.slow
 def test_run_skip_gives_up_a_file_for_good_with_its_reason(spark, raw, lake):
     lake, table = lake
     land_batch(raw)
@@ -135,6 +136,7 @@ def truncated_gzip_json(raw, name: str) -> None:
     ],
     ids=["zero-byte parquet", "truncated parquet", "truncated gzip json"],
 )
+@pytest.mark.slow
 def test_the_finder_names_exactly_the_unreadable_files(spark, raw, make_table, fmt, spoil):
     table = make_table(source={"format": fmt, "cdc": "none"})
     suffix = ".parquet" if fmt == "parquet" else ".json.gz"

@@ -28,6 +28,7 @@ def unpacked(tmp_path, runtime: runtimes.Runtime):
     return {k.removeprefix(DRIVER_ENV): v for k, v in conf.items() if k.startswith(DRIVER_ENV)}
 
 
+@pytest.mark.slow  # packs a whole virtualenv of the runtime's wheels
 def test_the_stacks_venv_puts_its_site_packages_on_the_drivers_path(tmp_path):
     """The archive unpacks as ./environment with its links kept, and the driver imports from the
     venv's lib/python3.x/site-packages; PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON are taken over."""
@@ -41,6 +42,7 @@ def test_the_stacks_venv_puts_its_site_packages_on_the_drivers_path(tmp_path):
     assert "PYSPARK_PYTHON" not in env and "PYSPARK_DRIVER_PYTHON" not in env
 
 
+@pytest.mark.slow  # packs a whole virtualenv of the runtime's wheels
 def test_a_venv_of_the_other_runtimes_python_is_refused(tmp_path):
     """An application of the other runtime ships wheels this Python cannot load: the run fails naming
     both Pythons instead of failing on an import."""
