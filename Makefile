@@ -116,7 +116,9 @@ bench-quick: $(STAMP)
 # encrypts) against the infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
 # copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate cli/stage"` or
-# `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs.
+# `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs. A stopped run goes on where it
+# stopped with MUTATE_RESUME=1 and the same MUTATE_MODULES and MUTATE_DIR: its copy is kept, with the code
+# and tests it was made from, and mutmut leaves each verdict it recorded (an infra module runs for hours).
 MUTATE_MODULES ?= trigger ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema inputs jobs/retention iceberg/table_state \
                   jobs/object_versions infra/network infra/readers infra/s3_tables_readers infra/storage
 MUTATE_DIR     ?= build/mutate
@@ -303,12 +305,16 @@ mutmut_run = mkdir -p $(1)/tmp && cd $(1) && { TMPDIR=$(abspath $(1))/tmp $(2) $
 	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(VENV))/bin/mutmut results
 mutate: $(STAMP)
 	$(PY) -m pip install --quiet $(MUTMUT)
+ifeq ($(MUTATE_RESUME),)
 	rm -rf $(MUTATE_DIR)/lakeloader $(MUTATE_DIR)/infra
+endif
 ifneq ($(strip $(MUTATE_LAKE)),)
+ifeq ($(MUTATE_RESUME),)
 	mkdir -p $(MUTATE_DIR)/lakeloader
 	cp -r lakeloader tests pyproject.toml $(MUTATE_LAKE_COPY) $(MUTATE_DIR)/lakeloader/
 	$(call mutmut_config,lakeloader,$(MUTATE_LAKE),$(MUTATE_TESTS),$(MUTATE_LAKE_COPY)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_LAKE),lakeloader/$(m).py lakeloader/$(m)/*.py)) >> $(MUTATE_DIR)/lakeloader/pyproject.toml
+endif
 	$(call mutmut_run,$(MUTATE_DIR)/lakeloader)
 endif
 # infra: every mutant in one process (MUTMUT_PY's MUTMUT_INFRA_RUNNER: a fork must not share aws_cdk's jsii
@@ -317,11 +323,13 @@ endif
 # Each mutant's session reuses one --basetemp, which pytest empties as a session starts: its synths
 # write about half a gigabyte there.
 ifneq ($(strip $(MUTATE_INFRA)),)
+ifeq ($(MUTATE_RESUME),)
 	mkdir -p $(MUTATE_DIR)/infra/.lakeloader
 	cp -r infra tests pyproject.toml $(MUTATE_INFRA_COPY) $(MUTATE_DIR)/infra/
 	cp -r .lakeloader/wheels .lakeloader/jars $(MUTATE_DIR)/infra/.lakeloader/
 	$(call mutmut_config,infra,$(patsubst infra/%,%,$(MUTATE_INFRA)),$(MUTATE_INFRA_TESTS),$(MUTATE_INFRA_COPY) .lakeloader,$(comma) "--basetemp"$(comma) "$(abspath $(MUTATE_DIR))/infra/tmp/pytest") >> $(MUTATE_DIR)/infra/pyproject.toml
 	$(PY) -c "$$MUTATE_PROSE_PY" $(wildcard $(foreach m,$(MUTATE_INFRA),$(m).py $(m)/*.py)) >> $(MUTATE_DIR)/infra/pyproject.toml
+endif
 	$(call mutmut_run,$(MUTATE_DIR)/infra,MUTMUT_INFRA_RUNNER=1)
 endif
 
