@@ -4,6 +4,7 @@ module imports it (the CLI finds the checkout's jars through the settings file t
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -45,13 +46,15 @@ def test_the_installed_package_holds_no_development_tooling():
 def test_the_cli_finds_the_jars_the_assembly_recorded(tmp_path, monkeypatch):
     """The jar assembly (development tooling) records its Spark settings; the shipped runtime reads
     that file, never the module. Without it, the error names the file and the two ways out."""
+    from lakeloader import runtimes
     from lakeloader.errors import LakeloaderError
     from lakeloader.spark import JARS_ENV, SparkSettings, jar_conf_path, local_conf
 
     monkeypatch.setenv("LAKELOADER_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(JARS_ENV, raising=False)
     settings = SparkSettings(warehouse=str(tmp_path / "warehouse"))
-    with pytest.raises(LakeloaderError, match=r"spark-conf-glue-5\.1\.json does not name them.*make setup"):
+    recorded = re.escape(f"spark-conf-{runtimes.local().name}.json")  # the runtime this checkout runs
+    with pytest.raises(LakeloaderError, match=rf"{recorded} does not name them.*make setup"):
         local_conf(settings)
 
     jar_conf_path().parent.mkdir(parents=True)
