@@ -299,3 +299,21 @@ def test_the_sweep_measures_each_tables_lag_and_failed_files_alone_start_no_run(
     swept = sweep(trigger, "sweep-2")
     assert pending_ages(capsys.readouterr().out)[(world.ledger_table, "a.busy")] == 1200.0
     assert swept["started"] == {} and len(sent) == 1
+
+
+def test_a_disabled_tables_pending_files_start_no_run_from_any_sweep(world, clock):
+    """A table disabled after its files were recorded keeps them pending: neither the schedule's sweep
+    nor one that names it starts a run or counts it (`enabled: false` stops a table's loads)."""
+    deploy(world, table("a.on"), {**table("a.off"), "enabled": False})
+    trigger, sent = make_trigger(world, clock), starts(world)
+    for t in ("a.on", "a.off"):
+        key = f"a/{t.split('.')[1]}/1.parquet"
+        assert world.ledger.record_object(t, ObjectRef(RAW, key, "e1"), correlation_id="c")
+
+    swept = sweep(trigger, "sweep-1")
+    assert list(swept["started"]) == ["a.on"] and table_ids_of(sent[0]) == ["a.on"]
+    assert swept["tables_checked"] == 1
+
+    named = trigger.sweep(SweepRequest(correlation_id="sweep-2", table_ids=["a.off"]))
+    assert named["started"] == {} and named["tables_checked"] == 0 and len(sent) == 1
+    assert [o.status for o in world.ledger.objects("a.off")] == [PENDING]
