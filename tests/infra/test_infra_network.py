@@ -4,11 +4,17 @@ service the VPC-bound code calls has an endpoint; with your VPC, your subnets an
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_kms as kms
+from aws_cdk.assertions import Template
 
-from infra.settings import SettingsError
+from infra.app import cdk_json_context
+from infra.network import StageNetwork
+from infra.settings import SettingsError, resolve_stage
 from tests.infra.cdk_helpers import CREATED_VPC, join, logical_ids, synthesize, with_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -225,15 +231,31 @@ def test_interface_endpoints_answer_the_sdks_default_names_inside_the_subnets(cr
     """Private DNS makes `glue.<region>.amazonaws.com` (what the SDKs call) resolve to the endpoint in the
     VPC; the endpoints sit in every subnet, behind the group that admits HTTPS from the workload only.
     The gateway endpoints (S3, DynamoDB) route from every subnet's route table."""
-    (vpc_id, vpc) = next(iter(created.resources("AWS::EC2::VPC").items()))
+    endpoints_answer_inside_the_subnets(created.resources)
+
+
+def test_the_network_alone_gives_its_endpoints_the_same_properties():
+    """The same checks on the network construct alone in an empty stack: a second or two instead of a
+    stage's synth, so `make check` guards the endpoints' private DNS too."""
+    stack = Stack(App(), "Network")
+    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=CREATED_VPC), "stage": "dev"})
+    key = kms.Key(stack, "Key")
+    network = stage.settings.network
+    StageNetwork(stack, "Network", stage=stage, network=network, key=key, has_table_bucket=False)
+    template = Template.from_stack(stack).to_json()["Resources"]
+    endpoints_answer_inside_the_subnets(lambda kind: {k: v for k, v in template.items() if v["Type"] == kind})
+
+
+def endpoints_answer_inside_the_subnets(resources: Callable[[str], dict[str, dict]]) -> None:
+    (vpc_id, vpc) = next(iter(resources("AWS::EC2::VPC").items()))
     assert vpc["Properties"]["EnableDnsSupport"] is True and vpc["Properties"]["EnableDnsHostnames"] is True
-    subnets = sorted(created.resources("AWS::EC2::Subnet"))
-    groups = {k: v["Properties"] for k, v in created.resources("AWS::EC2::SecurityGroup").items()}
+    subnets = sorted(resources("AWS::EC2::Subnet"))
+    groups = {k: v["Properties"] for k, v in resources("AWS::EC2::SecurityGroup").items()}
     (endpoints_group,) = [k for k, g in groups.items() if g["GroupName"] == "lakeloader-dev-endpoints"]
     assert groups[endpoints_group]["SecurityGroupEgress"][0]["CidrIp"] == "255.255.255.255/32"  # none out
-    route_tables = sorted(created.resources("AWS::EC2::RouteTable"))
+    route_tables = sorted(resources("AWS::EC2::RouteTable"))
     interface, gateway = [], []
-    for endpoint in created.resources("AWS::EC2::VPCEndpoint").values():
+    for endpoint in resources("AWS::EC2::VPCEndpoint").values():
         props = endpoint["Properties"]
         assert props["VpcId"] == {"Ref": vpc_id}
         (interface if props["VpcEndpointType"] == "Interface" else gateway).append(props)
