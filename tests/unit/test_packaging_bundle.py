@@ -127,17 +127,19 @@ def _assert_shipped(origins: dict[str, str], deps: Path) -> None:
 
 @functools.cache
 def _find_python(version: str) -> str | None:
-    """A CPython `version` (3.11, 3.13) interpreter: this one, one on PATH, or one of pyenv's."""
+    """A CPython `version` (3.11, 3.13) interpreter: this one, one on PATH, or one of pyenv's. The
+    interpreter's own path, as it reports it: a pyenv shim on PATH is a script, and a venv linked to
+    it would start the base interpreter outside the venv."""
     candidates = [sys._base_executable, shutil.which(f"python{version}")]
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
     candidates += sorted(map(str, pyenv.glob(f"versions/{version}.*/bin/python{version}")))
+    ask = "import sys; print('%d.%d' % sys.version_info[:2], sys.implementation.name, sys.executable)"
     for candidate in filter(None, candidates):
         done = subprocess.run(
-            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.implementation.name)"],
-            capture_output=True, text=True, check=False, env=_clean_env(),
-        )  # fmt: skip
-        if done.returncode == 0 and done.stdout.split() == [version, "cpython"]:
-            return str(Path(candidate).resolve())
+            [candidate, "-c", ask], capture_output=True, text=True, check=False, env=_clean_env()
+        )
+        if done.returncode == 0 and done.stdout.split()[:2] == [version, "cpython"]:
+            return str(Path(done.stdout.split(maxsplit=2)[2].strip()).resolve())
     return None
 
 
