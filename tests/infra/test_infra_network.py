@@ -235,7 +235,7 @@ def test_interface_endpoints_answer_the_sdks_default_names_inside_the_subnets(cr
 
 
 def test_the_network_alone_gives_its_endpoints_the_same_properties():
-    """The same checks on the network construct alone in an empty stack: a second or two instead of a
+    """The same checks on the network construct alone in an empty stack: seconds instead of a
     stage's synth, so `make check` guards the endpoints' private DNS too."""
     stack = Stack(App(), "Network")
     stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=CREATED_VPC), "stage": "dev"})
