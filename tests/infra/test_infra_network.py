@@ -242,8 +242,7 @@ def test_the_network_alone_gives_its_endpoints_the_same_properties():
     key = kms.Key(stack, "Key")
     network = stage.settings.network
     StageNetwork(stack, "Network", stage=stage, network=network, key=key, has_table_bucket=False)
-    template = Template.from_stack(stack).to_json()["Resources"]
-    endpoints_answer_inside_the_subnets(lambda kind: {k: v for k, v in template.items() if v["Type"] == kind})
+    endpoints_answer_inside_the_subnets(Template.from_stack(stack).find_resources)
 
 
 def endpoints_answer_inside_the_subnets(resources: Callable[[str], dict[str, dict]]) -> None:
