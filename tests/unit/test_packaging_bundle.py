@@ -138,8 +138,9 @@ def _find_python(version: str) -> str | None:
         done = subprocess.run(
             [candidate, "-c", ask], capture_output=True, text=True, check=False, env=_clean_env()
         )
-        if done.returncode == 0 and done.stdout.split()[:2] == [version, "cpython"]:
-            return str(Path(done.stdout.split(maxsplit=2)[2].strip()).resolve())
+        found = done.stdout.strip().split(maxsplit=2) if done.returncode == 0 else []
+        if found[:2] == [version, "cpython"]:
+            return str(Path(found[2]).resolve())
     return None
 
 
