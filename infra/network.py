@@ -117,7 +117,9 @@ class StageNetwork(Construct):
                 description=f"{stage.prefix}: Glue jobs, EMR Serverless runs and Lambdas",
                 allow_all_outbound=True,
             )
-            group.add_ingress_rule(group, ec2.Port.all_tcp(), "Glue: a job's workers talk to each other")
+            group.add_ingress_rule(
+                group, ec2.Port.all_tcp(), description="Glue: a job's workers talk to each other"
+            )
             self.security_group_ids = [group.security_group_id]
             self.workload_group = group
         if network.create_vpc:
@@ -191,7 +193,9 @@ class StageNetwork(Construct):
             description=f"{stage.prefix}: interface endpoints of the VPC (HTTPS from the workload)",
             allow_all_outbound=False,
         )
-        endpoints.add_ingress_rule(self.workload_group, ec2.Port.tcp(443), "HTTPS from the workload")
+        endpoints.add_ingress_rule(
+            self.workload_group, ec2.Port.tcp(443), description="HTTPS from the workload"
+        )
         for name, service in services.items():
             self.vpc.add_interface_endpoint(
                 name,

@@ -146,6 +146,11 @@ def test_the_workload_group_admits_only_itself(created):
     assert by_target[workload]["SourceSecurityGroupId"]["Fn::GetAtt"][0] == workload
     assert by_target[endpoints]["SourceSecurityGroupId"]["Fn::GetAtt"][0] == workload
     assert (by_target[endpoints]["FromPort"], by_target[endpoints]["ToPort"]) == (443, 443)
+    # Glue asks a job's group for an outbound rule to all traffic; with no route out of the VPC that
+    # reaches the endpoints and the job's own workers
+    assert [(r["CidrIp"], r["IpProtocol"]) for r in groups[workload]["SecurityGroupEgress"]] == [
+        ("0.0.0.0/0", "-1")
+    ]
 
 
 def test_your_vpc_your_subnets_and_your_groups(existing):
