@@ -22,6 +22,7 @@ from __future__ import annotations
 import pytest
 from cfnlint.api import ManualArgs, lint
 
+from infra.s3_tables_readers import federated_grants
 from lakeloader import reader_grants
 from lakeloader.reader_grants import TableGrant
 from tests.infra.cdk_helpers import with_settings
@@ -146,6 +147,17 @@ def test_lake_formation_mode_the_lambda_grants_the_namespace_and_the_table_in_th
     rules = [r["Properties"] for r in lf_mode.resources("AWS::Events::Rule").values()]
     table_created = reader_grants.TABLE_CREATED_DETAIL_TYPE
     assert not [r for r in rules if table_created in str(r.get("EventPattern"))]
+
+
+def test_lake_formation_mode_a_table_with_no_hidden_column_is_granted_describe_with_select():
+    """Lake Formation refuses DESCRIBE beside a column filter, so a table with hidden columns gets SELECT
+    alone; every other table gets DESCRIBE too, or the reader's engine cannot see its columns."""
+    tables, hidden = {"crm": ["customers", "orders"]}, {"crm.customers": ["email"]}
+    assert federated_grants(ANALYST, "lakeloader-dev-tables", tables, hidden) == [
+        TableGrant(ANALYST, "crm", None, ("DESCRIBE",), (), CHILD),
+        TableGrant(ANALYST, "crm", "customers", ("SELECT",), ("email",), CHILD),
+        TableGrant(ANALYST, "crm", "orders", ("SELECT", "DESCRIBE"), (), CHILD),
+    ]
 
 
 def test_lake_formation_mode_the_reader_reads_the_catalog_and_lake_formation_vends_the_data(lf_mode):
