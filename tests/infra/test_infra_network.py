@@ -250,6 +250,21 @@ def test_the_network_alone_gives_its_endpoints_the_same_properties():
     endpoints_answer_inside_the_subnets(Template.from_stack(stack).find_resources)
 
 
+def test_a_created_vpc_takes_the_stage_range_split_between_its_subnets():
+    """The stage's `cidr` is the VPC's (CDK's own default, 10.0.0.0/16, is the range most likely to
+    overlap a peered VPC or an on-premises network), split into a subnet of a quarter each per zone."""
+    stack = Stack(App(), "Network")
+    created = {"create_vpc": True, "cidr": "10.20.0.0/20"}
+    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=created), "stage": "dev"})
+    key, network = kms.Key(stack, "Key"), stage.settings.network
+    StageNetwork(stack, "Network", stage=stage, network=network, key=key, has_table_bucket=False)
+    template = Template.from_stack(stack)
+    (vpc,) = template.find_resources("AWS::EC2::VPC").values()
+    assert vpc["Properties"]["CidrBlock"] == "10.20.0.0/20"
+    subnets = template.find_resources("AWS::EC2::Subnet").values()
+    assert sorted(s["Properties"]["CidrBlock"] for s in subnets) == ["10.20.0.0/22", "10.20.4.0/22"]
+
+
 def endpoints_answer_inside_the_subnets(resources: Callable[[str], dict[str, dict]]) -> None:
     (vpc_id, vpc) = next(iter(resources("AWS::EC2::VPC").items()))
     assert vpc["Properties"]["EnableDnsSupport"] is True and vpc["Properties"]["EnableDnsHostnames"] is True
