@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
@@ -252,8 +252,9 @@ def test_the_network_alone_gives_its_endpoints_the_same_properties():
 
 def test_a_created_vpc_takes_the_stage_range_split_between_its_subnets():
     """The stage's `cidr` is the VPC's (CDK's own default, 10.0.0.0/16, is the range most likely to
-    overlap a peered VPC or an on-premises network), split into a subnet of a quarter each per zone."""
-    stack = Stack(App(), "Network")
+    overlap a peered VPC or an on-premises network), split into a subnet of a quarter each, in as many
+    zones as the stage asks (two by default) of a region that has three (CDK's stand-ins without lookups)."""
+    stack = Stack(App(), "Network", env=Environment(account="123456789012", region="eu-west-1"))
     created = {"create_vpc": True, "cidr": "10.20.0.0/20"}
     stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=created), "stage": "dev"})
     key, network = kms.Key(stack, "Key"), stage.settings.network
