@@ -262,6 +262,7 @@ def test_a_created_vpc_takes_the_stage_range_split_between_its_subnets():
     template = Template.from_stack(stack)
     (vpc,) = template.find_resources("AWS::EC2::VPC").values()
     assert vpc["Properties"]["CidrBlock"] == "10.20.0.0/20"
+    assert {"Key": "Name", "Value": "lakeloader-dev-vpc"} in vpc["Properties"]["Tags"]  # a stage apiece
     subnets = template.find_resources("AWS::EC2::Subnet").values()
     assert sorted(s["Properties"]["CidrBlock"] for s in subnets) == ["10.20.0.0/22", "10.20.4.0/22"]
 

@@ -158,6 +158,9 @@ def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_e
         for props in iam_mode.resources("AWS::Athena::WorkGroup").values()
     }
     assert set(workgroups) == {"lakeloader-dev-reader-analyst", "lakeloader-dev-reader-bi"}
+    for props in (w["Properties"] for w in iam_mode.resources("AWS::Athena::WorkGroup").values()):
+        # dev is destroyed with its stack (removal: destroy), a workgroup holding saved queries too
+        assert (props["State"], props["RecursiveDeleteOption"]) == ("ENABLED", True)
     for role in ("analyst", "bi"):
         config = workgroups[f"lakeloader-dev-reader-{role}"]
         assert config["EnforceWorkGroupConfiguration"] is True
