@@ -242,29 +242,29 @@ def test_interface_endpoints_answer_the_sdks_default_names_inside_the_subnets(cr
 def test_the_network_alone_gives_its_endpoints_the_same_properties():
     """The same checks on the network construct alone in an empty stack: seconds instead of a
     stage's synth, so `make check` guards the endpoints' private DNS too."""
-    stack = Stack(App(), "Network")
-    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=CREATED_VPC), "stage": "dev"})
-    key = kms.Key(stack, "Key")
-    network = stage.settings.network
-    StageNetwork(stack, "Network", stage=stage, network=network, key=key, has_table_bucket=False)
-    endpoints_answer_inside_the_subnets(Template.from_stack(stack).find_resources)
+    endpoints_answer_inside_the_subnets(network_alone(CREATED_VPC).find_resources)
 
 
 def test_a_created_vpc_takes_the_stage_range_split_between_its_subnets():
     """The stage's `cidr` is the VPC's (CDK's own default, 10.0.0.0/16, is the range most likely to
     overlap a peered VPC or an on-premises network), split into a subnet of a quarter each, in as many
     zones as the stage asks (two by default) of a region that has three (CDK's stand-ins without lookups)."""
-    stack = Stack(App(), "Network", env=Environment(account="123456789012", region="eu-west-1"))
     created = {"create_vpc": True, "cidr": "10.20.0.0/20"}
-    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=created), "stage": "dev"})
-    key, network = kms.Key(stack, "Key"), stage.settings.network
-    StageNetwork(stack, "Network", stage=stage, network=network, key=key, has_table_bucket=False)
-    template = Template.from_stack(stack)
+    template = network_alone(created, env=Environment(account="123456789012", region="eu-west-1"))
     (vpc,) = template.find_resources("AWS::EC2::VPC").values()
     assert vpc["Properties"]["CidrBlock"] == "10.20.0.0/20"
     assert {"Key": "Name", "Value": "lakeloader-dev-vpc"} in vpc["Properties"]["Tags"]  # a stage apiece
     subnets = template.find_resources("AWS::EC2::Subnet").values()
     assert sorted(s["Properties"]["CidrBlock"] for s in subnets) == ["10.20.0.0/22", "10.20.4.0/22"]
+
+
+def network_alone(network: dict, *, env: Environment | None = None) -> Template:
+    """The dev stage's network construct with `network` as its setting, alone in an empty stack."""
+    stack = Stack(App(), "Network", env=env)
+    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=network), "stage": "dev"})
+    settings, key = stage.settings.network, kms.Key(stack, "Key")
+    StageNetwork(stack, "Network", stage=stage, network=settings, key=key, has_table_bucket=False)
+    return Template.from_stack(stack)
 
 
 def endpoints_answer_inside_the_subnets(resources: Callable[[str], dict[str, dict]]) -> None:
