@@ -154,15 +154,15 @@ def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_e
     n = names(iam_mode)
     resolve = Resolver(iam_mode.template_json)
     workgroups = {
-        props["Properties"]["Name"]: props["Properties"]["WorkGroupConfiguration"]
+        props["Properties"]["Name"]: props["Properties"]
         for props in iam_mode.resources("AWS::Athena::WorkGroup").values()
     }
     assert set(workgroups) == {"lakeloader-dev-reader-analyst", "lakeloader-dev-reader-bi"}
-    for props in (w["Properties"] for w in iam_mode.resources("AWS::Athena::WorkGroup").values()):
-        # dev is destroyed with its stack (removal: destroy), a workgroup holding saved queries too
-        assert (props["State"], props["RecursiveDeleteOption"]) == ("ENABLED", True)
     for role in ("analyst", "bi"):
-        config = workgroups[f"lakeloader-dev-reader-{role}"]
+        workgroup = workgroups[f"lakeloader-dev-reader-{role}"]
+        # dev is destroyed with its stack (removal: destroy), a workgroup holding saved queries too
+        assert (workgroup["State"], workgroup["RecursiveDeleteOption"]) == ("ENABLED", True)
+        config = workgroup["WorkGroupConfiguration"]
         assert config["EnforceWorkGroupConfiguration"] is True
         assert config["EngineVersion"]["SelectedEngineVersion"] == "Athena engine version 3"
         result = config["ResultConfiguration"]
