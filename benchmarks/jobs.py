@@ -23,10 +23,12 @@ from benchmarks.engines import COW, DB, MOR, SparkTables, input_files, table_con
 
 
 def job_lines(event_log: Path, group: str, show_plans: bool = False) -> list[str]:
-    """One line per job of `group`: job id, stages, and the call site / SQL statement that ran it."""
+    """One line per job of `group`: job id, stages, how long it ran, and the call site / SQL statement
+    that ran it."""
     sql: dict[str, str] = {}
     plans: dict[str, str] = {}
     lines = []
+    started: dict[int, tuple[int, int]] = {}  # job id: (its line's index, submission time in ms)
     for raw in event_log.read_text().splitlines():
         event = json.loads(raw)
         kind = event.get("Event", "")
@@ -44,10 +46,14 @@ def job_lines(event_log: Path, group: str, show_plans: bool = False) -> list[str
             statement = sql.get(props.get("spark.sql.execution.id", ""), "")
             stages = len(event.get("Stage IDs", []))
             where = site.replace(str(Path.cwd()) + "/", "")
-            lines.append(f"job {event['Job ID']:>4}  stages {stages}  {where:<48} {statement}")
+            started[event["Job ID"]] = (len(lines), event["Submission Time"])
+            lines.append(f"job {event['Job ID']:>4}  stages {stages}  {{ms}}  {where:<48} {statement}")
             execution = props.get("spark.sql.execution.id", "")
             if show_plans and execution in plans:
                 lines.append(plans.pop(execution).split("\n\n")[0])
+        elif kind == "SparkListenerJobEnd" and event["Job ID"] in started:
+            at, submitted = started.pop(event["Job ID"])
+            lines[at] = lines[at].replace("{ms}", f"{event['Completion Time'] - submitted:>6} ms")
     return lines
 
 
@@ -71,7 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         SparkSettings(
             warehouse=str(work / "warehouse"),
             app_name="lakeloader-jobs",
-            extra_conf={**spark_conf(), "spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs)},
+            extra_conf={
+                **spark_conf(),
+                "spark.eventLog.enabled": "true",
+                "spark.eventLog.dir": str(logs),
+                # Spark 4 rolls and compresses event logs by default: one plain file is what job_lines reads
+                "spark.eventLog.rolling.enabled": "false",
+                "spark.eventLog.compress": "false",
+            },
         )
     )
     try:
