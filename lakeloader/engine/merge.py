@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, commit_check, partial, schema, tombstones
+from lakeloader.engine import cdc, commit_check, latest, partial, tombstones
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import MERGE_COUNT_KEYS, committed_summary
@@ -224,20 +224,19 @@ def write(
     `deletes`: how many of them are deletes."""
     name = target.name
     small = cdc.is_small(changes)
-    changes, filled = partial.fill(changes, table, seq=seq)  # updates that leave columns out
-    latest = cdc.latest_per_key(changes, table.keys)
-    extra = [OP, *partial.extra_columns(filled, with_source=bool(seq))]
-    aligned = schema.align(latest, target_schema, extra=extra)
+    aligned, filled = latest.aligned(changes, table, target_schema, seq)
     keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
     records = tombstones.enabled(table, seq)
     if counts_in_commit(spark):
-        probe_keys = changes.select(*[find_column(changes.columns, k) for k in table.keys])
+        apart = not small and deletes <= BROADCAST_KEYS_MAX  # a small batch's latest changes cost little
+        deleted = latest.deletes(changes, aligned, table, target_schema, seq, from_deleted_keys=apart)
         write_counted(
             spark,
             target,
             table,
             aligned,
-            probe_keys,
+            deleted,
+            changes.select(*[find_column(changes.columns, k) for k in table.keys]),
             target_schema,
             seq,
             filled,
@@ -353,6 +352,7 @@ def write_counted(
     target: Destination,
     table: TableConfig,
     aligned: DataFrame,
+    deleted: DataFrame,
     probe_keys: DataFrame,
     target_schema: StructType,
     seq: list[str],
@@ -396,7 +396,7 @@ def write_counted(
         )
         if deletes:
             progress("recording the batch's tombstones")
-            tombstones.record(spark, table, name, aligned.filter(F.col(OP) == "D"), keys, seq)
+            tombstones.record(spark, table, name, deleted, keys, seq)
         if tomb is not None:
             joined = aligned.join(tomb.hint("merge") if small else tomb, on=keys, how="left")
             is_late = (F.col(OP) != "D") & tombstones.buried(joined.columns, [quote(c) for c in seq])
