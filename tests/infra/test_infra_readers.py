@@ -164,6 +164,7 @@ def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_e
         assert (workgroup["State"], workgroup["RecursiveDeleteOption"]) == ("ENABLED", True)
         config = workgroup["WorkGroupConfiguration"]
         assert config["EnforceWorkGroupConfiguration"] is True
+        assert config["PublishCloudWatchMetricsEnabled"] is True  # each reader's scans, per workgroup
         assert config["EngineVersion"]["SelectedEngineVersion"] == "Athena engine version 3"
         result = config["ResultConfiguration"]
         assert resolve(result["OutputLocation"]) == f"s3://{n['results']}/{role}/"
