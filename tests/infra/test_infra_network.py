@@ -330,3 +330,19 @@ def test_the_network_keeps_its_logical_ids(synth):
         "NetworkWorkloadFF24E283",
         "NetworkWorkloadfromlakeloaderdevNetworkWorkloadF9C4B41DALLPORTS74CEEE54",
     ]
+
+
+def test_a_created_vpc_records_all_its_traffic_in_the_stages_own_encrypted_log_group():
+    """The VPC's flow logs are where an auditor looks for what reached the subnets: every packet's
+    record, in a log group named for the stage (two stages in one account keep theirs apart), encrypted
+    with the stage's key."""
+    template = network_alone(CREATED_VPC)
+    (flow_log,) = template.find_resources("AWS::EC2::FlowLog").values()
+    (vpc_id,) = template.find_resources("AWS::EC2::VPC")
+    (key_id,) = template.find_resources("AWS::KMS::Key")
+    ((group_id, group),) = template.find_resources("AWS::Logs::LogGroup").items()
+    assert flow_log["Properties"]["ResourceId"] == {"Ref": vpc_id}
+    assert (flow_log["Properties"]["ResourceType"], flow_log["Properties"]["TrafficType"]) == ("VPC", "ALL")
+    assert flow_log["Properties"]["LogGroupName"] == {"Ref": group_id}
+    assert group["Properties"]["LogGroupName"] == "/lakeloader-dev/vpc-flow-logs"
+    assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
