@@ -226,6 +226,7 @@ class StageNetwork(Construct):
 
 
 def _subnet_mask(network: NetworkSettings) -> int:
-    """Room for `availability_zones` equal subnets in the VPC's range."""
+    """Room for `availability_zones` equal subnets in the VPC's range: a quarter each (up to three zones).
+    The range is /16 to /24 (NetworkSettings.cidr), so a subnet is /26 at the smallest, within AWS's /28."""
     vpc_mask = int(network.cidr.split("/")[1])
-    return min(vpc_mask + 2, 28)
+    return vpc_mask + 2
