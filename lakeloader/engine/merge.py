@@ -225,6 +225,7 @@ def write(
     name = target.name
     small = cdc.is_small(changes)
     aligned, filled = latest.aligned(changes, table, target_schema, seq)
+    probe_keys = changes.select(*[find_column(changes.columns, k) for k in table.keys])
     keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]
     records = tombstones.enabled(table, seq)
     if counts_in_commit(spark):
@@ -236,7 +237,7 @@ def write(
             table,
             aligned,
             deleted,
-            changes.select(*[find_column(changes.columns, k) for k in table.keys]),
+            probe_keys,
             target_schema,
             seq,
             filled,
@@ -267,7 +268,7 @@ def write(
             small_target=target_rows <= ONE_TASK_TARGET_ROWS,
             key_values=key_values,
             bounds=bounds,
-            probe_keys=changes.select(*[find_column(changes.columns, k) for k in table.keys]),
+            probe_keys=probe_keys,
             broadcast_keys=key_rows <= BROADCAST_KEYS_MAX,
             ahead=ahead,
         )
