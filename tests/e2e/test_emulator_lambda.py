@@ -47,3 +47,22 @@ def test_s3_notification_invokes_lambda_with_encoded_keys(emulator: Emulator, fu
     assert record.trigger == "s3" and record.ok
     assert record.result["keys"] == ["a+dir%2Ffile%2B1.csv"]  # as AWS sends them: quote_plus
     assert record.keys == ["a dir/file+1.csv"]
+
+
+def test_a_scheduled_rule_runs_no_target_for_an_event_on_the_bus(emulator: Emulator, function: str) -> None:
+    """On AWS a rule has a schedule or an event pattern, and an event put on the bus reaches only the
+    rules whose pattern it matches: the stage's sweep and maintenance schedules (a Lambda and a Step
+    Functions target) must neither run nor fail Glue's CreateTable when a job creates a table."""
+    arn = boto3.client("lambda").get_function(FunctionName=function)["Configuration"]["FunctionArn"]
+    topic = boto3.client("sns").create_topic(Name="every-hour")["TopicArn"]  # a target moto cannot deliver to
+    events = boto3.client("events")
+    events.put_rule(Name="every-hour", ScheduleExpression="rate(1 hour)")
+    events.put_targets(Rule="every-hour", Targets=[{"Id": "fn", "Arn": arn}, {"Id": "topic", "Arn": topic}])
+    glue = boto3.client("glue")
+    glue.create_database(DatabaseInput={"Name": "scheduled"})
+    assert emulator.runtime is not None
+    before = len(emulator.runtime.async_threads)  # an asynchronous invocation starts its thread at once
+    glue.create_table(DatabaseName="scheduled", TableInput={"Name": "orders"})  # Glue's event, on the bus
+
+    started = [t.name for t in emulator.runtime.async_threads[before:]]
+    assert started == [], "a Glue table created ran the scheduled rule's Lambda"
