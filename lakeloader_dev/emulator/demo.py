@@ -21,6 +21,7 @@ from lakeloader import runtimes
 from lakeloader.config import load_config
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.jobs.load import assign_inputs
+from lakeloader_dev.emulator import drivers
 
 # The demo's S3 Tables table: a copy of crm.customers (its sample files landed again under PREFIX)
 S3_TABLES_DEMO = "s3t.customers"
@@ -166,7 +167,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
             if bad:
                 say(f"{RED}not merged: {', '.join(bad)}{RESET}")
         emulator.journal.listeners.clear()
-        _show_tables(stack, config, say, deployment.outputs.get("TableBucketArn"))
+        _show_tables(stack, config, say, deployment.outputs.get("TableBucketArn"), emulator.runtime)
         print(f"\n{BOLD}Run history (DynamoDB {stack.runs_table}){RESET}")
         print(run_summary(latest_runs(stack, [t.id for t in config.tables])))
         lambdas = [i for i in emulator.journal.invocations if i.function.endswith("s3-arrival")]
@@ -184,7 +185,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
     return 1 if failed else 0
 
 
-def _show_tables(stack, config, say: Clock, table_bucket: str | None) -> None:
+def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -> None:
     import boto3
 
     from lakeloader.s3_tables import target_name
@@ -220,8 +221,14 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None) -> None:
     if table_bucket:  # the session's `s3tables` catalog (lakeloader.spark), as the deployed jobs have it
         os.environ[S3_TABLES_ENV] = table_bucket
     settings = SparkSettings(
-        warehouse=stack.warehouse, app_name="lakeloader-demo-read", extra_conf=spark_conf()
+        warehouse=stack.warehouse,
+        app_name="lakeloader-demo-read",
+        extra_conf=spark_conf(),
+        driver_memory="1g",  # the Glue runs' driver memory: their JVM can serve the read
     )
+    driver = runtime.take_driver(settings.driver_memory) if drivers.enabled() else None
+    if driver:  # the JVM the Glue runs used: PySpark connects to it rather than starting one
+        os.environ.update(driver.env())
     spark = build_session(settings)
     try:
         for table in config.tables:
@@ -236,3 +243,7 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None) -> None:
     finally:
         spark.stop()
         os.environ.pop(S3_TABLES_ENV, None)
+        if driver:
+            for name in driver.env():
+                os.environ.pop(name)
+            runtime.drivers.give_back(driver, reusable=True)

@@ -26,8 +26,9 @@ from typing import Any
 
 from lakeloader import runtimes
 from lakeloader.spark import JARS_ENV
+from lakeloader_dev.emulator import drivers
 from lakeloader_dev.jars import spark_conf
-from lakeloader_dev.jvm import short_jvm_env
+from lakeloader_dev.jvm import SUBMIT_OPTS_ENV, short_jvm_env
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 DEV_STUB = SHIM_DIR / "dev"  # a `lakeloader_dev` that raises ImportError, first on every run's PYTHONPATH
@@ -167,6 +168,7 @@ class Runtime:
         # Spark runs (Glue and EMR together) at a time: each is a JVM on this machine
         self.spark_slots = threading.BoundedSemaphore(max(1, spark_slots))
         self.processes: set[subprocess.Popen] = set()
+        self.drivers = drivers.Drivers(workdir, max(1, spark_slots))  # JVMs kept between Spark runs
         self.async_threads: list[threading.Thread] = []
 
     def base_env(self) -> dict[str, str]:
@@ -203,6 +205,7 @@ class Runtime:
         for process in list(self.processes):
             if process.poll() is None:
                 process.terminate()
+        self.drivers.stop()
 
     def track_run(
         self, record: SparkRun, set_state: Any, running: str, done: tuple[str, str], body: Any
@@ -267,10 +270,33 @@ class Runtime:
             }
         )
         python = [self.python, "-S"] if image else [self.python]
-        rc = self.run_process([*python, str(script), *argv], full_env, run_dir, log_path, timeout=timeout)
+        cmd = [*python, str(script), *argv]
+        if drivers.enabled():
+            rc = self._run_in_warm_driver(cmd, full_env, run_dir, log_path, timeout)
+        else:
+            rc = self.run_process(cmd, full_env, run_dir, log_path, timeout=timeout)
         if rc == 0:
             return None
         return _error_from_log(log_path, rc)
+
+    def take_driver(self, memory: str) -> drivers.Driver:
+        """A Spark driver JVM kept between runs (``drivers``), started as a run's PySpark would start it;
+        hand it back with ``self.drivers.give_back``."""
+        options = short_jvm_env()[SUBMIT_OPTS_ENV]
+        jvm_env = {**self.base_env(), "SPARK_LOCAL_IP": "127.0.0.1", SUBMIT_OPTS_ENV: options}
+        return self.drivers.take((memory, spark_conf().get("spark.jars", ""), options), jvm_env)
+
+    def _run_in_warm_driver(
+        self, cmd: list[str], env: dict[str, str], run_dir: Path, log_path: Path, timeout: float
+    ) -> int:
+        """``run_process`` with the script's SparkContext built in a driver JVM from ``take_driver``;
+        the JVM's Spark log goes to the run's."""
+        driver = self.take_driver(env["LAKELOADER_DRIVER_MEMORY"])
+        with open(log_path, "ab") as log:
+            driver.log_to(log)
+            rc = self.run_process(cmd, {**env, **driver.env()}, run_dir, log_path, timeout=timeout)
+            self.drivers.give_back(driver, reusable=rc == 0)
+        return rc
 
     def _image_dir(self, modules: list[str]) -> Path:
         """A folder of links to the venv's copies of ``modules``: what a platform's Python provides."""
