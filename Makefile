@@ -54,7 +54,7 @@ lint: $(STAMP)
 # What `make test` runs: every test on the default runtime; on glue-6.0 the unit and Spark engine
 # suites and one S3 -> Lambda -> Glue run end to end (the layers above Spark are the same code).
 TESTS_glue-5.1 := tests
-TESTS_glue-6.0 := tests/unit tests/spark \
+TESTS_glue-6.0 := tests/unit tests/spark tests/e2e/test_emulator_drivers.py \
                   tests/e2e/test_s3_to_iceberg.py::test_cdc_batches_are_merged \
                   tests/e2e/test_s3_to_iceberg.py::test_an_outside_reader_reads_the_tables_spark_wrote_through_the_glue_catalog
 
