@@ -86,7 +86,7 @@ class Driver:
     def _pump(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            with self._log_lock:
+            with self._log_lock, contextlib.suppress(ValueError, OSError):  # the pipe is always drained
                 if self._log is not None:
                     self._log.write(line)
                     self._log.flush()

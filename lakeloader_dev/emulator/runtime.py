@@ -294,8 +294,11 @@ class Runtime:
         driver = self.take_driver(env["LAKELOADER_DRIVER_MEMORY"])
         with open(log_path, "ab") as log:
             driver.log_to(log)
-            rc = self.run_process(cmd, {**env, **driver.env()}, run_dir, log_path, timeout=timeout)
-            self.drivers.give_back(driver, reusable=rc == 0)
+            rc = -1
+            try:
+                rc = self.run_process(cmd, {**env, **driver.env()}, run_dir, log_path, timeout=timeout)
+            finally:  # before the log closes: the JVM's output stops going to it
+                self.drivers.give_back(driver, reusable=rc == 0)
         return rc
 
     def _image_dir(self, modules: list[str]) -> Path:
