@@ -43,12 +43,18 @@ def test_lake_buckets_use_the_stage_key_versioning_and_block_public_access(stage
         assert join(props["BucketName"]).startswith(f"lakeloader-{stage_synth.stage}-{name.lower()}-")
 
 
-def test_access_log_bucket_uses_sse_s3(dev):
+def test_access_log_bucket_uses_sse_s3_versioning_and_blocks_public_access(dev):
     props = dev.template_json["Resources"][bucket_id(dev, "access_logs")]["Properties"]
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
         "ServerSideEncryptionByDefault"
     ] == {"SSEAlgorithm": "AES256"}
     assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert props["PublicAccessBlockConfiguration"] == {  # CDK writes none unless asked (make mutate)
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
 
 
 def test_every_bucket_policy_denies_plain_http_and_old_tls(stage_synth):
