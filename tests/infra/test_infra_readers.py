@@ -77,6 +77,7 @@ def test_a_reader_may_run_a_query_of_each_of_its_tables(iam_mode):
     assert [need for need in needs if not allowed(statements, *need)] == []
     listing = {"s3:prefix": f"{folder('crm', 'customers')}metadata/"}
     assert allowed(statements, "s3:ListBucket", f"arn:aws:s3:::{n['curated']}", listing)
+    assert allowed(statements, "s3:ListBucket", f"arn:aws:s3:::{n['results']}", {"s3:prefix": "analyst/"})
 
 
 def test_a_reader_may_do_nothing_else(iam_mode):
@@ -100,6 +101,8 @@ def test_a_reader_may_do_nothing_else(iam_mode):
     denied += [(a, f"{GLUE}:table/lakeloader_dev_crm/customers") for a in WRITES]
     assert [d for d in denied if allowed(statements, *d)] == []
     assert not allowed(statements, "s3:ListBucket", curated, {"s3:prefix": "warehouse/"})
+    for other in ({"s3:prefix": "bi/"}, {"s3:prefix": ""}):  # another reader's results, and all of them
+        assert not allowed(statements, "s3:ListBucket", f"arn:aws:s3:::{n['results']}", other), other
     actions = {a for s in statements for a in s.actions}
     writes = {a for a in actions if not a.split(":")[1].startswith(("Get", "List", "BatchGet", "Decrypt"))}
     assert writes == {
@@ -158,6 +161,8 @@ def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_e
         for props in iam_mode.resources("AWS::Athena::WorkGroup").values()
     }
     assert set(workgroups) == {"lakeloader-dev-reader-analyst", "lakeloader-dev-reader-bi"}
+    deletion = {r.get("DeletionPolicy") for r in iam_mode.resources("AWS::Athena::WorkGroup").values()}
+    assert deletion == {"Delete"}
     for role in ("analyst", "bi"):
         workgroup = workgroups[f"lakeloader-dev-reader-{role}"]
         # dev is destroyed with its stack (removal: destroy), a workgroup holding saved queries too
@@ -177,6 +182,15 @@ def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_e
     assert rule["ExpirationInDays"] == 7
     encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
     assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+
+
+def test_a_retained_stage_keeps_its_readers_workgroups_and_their_saved_queries(synth):
+    prod = synth("prod", **with_settings("prod", readers=READERS))
+    workgroups = prod.resources("AWS::Athena::WorkGroup").values()
+    assert [(w.get("DeletionPolicy"), w["Properties"]["RecursiveDeleteOption"]) for w in workgroups] == [
+        ("Retain", False),
+        ("Retain", False),
+    ]
 
 
 def test_lake_formation_mode_grants_select_without_the_excluded_columns_and_no_s3(lf_mode):
