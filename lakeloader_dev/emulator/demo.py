@@ -22,6 +22,7 @@ from lakeloader.config import load_config
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.jobs.load import assign_inputs
 from lakeloader_dev.emulator import drivers
+from lakeloader_dev.emulator.runtime import driver_memory
 
 # The demo's S3 Tables table: a copy of crm.customers (its sample files landed again under PREFIX)
 S3_TABLES_DEMO = "s3t.customers"
@@ -224,9 +225,9 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -
         warehouse=stack.warehouse,
         app_name="lakeloader-demo-read",
         extra_conf=spark_conf(),
-        driver_memory="1g",  # the Glue runs' driver memory: their JVM can serve the read
+        driver_memory=driver_memory(),  # the Glue runs': their JVM can serve the read
     )
-    driver = runtime.take_driver(settings.driver_memory) if drivers.enabled() else None
+    driver = runtime.take_driver() if drivers.enabled() else None
     if driver:  # the JVM the Glue runs used: PySpark connects to it rather than starting one
         os.environ.update(driver.env())
     spark = build_session(settings)

@@ -26,7 +26,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
+
+from lakeloader_dev.jvm import SUBMIT_OPTS_ENV
 
 WARM_ENV = "LAKELOADER_EMULATOR_WARM_JVM"
 GATEWAY_PORT_ENV = "PYSPARK_GATEWAY_PORT"
@@ -39,25 +41,33 @@ def enabled() -> bool:
     return os.environ.get(WARM_ENV, "1") != "0"
 
 
+class Launch(NamedTuple):
+    """What fixes a driver JVM when it starts, as PySpark passes it to spark-submit: runs that ask for
+    the same may share one."""
+
+    memory: str
+    jars: str  # comma-separated, as spark.jars
+    options: str  # the JVM's options (SPARK_SUBMIT_OPTS)
+
+
 class Driver:
     """One Spark driver JVM waiting for runs: PySpark's gateway, started as PySpark starts it."""
 
-    def __init__(self, key: tuple[str, ...], env: dict[str, str], workdir: Path) -> None:
+    def __init__(self, launch: Launch, env: dict[str, str], workdir: Path) -> None:
         from pyspark.find_spark_home import _find_spark_home
 
-        self.key = key
+        self.launch = launch
         self.runs = 0
         self._log: IO[bytes] | None = None
         self._gateway = None
         self._log_lock = threading.Lock()
-        memory, jars = key[0], key[1]
-        command = [str(Path(_find_spark_home()) / "bin" / "spark-submit"), "--driver-memory", memory]
-        command += [*(["--jars", jars] if jars else []), "pyspark-shell"]
+        command = [str(Path(_find_spark_home()) / "bin" / "spark-submit"), "--driver-memory", launch.memory]
+        command += [*(["--jars", launch.jars] if launch.jars else []), "pyspark-shell"]
         self.cwd = Path(tempfile.mkdtemp(prefix="driver-", dir=workdir))  # the JVM's relative paths
         conn_info = self.cwd / "gateway"
         self.process = subprocess.Popen(
             command,
-            env={**env, "_PYSPARK_DRIVER_CONN_INFO_PATH": str(conn_info)},
+            env={**env, SUBMIT_OPTS_ENV: launch.options, "_PYSPARK_DRIVER_CONN_INFO_PATH": str(conn_info)},
             cwd=str(self.cwd),
             stdin=subprocess.PIPE,  # PySpark's gateway exits when its stdin closes: kept open until stop()
             stdout=subprocess.PIPE,
@@ -128,7 +138,7 @@ class Driver:
 
 
 class Drivers:
-    """The idle driver JVMs of one emulator, by launch settings (driver memory, jars, JVM options)."""
+    """The idle driver JVMs of one emulator, by ``Launch``."""
 
     def __init__(self, workdir: Path, slots: int) -> None:
         self.workdir = workdir
@@ -136,14 +146,14 @@ class Drivers:
         self._idle: list[Driver] = []
         self._lock = threading.Lock()
 
-    def take(self, key: tuple[str, ...], env: dict[str, str]) -> Driver:
-        """An idle driver started with ``key``, or a new one (a cold start, as a run without them)."""
+    def take(self, launch: Launch, env: dict[str, str]) -> Driver:
+        """An idle driver started with ``launch``, or a new one (a cold start, as a run without them)."""
         with self._lock:
             for driver in self._idle:
-                if driver.key == key:
+                if driver.launch == launch:
                     self._idle.remove(driver)
                     return driver
-        return Driver(key, env, self.workdir)
+        return Driver(launch, env, self.workdir)
 
     def give_back(self, driver: Driver, reusable: bool) -> None:
         """After a run: keep the driver for the next run if it can take one, else stop it."""

@@ -263,7 +263,7 @@ class Runtime:
                 "LAKELOADER_EMULATED": "1",
                 "SPARK_LOCAL_IP": "127.0.0.1",
                 "PYSPARK_PYTHON": self.python,
-                "LAKELOADER_DRIVER_MEMORY": os.environ.get("LAKELOADER_DRIVER_MEMORY", "1g"),
+                "LAKELOADER_DRIVER_MEMORY": driver_memory(),
                 # the jars Glue/EMR provide, built here: the deployed zip holds no jar assembly
                 JARS_ENV: spark_conf().get("spark.jars", ""),
                 **short_jvm_env(),  # a job run here is a minute on small data: start its JVM cheaply
@@ -279,19 +279,20 @@ class Runtime:
             return None
         return _error_from_log(log_path, rc)
 
-    def take_driver(self, memory: str) -> drivers.Driver:
+    def take_driver(self) -> drivers.Driver:
         """A Spark driver JVM kept between runs (``drivers``), started as a run's PySpark would start it;
         hand it back with ``self.drivers.give_back``."""
-        options = short_jvm_env()[SUBMIT_OPTS_ENV]
-        jvm_env = {**self.base_env(), "SPARK_LOCAL_IP": "127.0.0.1", SUBMIT_OPTS_ENV: options}
-        return self.drivers.take((memory, spark_conf().get("spark.jars", ""), options), jvm_env)
+        launch = drivers.Launch(
+            driver_memory(), spark_conf().get("spark.jars", ""), short_jvm_env()[SUBMIT_OPTS_ENV]
+        )
+        return self.drivers.take(launch, {**self.base_env(), "SPARK_LOCAL_IP": "127.0.0.1"})
 
     def _run_in_warm_driver(
         self, cmd: list[str], env: dict[str, str], run_dir: Path, log_path: Path, timeout: float
     ) -> int:
         """``run_process`` with the script's SparkContext built in a driver JVM from ``take_driver``;
         the JVM's Spark log goes to the run's."""
-        driver = self.take_driver(env["LAKELOADER_DRIVER_MEMORY"])
+        driver = self.take_driver()
         with open(log_path, "ab") as log:
             driver.log_to(log)
             rc = -1
@@ -316,6 +317,11 @@ class Runtime:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 tmp.rename(target)
         return target
+
+
+def driver_memory() -> str:
+    """A Glue or EMR run's driver memory here (LAKELOADER_DRIVER_MEMORY, else 1g)."""
+    return os.environ.get("LAKELOADER_DRIVER_MEMORY", "1g")
 
 
 def uris(value: str) -> list[str]:
