@@ -156,13 +156,10 @@ def test_a_reader_of_some_tables_of_a_database_gets_them_by_name(synth):
 def test_each_workgroup_keeps_its_results_encrypted_in_its_own_prefix_and_they_expire(iam_mode):
     n = names(iam_mode)
     resolve = Resolver(iam_mode.template_json)
-    workgroups = {
-        props["Properties"]["Name"]: props["Properties"]
-        for props in iam_mode.resources("AWS::Athena::WorkGroup").values()
-    }
+    resources = iam_mode.resources("AWS::Athena::WorkGroup").values()
+    workgroups = {props["Properties"]["Name"]: props["Properties"] for props in resources}
     assert set(workgroups) == {"lakeloader-dev-reader-analyst", "lakeloader-dev-reader-bi"}
-    deletion = {r.get("DeletionPolicy") for r in iam_mode.resources("AWS::Athena::WorkGroup").values()}
-    assert deletion == {"Delete"}
+    assert {r.get("DeletionPolicy") for r in resources} == {"Delete"}
     for role in ("analyst", "bi"):
         workgroup = workgroups[f"lakeloader-dev-reader-{role}"]
         # dev is destroyed with its stack (removal: destroy), a workgroup holding saved queries too

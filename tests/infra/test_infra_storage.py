@@ -7,6 +7,12 @@ from aws_cdk.assertions import Match
 from tests.infra.cdk_helpers import join, logical_ids, stage_settings
 
 LAKE_BUCKETS = ["Raw", "Curated", "Quarantine", "Assets"]
+BLOCK_ALL_PUBLIC_ACCESS = {
+    "BlockPublicAcls": True,
+    "BlockPublicPolicy": True,
+    "IgnorePublicAcls": True,
+    "RestrictPublicBuckets": True,
+}
 
 
 def bucket_id(synth, name: str) -> str:
@@ -31,12 +37,7 @@ def test_lake_buckets_use_the_stage_key_versioning_and_block_public_access(stage
         }, name
         assert rule["BucketKeyEnabled"] is True
         assert props["VersioningConfiguration"] == {"Status": "Enabled"}
-        assert props["PublicAccessBlockConfiguration"] == {
-            "BlockPublicAcls": True,
-            "BlockPublicPolicy": True,
-            "IgnorePublicAcls": True,
-            "RestrictPublicBuckets": True,
-        }
+        assert props["PublicAccessBlockConfiguration"] == BLOCK_ALL_PUBLIC_ACCESS
         assert props["LoggingConfiguration"]["DestinationBucketName"] == {
             "Ref": bucket_id(stage_synth, "access_logs")
         }
@@ -49,12 +50,7 @@ def test_access_log_bucket_uses_sse_s3_versioning_and_blocks_public_access(dev):
         "ServerSideEncryptionByDefault"
     ] == {"SSEAlgorithm": "AES256"}
     assert props["VersioningConfiguration"] == {"Status": "Enabled"}
-    assert props["PublicAccessBlockConfiguration"] == {  # CDK writes none unless asked (make mutate)
-        "BlockPublicAcls": True,
-        "BlockPublicPolicy": True,
-        "IgnorePublicAcls": True,
-        "RestrictPublicBuckets": True,
-    }
+    assert props["PublicAccessBlockConfiguration"] == BLOCK_ALL_PUBLIC_ACCESS  # CDK writes none unless asked
 
 
 def test_every_bucket_policy_denies_plain_http_and_old_tls(stage_synth):
