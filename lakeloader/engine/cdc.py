@@ -39,6 +39,10 @@ from lakeloader.sql import quote
 VALID_OPS = ("I", "U", "D", "T")
 SMALL_BATCH_BYTES = 32 * 1024 * 1024  # raw input up to this size is one partition (see read_changes)
 MAX_LISTED_KEYS = 20_000  # up to this many distinct values, a key column's values are collected
+# Up to this many key rows, the batch's keys are broadcast to the probe of the table. AQE would
+# otherwise turn it into a shuffle of every row of the table once the key set outgrows its 10 MiB
+# estimate (1M changes into 16M rows: benchmarks/RESULTS.md). A long key is 8 bytes a row.
+BROADCAST_KEYS_MAX = 4_000_000
 LISTABLE = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)  # key types written as literals
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 import boto3
 import pytest
 
-from lakeloader.engine import merge
+from lakeloader.engine import merge_statement
 from lakeloader.iceberg import commit
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs import drain, load
@@ -127,7 +127,7 @@ def test_two_drains_after_a_lost_lock_lease(spark, make_table, s3_raw, tmp_path,
         land_objects(work.files[half:])
         stalled[0] = drain.drain_table(spark_, table, ledger, catalog=CATALOG, raw_root=raw_root, cid="B")
 
-    monkeypatch.setattr(merge, "before_merge", stall)
+    monkeypatch.setattr(merge_statement, "before_merge", stall)
     drain.drain_table(spark, table, ledger, catalog=CATALOG, raw_root=raw_root, cid="A")
 
     b = stalled[0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakeloader.engine import merge
+from lakeloader.engine import merge, merge_statement
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
 from lakeloader.spark import CATALOG
@@ -116,10 +116,10 @@ def test_scd2_versions_opened_closed_replaced_and_closed_by_delete_reconcile(spa
 
 
 class Twin:
-    """Once armed, right before the batch's MERGE (merge.before_merge, where the batch writes: main, or
-    its audit branch), a second row of key 2 is INSERTed with plain Spark SQL, once: behind the engine's
-    back, after it looked at the table (Spark 3.5's classification would otherwise fail the MERGE on the
-    duplicate: MERGE_CARDINALITY_VIOLATION)."""
+    """Once armed, right before the batch's MERGE (merge_statement.before_merge, where the batch writes:
+    main, or its audit branch), a second row of key 2 is INSERTed with plain Spark SQL, once: behind the
+    engine's back, after it looked at the table (Spark 3.5's classification would otherwise fail the MERGE
+    on the duplicate: MERGE_CARDINALITY_VIOLATION)."""
 
     def __init__(self, monkeypatch):
         self.monkeypatch = monkeypatch
@@ -131,7 +131,7 @@ class Twin:
                 spark.sql(f"INSERT INTO {target} VALUES (2, 'twin', TIMESTAMP '2026-11-01 08:00:00')")
                 self.written_to.append(target)
 
-        self.monkeypatch.setattr(merge, "before_merge", insert_twin)
+        self.monkeypatch.setattr(merge_statement, "before_merge", insert_twin)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
-from lakeloader.engine import apply_batch, merge
+from lakeloader.engine import apply_batch, merge, merge_classified
 from lakeloader.inputs import list_inputs
 from lakeloader.spark import CATALOG
 
@@ -38,15 +38,15 @@ def jobs_of(spark, table, raw, run_id: str):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("one_task_rows", "max_jobs"),
-    [(merge.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],
+    [(merge_classified.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],
     ids=["matches-read-in-classification", "large-table-matches-broadcast"],
 )
 def test_a_small_batch_runs_at_most_six_spark_jobs(
     spark, raw, make_table, monkeypatch, one_task_rows, max_jobs
 ):
-    """Into a table above merge.ONE_TASK_TARGET_ROWS rows (0 here), the batch's matches are broadcast:
-    one job more, the same result."""
-    monkeypatch.setattr(merge, "ONE_TASK_TARGET_ROWS", one_task_rows)
+    """Into a table above merge_classified.ONE_TASK_TARGET_ROWS rows (0 here), the batch's matches are
+    broadcast: one job more, the same result."""
+    monkeypatch.setattr(merge_classified, "ONE_TASK_TARGET_ROWS", one_task_rows)
     table = make_table()  # a new table's defaults (merge-on-read)
     base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
     raw.write_parquet("src/20261101-0800.parquet", base, DMS)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lakeloader import iceberg
-from lakeloader.engine import apply_batch, cdc, merge
+from lakeloader.engine import apply_batch, cdc
 from lakeloader.errors import BadInputError
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
@@ -21,14 +21,15 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(params=["key-list", "semi-join", "large-batch-shuffled"])
 def probe(request, spark, monkeypatch):
-    """Each way classification finds the batch's keys in the table (lakeloader.engine.merge.classify):
-    a small batch's key values filter the scan; without them, a semi-join with its keys, read in one
-    task; a large batch's keys above BROADCAST_KEYS_MAX are shuffled, not broadcast."""
+    """Each way classification finds the batch's keys in the table
+    (lakeloader.engine.merge_classified.classify): a small batch's key values filter the scan; without
+    them, a semi-join with its keys, read in one task; a large batch's keys above
+    cdc.BROADCAST_KEYS_MAX are shuffled, not broadcast."""
     if request.param != "key-list":
         monkeypatch.setattr(cdc, "MAX_LISTED_KEYS", 0)
     if request.param == "large-batch-shuffled":
         monkeypatch.setattr(cdc, "SMALL_BATCH_BYTES", 0)
-        monkeypatch.setattr(merge, "BROADCAST_KEYS_MAX", 0)
+        monkeypatch.setattr(cdc, "BROADCAST_KEYS_MAX", 0)
         for conf in ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold"):
             previous = spark.conf.get(conf, None)
             spark.conf.set(conf, "-1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakeloader.engine import merge
+from lakeloader.engine import merge, merge_statement
 from lakeloader.spark import CATALOG
 from tests.spark.merge_batches import (
     DMS,
@@ -188,7 +188,7 @@ def test_the_merge_guard_keeps_a_commit_that_lands_after_classification(
             f"AR_H_CHANGE_SEQ = '{number}' WHERE id = 1"
         )
 
-    monkeypatch.setattr(merge, "before_merge", commit_concurrently)
+    monkeypatch.setattr(merge_statement, "before_merge", commit_concurrently)
     raw.write_parquet("src/20261101-0901.parquet", [seq_change("U", 1, "batch", 2, 5)], DMS_SEQ)
     result = load(spark, table, raw)
     # Classification saw the row before the concurrent commit and counted its update; where the MERGE
