@@ -149,17 +149,23 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
 # per package. Counted apart, outside the score: the mutants of a Spark-only function, and prose -- a
 # mutant whose function equals the original once every help=, description=, metavar= and sid= argument
 # (argparse's help, a resource's description, an IAM statement's label: IAM only asks Sids to be unique in
-# their policy, and a mutant's stay so) is left out.
-MUTATE_PROSE_ARGS := help description metavar sid
+# their policy, and a mutant's stay so) and the reason= of a scanner acknowledgement (infra/nag.py: the
+# text cdk-nag and checkov record beside a finding; `function:argument` names an argument of one
+# function alone, as the trigger's own reason= arguments are behaviour) is left out.
+MUTATE_PROSE_ARGS := help description metavar sid acknowledge:reason acknowledge_check:reason \
+                     acknowledge_wildcards:reason
 export MUTATE_PROSE_ARGS
 define MUTATION_SCORE_PY
 import ast, collections, json, os, pathlib
 from mutmut.stats import status_by_exit_code as status
 spark = {tuple(spec.split(":")) for spec in os.environ.get("MUTATE_SPARK_ONLY", "").split()}
 PROSE = set(os.environ["MUTATE_PROSE_ARGS"].split())
+def prose(call, keyword):
+    callee = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+    return keyword.arg in PROSE or f"{callee}:{keyword.arg}" in PROSE
 class Unprose(ast.NodeTransformer):
     def visit_Call(self, node):
-        node.keywords = [k for k in node.keywords if k.arg not in PROSE]
+        node.keywords = [k for k in node.keywords if not prose(node, k)]
         return self.generic_visit(node)
 def functions(path):  # mangled name -> its body without prose
     defs = [f for f in ast.walk(ast.parse(path.read_text())) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
@@ -203,8 +209,8 @@ mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(4)))' \
 	  '$(foreach m,$(2),"$(1)/$(m).py"$(comma) "$(1)/$(m)/*"$(comma))' \
 	  '$(subst " ","$(comma) ",$(patsubst %,"%",$(3)))'
-# Prose is not mutated: the lines of a help=, description=, metavar= or sid= argument that hold nothing
-# else (argparse's help, a resource's description, a statement's label) become do_not_mutate_patterns;
+# Prose is not mutated: the lines of a prose argument (MUTATE_PROSE_ARGS) that hold nothing else
+# (argparse's help, a resource's description, a statement's label) become do_not_mutate_patterns;
 # a prose argument that shares its line with code is mutated, and its mutants are counted apart
 # (MUTATION_SCORE_PY).
 define MUTATE_PROSE_PY
@@ -213,8 +219,13 @@ from pathlib import Path
 patterns = set()
 for path in sys.argv[1:]:
     lines = Path(path).read_text().splitlines()
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        if isinstance(node, ast.keyword) and node.arg in os.environ["MUTATE_PROSE_ARGS"].split():
+    prose = os.environ["MUTATE_PROSE_ARGS"].split()
+    calls = [node for node in ast.walk(ast.parse("\n".join(lines))) if isinstance(node, ast.Call)]
+    for call in calls:
+        callee = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+        for node in call.keywords:
+            if node.arg not in prose and f"{callee}:{node.arg}" not in prose:
+                continue
             own_line = lines[node.lineno - 1][: node.col_offset].strip() == ""
             for n in range(node.lineno if own_line else node.lineno + 1, node.end_lineno + 1):
                 patterns.add("^" + re.escape(lines[n - 1]) + "$$")

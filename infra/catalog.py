@@ -281,10 +281,12 @@ class Catalog(Construct):
                 "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws-glue/crawlers*",
                 "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws-glue/crawlers*:*",
             ],
-            "Crawlers read only the configured table prefixes of the raw bucket (objects under each prefix), "
-            "write only tables of their own raw_<source> databases (table names come from the files), log "
-            "only to Glue's crawler log groups (named by Glue per role and security configuration), and use "
-            "only the stage's key.",
+            reason=(
+                "Crawlers read only the configured table prefixes of the raw bucket (objects under each "
+                "prefix), write only tables of their own raw_<source> databases (table names come from the "
+                "files), log only to Glue's crawler log groups (named by Glue per role and security "
+                "configuration), and use only the stage's key."
+            ),
         )
 
 

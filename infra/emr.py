@@ -206,6 +206,8 @@ class EmrServerless:
                 "Resource::arn:<AWS::Partition>:emr-serverless:<AWS::Region>:<AWS::AccountId>:/applications/"
                 f"{arn_ref(self.application, 'ApplicationId')}/jobruns/*"
             ],
-            "GetJobRun addresses the runs of the stage's one EMR Serverless application; run ids are "
-            "generated at run time.",
+            reason=(
+                "GetJobRun addresses the runs of the stage's one EMR Serverless application; run ids are "
+                "generated at run time."
+            ),
         )

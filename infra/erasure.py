@@ -126,14 +126,18 @@ class ErasurePolicy(Construct):
                 f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{database}/*"
                 for database in [*catalog.database_names, AUDIT_DATABASE]
             ],
-            "Erasure rewrites and deletes Iceberg files it cannot name in advance (data, delete and "
-            "metadata files, old object versions) under the warehouse prefix only, and commits to the "
-            "tables of the stage's own databases and its audit database only.",
+            reason=(
+                "Erasure rewrites and deletes Iceberg files it cannot name in advance (data, delete and "
+                "metadata files, old object versions) under the warehouse prefix only, and commits to the "
+                "tables of the stage's own databases and its audit database only."
+            ),
         )
         if table_bucket is not None:
             acknowledge_wildcards(
                 self.policy,
                 [f"Resource::{arn_ref(table_bucket.bucket, 'TableBucketARN')}/table/*"],
-                "Erasure reads, writes and commits to the S3 Tables tables it erases from and their "
-                "tombstones, whose table ids S3 Tables assigns: the stage's own table bucket only.",
+                reason=(
+                    "Erasure reads, writes and commits to the S3 Tables tables it erases from and their "
+                    "tombstones, whose table ids S3 Tables assigns: the stage's own table bucket only."
+                ),
             )

@@ -114,13 +114,13 @@ class PythonFunction(Construct):
             retry_attempts=retry_attempts,
             max_event_age=max_event_age,
         )
-        acknowledge(self.function, "L1", RUNTIME_REASON)
+        acknowledge(self.function, "L1", reason=RUNTIME_REASON)
         if reserved_concurrency is None:
-            acknowledge_check(self.function, "CKV_AWS_115", UNRESERVED_REASON)
+            acknowledge_check(self.function, "CKV_AWS_115", reason=UNRESERVED_REASON)
         if dead_letter_queue is None:
-            acknowledge_check(self.function, "CKV_AWS_116", NO_DLQ_REASON)
+            acknowledge_check(self.function, "CKV_AWS_116", reason=NO_DLQ_REASON)
         if network is None:
-            acknowledge_check(self.function, "CKV_AWS_117", NO_VPC_REASON)
+            acknowledge_check(self.function, "CKV_AWS_117", reason=NO_VPC_REASON)
         else:
             # VpcConfig set directly: CDK's `vpc=` would attach the AWS managed VPC-access policy.
             self.function.node.default_child.add_property_override("VpcConfig", network.vpc_config())
@@ -128,8 +128,10 @@ class PythonFunction(Construct):
             acknowledge_wildcards(
                 self.role,
                 ["Resource::*"],
-                "Lambda creates and deletes the function's network interfaces in the stage's subnets; "
-                "these EC2 calls have no resource-level permissions to scope them by.",
+                reason=(
+                    "Lambda creates and deletes the function's network interfaces in the stage's subnets; "
+                    "these EC2 calls have no resource-level permissions to scope them by."
+                ),
             )
 
 
@@ -162,6 +164,6 @@ def own_cdk_function_logs(stack: Stack, *, stage: Stage, key: kms.IKey) -> list[
         )
         construct.add_property_override("LoggingConfig.LogGroup", log_group.log_group_name)
         for check_id in ("CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"):
-            acknowledge_check(construct, check_id, CDK_HANDLER_REASON)
+            acknowledge_check(construct, check_id, reason=CDK_HANDLER_REASON)
         found.append(logical_id)
     return found

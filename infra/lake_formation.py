@@ -54,8 +54,10 @@ class LakeFormationAccess(Construct):
                 "Action::kms:ReEncrypt*",
                 "Action::kms:GenerateDataKey*",
             ],
-            "Lake Formation vends access to the objects of the registered warehouse prefix only, with the "
-            "stage's key only.",
+            reason=(
+                "Lake Formation vends access to the objects of the registered warehouse prefix only, with "
+                "the stage's key only."
+            ),
         )
         self.location = lakeformation.CfnResource(
             self,

@@ -12,13 +12,13 @@ from aws_cdk import Acknowledgment, CfnElement, CfnResource, Stack, Validations
 from constructs import IConstruct
 
 
-def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
+def acknowledge(scope: IConstruct, rule: str, *, reason: str) -> None:
     """Acknowledge one cdk-nag rule (or `Rule[finding]`) on `scope` and everything under it."""
     rule_id = rule if rule.startswith("AwsSolutions-") else f"AwsSolutions-{rule}"
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
 
 
-def acknowledge_check(scope: IConstruct, check_id: str, reason: str) -> None:
+def acknowledge_check(scope: IConstruct, check_id: str, *, reason: str) -> None:
     """Acknowledge one checkov finding on `scope`'s CloudFormation resource (checkov reads the resource's
     `Metadata.checkov.skip` and reports the finding as skipped, with the reason)."""
     cfn = scope if isinstance(scope, CfnResource) else scope.node.default_child
@@ -27,10 +27,10 @@ def acknowledge_check(scope: IConstruct, check_id: str, reason: str) -> None:
     cfn.add_metadata("checkov", metadata)
 
 
-def acknowledge_wildcards(scope: IConstruct, findings: list[str], reason: str) -> None:
+def acknowledge_wildcards(scope: IConstruct, findings: list[str], *, reason: str) -> None:
     """Acknowledge IAM5 findings (``Action::glue:GetTable*``, ``Resource::<Bucket.Arn>/raw/*``)."""
     for finding in findings:
-        acknowledge(scope, f"IAM5[{finding}]", reason)
+        acknowledge(scope, f"IAM5[{finding}]", reason=reason)
 
 
 def logical_id(element: IConstruct) -> str:

@@ -219,9 +219,11 @@ class StageNetwork(Construct):
         acknowledge_check(
             role.node.find_child("DefaultPolicy"),
             "CKV_AWS_111",
-            "The service (Glue, Lambda) creates and deletes the network interfaces of the job or function "
-            "in the stage's subnets with the role; the interfaces do not exist before, so there is no ARN "
-            "to name (AWS's own VPC-access policies grant these on *).",
+            reason=(
+                "The service (Glue, Lambda) creates and deletes the network interfaces of the job or "
+                "function in the stage's subnets with the role; the interfaces do not exist before, so there "
+                "is no ARN to name (AWS's own VPC-access policies grant these on *)."
+            ),
         )
 
 

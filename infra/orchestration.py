@@ -99,7 +99,8 @@ class MaintenanceWorkflow(Construct):
         acknowledge_wildcards(
             self.state_machine,
             ["Resource::*"],
-            "X-Ray tracing and CloudWatch Logs delivery (CreateLogDelivery and friends) take no "
-            "resource-level "
-            "permissions; CDK grants them on '*' as AWS documents.",
+            reason=(
+                "X-Ray tracing and CloudWatch Logs delivery (CreateLogDelivery and friends) take no "
+                "resource-level permissions; CDK grants them on '*' as AWS documents."
+            ),
         )

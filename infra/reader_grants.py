@@ -127,9 +127,11 @@ class ReaderGrants(Construct):
                 f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
                 for d in sorted(databases)
             ],
-            "Lake Formation's GrantPermissions and RevokePermissions have no resource-level permissions (its "
-            "grant options decide what the function may grant); it reads the catalog entries of the "
-            "readers' databases' tables, whose names come with the tables.",
+            reason=(
+                "Lake Formation's GrantPermissions and RevokePermissions have no resource-level permissions "
+                "(its grant options decide what the function may grant); it reads the catalog entries of the "
+                "readers' databases' tables, whose names come with the tables."
+            ),
         )
         principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
             data_lake_principal_identifier=role.role_arn

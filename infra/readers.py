@@ -342,11 +342,13 @@ class Readers(Construct):
         acknowledge_wildcards(
             policy,
             findings,
-            "A reader reads the objects of its own tables' folders (data and metadata files it cannot name "
-            "in advance), the tables of a database it reads whole (the tombstones' tables denied), and its "
-            "own query results; Lake Formation's GetDataAccess has no resource-level "
-            "permissions (the grants decide). An S3 Tables table's ARN holds its id, not its name: its "
-            "tables are named by the s3tables:namespace and s3tables:tableName conditions instead.",
+            reason=(
+                "A reader reads the objects of its own tables' folders (data and metadata files it cannot "
+                "name in advance), the tables of a database it reads whole (the tombstones' tables denied), "
+                "and its own query results; Lake Formation's GetDataAccess has no resource-level permissions "
+                "(the grants decide). An S3 Tables table's ARN holds its id, not its name: its tables are "
+                "named by the s3tables:namespace and s3tables:tableName conditions instead."
+            ),
         )
 
     def _bucket_tables(

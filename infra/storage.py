@@ -177,8 +177,10 @@ class LakeStorage(Construct):
         acknowledge_check(
             self.access_logs,
             "CKV_AWS_18",
-            "The access-log bucket receives the other buckets' server access logs: logging it to itself "
-            "would loop, and to another bucket would only move the question.",
+            reason=(
+                "The access-log bucket receives the other buckets' server access logs: logging it to itself "
+                "would loop, and to another bucket would only move the question."
+            ),
         )
 
         noncurrent = Duration.days(settings.noncurrent_version_expiration_days)

@@ -184,8 +184,11 @@ class Triggers(Construct):
             acknowledge(
                 notifications_handler,
                 "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
-                "CDK's bucket-notifications handler (a deploy-time custom resource, not lakeloader code) "
-                "uses the AWS managed basic execution role for its logs; CDK offers no way to replace it.",
+                reason=(
+                    "CDK's bucket-notifications handler (a deploy-time custom resource, not lakeloader code) "
+                    "uses the AWS managed basic execution role for its logs; CDK offers no way to replace "
+                    "it."
+                ),
             )
 
     def _schedules(self, stage: Stage, maintenance: sfn.IStateMachine) -> None:

@@ -77,7 +77,10 @@ class Writers(Construct):
         acknowledge_wildcards(
             policy,
             [f"Resource::{arn_ref(raw)}/{p}*" for p in prefixes],
-            "A writer (a DMS endpoint, an S3 sink) names the files it lands under its own raw prefixes at "
-            "run time; it may write there only, and use the stage's key only through S3 for the raw bucket.",
+            reason=(
+                "A writer (a DMS endpoint, an S3 sink) names the files it lands under its own raw prefixes "
+                "at run time; it may write there only, and use the stage's key only through S3 for the raw "
+                "bucket."
+            ),
         )
         return policy
