@@ -1,5 +1,5 @@
-"""`mode: merge`: the latest change per key, classified against the rows the table holds, in one
-MERGE INTO. The rules:
+"""`mode: merge`: the latest change per key, applied to the rows the table holds in one MERGE INTO.
+The rules:
 
 * the latest change per key wins (the sequence tuple, then file, then row order);
 * a change is applied only when its sequence tuple is newer than the row the table

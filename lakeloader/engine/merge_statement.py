@@ -17,9 +17,9 @@ from lakeloader.sql import in_lists, quote
 
 ACTION = "_ll_action"  # a classified source's column: what each change does (merge_classified.classify)
 
-# Test seam: called with (spark, target table) after classification, right before the MERGE
-# statement runs, so a test can commit a concurrent change there. None (always, outside tests)
-# does nothing.
+# Test seam: called with (spark, target table) right before the MERGE statement runs (after the
+# classification, where there is one), so a test can commit a concurrent change there. None (always,
+# outside tests) does nothing.
 before_merge: Callable[[SparkSession, str], None] | None = None
 
 
