@@ -129,7 +129,8 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   $(wildcard tests/unit/test_ledger_*.py) $(wildcard tests/unit/test_drain*.py) tests/unit/test_operator_verbs.py \
                   tests/unit/test_backfill.py tests/unit/test_backfill_report.py $(wildcard tests/unit/test_stage_*.py) tests/unit/test_verify_hops.py \
                   tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
-                  $(wildcard tests/unit/test_formats_*.py) tests/unit/test_schema_plan.py tests/unit/test_retention_cutoffs.py \
+                  $(wildcard tests/unit/test_formats_*.py) tests/unit/test_schema_plan.py tests/unit/test_table_layout.py \
+                  tests/unit/test_retention_cutoffs.py \
                   tests/unit/test_table_state.py tests/unit/test_object_versions.py tests/unit/test_inputs.py \
                   tests/unit/test_s3_tables_config.py tests/unit/test_retry.py
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_first_deploy.py tests/infra/test_infra_readers.py \
@@ -144,7 +145,9 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
                   formats/dms:Dms.operation formats/files:_read_csv formats/files:read_rows \
                   formats/files:parquet_schemas formats/files:merge_schemas formats/files:replace_checked \
                   formats/files:lenient_cast formats/debezium:decimal_sql \
-                  formats/snapshot:Snapshot.read_checked formats/snapshot:folder_value
+                  formats/snapshot:Snapshot.read_checked formats/snapshot:folder_value \
+                  engine/schema:typed_columns engine/schema:_iceberg_type engine/schema:apply_plan \
+                  engine/schema:create_table engine/schema:_aligned engine/schema:align
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then
 # per package. Counted apart, outside the score: the mutants of a Spark-only function, and prose -- a
 # mutant whose function equals the original once every help=, description=, metavar= and sid= argument
