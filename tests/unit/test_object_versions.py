@@ -3,6 +3,7 @@ after deletes, rewrites and delete markers, none of the table's old versions or 
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -13,7 +14,11 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import unique_name  # noqa: E402
 
-from lakeloader.jobs.object_versions import purge_noncurrent_versions, remaining_versions  # noqa: E402
+from lakeloader.jobs.object_versions import (  # noqa: E402
+    on_s3,
+    purge_noncurrent_versions,
+    remaining_versions,
+)
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint
@@ -113,7 +118,35 @@ def test_a_version_s3_refuses_to_delete_fails_naming_it_and_the_permissions(aws_
     with pytest.raises(ObjectVersionError) as error:
         purge_noncurrent_versions(f"s3://{bucket}/warehouse/crm.db/customers")
 
-    message = str(error.value)
-    # AWS names the version in each error; moto leaves it out ("version None")
-    assert f"first s3://{bucket}/{key} version " in message and "AccessDenied" in message, message
-    assert "s3:DeleteObjectVersion" in message and "under s3://" in message
+    # The whole line; AWS names the version in each error, moto leaves it out ("version None"), and
+    # S3's own message is S3's.
+    pattern = (
+        rf"could not delete 1 object version\(s\) under s3://{bucket}/warehouse/crm\.db/customers: "
+        rf"first s3://{bucket}/{re.escape(key)} version \S+: AccessDenied .+ \(erase needs "
+        r"s3:ListBucketVersions and s3:DeleteObjectVersion on the warehouse prefix\)"
+    )
+    assert re.fullmatch(pattern, str(error.value)), str(error.value)
+
+
+def test_a_purge_cut_short_after_the_versions_removes_the_markers_left_on_the_next_run(s3):
+    """Versions go first, then markers: a run that died between the two leaves delete markers alone
+    under the prefix, which S3 lists with no `Versions` at all. The next run removes them."""
+    client, bucket = s3
+    prefix = "warehouse/crm.db/customers/"
+    for key in ("data/gone.parquet", "data/also-gone.parquet"):
+        version = client.put_object(Bucket=bucket, Key=prefix + key, Body=b"x")["VersionId"]
+        client.delete_object(Bucket=bucket, Key=prefix + key)  # a marker over the version
+        client.delete_object(Bucket=bucket, Key=prefix + key, VersionId=version)  # the first half's work
+    pages = list(client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix))
+    assert (
+        not any(page.get("Versions") for page in pages) and remaining_versions(f"s3://{bucket}/{prefix}") == 2
+    )
+
+    assert purge_noncurrent_versions(f"s3://{bucket}/{prefix}") == 2
+    assert listed(client, bucket, prefix) == ([], [], [])
+
+
+def test_only_an_s3_location_has_versions_to_purge():
+    """Hadoop's three S3 schemes are S3; a local warehouse (a path or file://) and another store are not."""
+    locations = ["s3://b/w/t", "s3a://b/w/t", "s3n://b/w/t", "file:///tmp/w/t", "/tmp/w/t", "gs://b/w/t"]
+    assert [on_s3(location) for location in locations] == [True, True, True, False, False, False]
