@@ -160,3 +160,103 @@ def test_managed_columns_are_neither_missing_nor_accepted_from_the_source():
         SchemaChangeError, match="source column Valid_From has the name of a column lakeloader"
     ):
         plan_schema("t", target, source, policy="evolve", keys=["id"], managed=["valid_from"])
+
+
+MAPPED = struct(id=T.LongType(), attrs=T.MapType(T.LongType(), T.IntegerType()))
+
+
+def with_attrs(key: T.DataType, value: T.DataType | None = None) -> T.StructType:
+    return struct(id=T.LongType(), attrs=T.MapType(key, value or T.IntegerType()))
+
+
+@pytest.mark.parametrize("key", [T.LongType(), T.IntegerType(), T.ShortType(), T.NullType()])
+def test_a_maps_keys_may_arrive_narrower_but_never_wider(key):
+    """Iceberg cannot change a map's key type: a key that casts losslessly into it is written as is."""
+    assert not plan_schema("t", MAPPED, with_attrs(key), policy="evolve", keys=["id"]).changes_table
+
+
+@pytest.mark.parametrize(
+    ("target_key", "source_key"),
+    [
+        (T.TimestampType(), T.TimestampNTZType()),
+        (T.TimestampType(), T.DateType()),
+        (T.TimestampNTZType(), T.DateType()),
+        (T.DoubleType(), T.FloatType()),
+        (T.DoubleType(), T.IntegerType()),
+        (T.FloatType(), T.ShortType()),
+        (T.DecimalType(10, 2), T.DecimalType(8, 2)),
+    ],
+)
+def test_every_lossless_cast_is_accepted_for_a_maps_keys(target_key, source_key):
+    """The same rules as a column's, where "fits" is the only way a different type is accepted."""
+    target = struct(id=T.LongType(), attrs=T.MapType(target_key, T.IntegerType()))
+    assert not plan_schema("t", target, with_attrs(source_key), policy="evolve", keys=["id"]).problems
+
+
+@pytest.mark.parametrize(
+    ("source_key", "message"),
+    [
+        (T.DecimalType(20, 0), "map key decimal(20,0) cannot be written to bigint (map keys cannot change)"),
+        (T.StringType(), "map key string cannot be written to bigint (map keys cannot change)"),
+    ],
+)
+def test_a_maps_key_that_would_widen_or_change_fails(source_key, message):
+    with pytest.raises(SchemaChangeError) as err:
+        plan_schema("t", MAPPED, with_attrs(source_key), policy="evolve", keys=["id"])
+    assert err.value.problems == [f"column attrs: {message}"]
+
+
+def test_a_maps_values_widen_and_their_path_says_so():
+    result = plan_schema("t", MAPPED, with_attrs(T.LongType(), T.LongType()), policy="evolve", keys=["id"])
+    assert [(path, old, new) for path, old, new in result.widen] == [
+        (("attrs", "value"), T.IntegerType(), T.LongType())
+    ]
+    assert result.notes == ["schema: widened attrs.value int -> bigint"]
+    assert result.describe_drift() == ["column attrs.value widened int -> bigint"]
+
+
+@pytest.mark.parametrize(
+    ("target", "source"),
+    [
+        (T.ArrayType(T.StringType()), T.StringType()),
+        (T.StringType(), T.ArrayType(T.StringType())),
+        (T.StringType(), T.MapType(T.StringType(), T.StringType())),
+        (T.MapType(T.StringType(), T.StringType()), T.StringType()),
+    ],
+)
+def test_a_list_or_map_written_as_a_scalar_or_the_other_way_round_fails(target, source):
+    with pytest.raises(SchemaChangeError) as err:
+        plan_schema(
+            "t",
+            struct(id=T.LongType(), v=target),
+            struct(id=T.LongType(), v=source),
+            policy="evolve",
+            keys=["id"],
+        )
+    written = f"{source.simpleString()} cannot be written to {target.simpleString()}"
+    assert err.value.problems == [f"column v: {written} (incompatible type change)"]
+
+
+@pytest.mark.parametrize(
+    "untyped",
+    [
+        struct(city=T.NullType()),
+        T.ArrayType(T.NullType()),
+        T.MapType(T.StringType(), T.NullType()),
+        T.ArrayType(struct(k=T.StringType(), v=T.NullType())),
+    ],
+)
+def test_a_new_column_with_no_type_anywhere_inside_waits_for_one(untyped):
+    """Iceberg has no NULL type: a new struct, list or map with a NULL-typed part anywhere is not added
+    until a batch gives it a type (typed_columns leaves it out of the rows written meanwhile)."""
+    source = struct(id=T.LongType(), extra=untyped)
+    result = plan_schema("t", struct(id=T.LongType()), source, policy="evolve", keys=["id"])
+    assert (result.add, result.untyped) == ([], ["extra"])
+
+
+def test_a_new_nested_fields_path_is_reported_dotted():
+    source = struct(id=T.LongType(), addr=struct(city=T.StringType(), zip=T.StringType()))
+    target = struct(id=T.LongType(), addr=struct(city=T.StringType()))
+    result = plan_schema("t", target, source, policy="evolve", keys=["id"])
+    assert result.notes == ["schema: added column addr.zip string"]
+    assert result.describe_drift() == ["new column addr.zip string"]
