@@ -163,12 +163,12 @@ import ast, collections, json, os, pathlib
 from mutmut.stats import status_by_exit_code as status
 spark = {tuple(spec.split(":")) for spec in os.environ.get("MUTATE_SPARK_ONLY", "").split()}
 PROSE = set(os.environ["MUTATE_PROSE_ARGS"].split())
-def prose(call, keyword):
+def prose_argument(call, keyword):
     callee = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
     return keyword.arg in PROSE or f"{callee}:{keyword.arg}" in PROSE
 class Unprose(ast.NodeTransformer):
     def visit_Call(self, node):
-        node.keywords = [k for k in node.keywords if not prose(node, k)]
+        node.keywords = [k for k in node.keywords if not prose_argument(node, k)]
         return self.generic_visit(node)
 def functions(path):  # mangled name -> its body without prose
     defs = [f for f in ast.walk(ast.parse(path.read_text())) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]

@@ -244,6 +244,7 @@ def test_a_list_or_map_written_as_a_scalar_or_the_other_way_round_fails(target, 
         T.ArrayType(T.NullType()),
         T.MapType(T.StringType(), T.NullType()),
         T.ArrayType(struct(k=T.StringType(), v=T.NullType())),
+        T.MapType(T.NullType(), T.StringType()),
     ],
 )
 def test_a_new_column_with_no_type_anywhere_inside_waits_for_one(untyped):
@@ -260,3 +261,70 @@ def test_a_new_nested_fields_path_is_reported_dotted():
     result = plan_schema("t", target, source, policy="evolve", keys=["id"])
     assert result.notes == ["schema: added column addr.zip string"]
     assert result.describe_drift() == ["new column addr.zip string"]
+
+
+@pytest.mark.parametrize(
+    ("target", "source"),
+    [
+        (T.TimestampType(), T.StringType()),
+        (T.TimestampType(), T.LongType()),
+        (T.StringType(), T.DateType()),
+        (T.StringType(), T.TimestampNTZType()),
+        (T.DateType(), T.TimestampType()),
+    ],
+)
+def test_a_time_written_as_text_or_a_number_or_text_as_a_time_is_incompatible(target, source):
+    """Only a date into either timestamp, and a timestamp without time zone into one with, fit: DMS
+    writing a timestamp column as text must fail the batch, not be cast by Spark."""
+    with pytest.raises(SchemaChangeError) as err:
+        plan_schema(
+            "t",
+            struct(id=T.LongType(), at=target),
+            struct(id=T.LongType(), at=source),
+            policy="evolve",
+            keys=["id"],
+        )
+    written = f"{source.simpleString()} cannot be written to {target.simpleString()}"
+    assert err.value.problems == [f"column at: {written} (incompatible type change)"]
+
+
+def test_a_case_clash_inside_a_struct_names_the_struct():
+    source = struct(id=T.LongType(), addr=struct(city=T.StringType(), City=T.StringType()))
+    with pytest.raises(SchemaChangeError) as err:
+        plan(source)
+    assert "source columns city/City in addr differ only in case" in err.value.problems
+
+
+def test_every_source_column_after_a_new_one_is_still_compared():
+    """A new column first in the source, a widened and a new nested field after it."""
+    source = struct(
+        extra=T.StringType(),
+        id=T.LongType(),
+        qty=T.LongType(),
+        addr=struct(city=T.StringType(), zip=T.IntegerType()),
+    )
+    result = plan(source)
+    assert [".".join(p) for p, _ in result.add] == ["extra", "addr.zip"]
+    assert [".".join(p) for p, _, _ in result.widen] == ["qty"]
+
+
+def test_a_schema_change_error_names_the_table_and_an_unknown_policy_names_itself():
+    with pytest.raises(SchemaChangeError) as err:
+        plan_schema("crm.customers", TARGET, struct(id=T.StringType()), policy="evolve", keys=["id"])
+    assert err.value.table_id == "crm.customers"
+    assert str(err.value).startswith(
+        "table 'crm.customers': schema change not allowed:\n  - column id: string"
+    )
+    with pytest.raises(ValueError, match="^unknown schema_evolution policy 'grow'$"):
+        plan_schema("t", TARGET, TARGET, policy="grow", keys=["id"])
+
+
+def test_a_managed_column_sent_by_the_source_is_that_one_problem_and_no_drift():
+    """Under `fail`, the source's Valid_From is reported once, as a managed column, not also as new."""
+    target = T.StructType([*TARGET.fields, T.StructField("valid_from", T.TimestampType())])
+    source = T.StructType([*TARGET.fields, T.StructField("Valid_From", T.StringType())])
+    with pytest.raises(SchemaChangeError) as err:
+        plan_schema("t", target, source, policy="fail", keys=["id"], managed=["valid_from"])
+    assert err.value.problems == [
+        "source column Valid_From has the name of a column lakeloader manages on this table"
+    ]
