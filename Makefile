@@ -219,10 +219,9 @@ mutmut_config = printf '\n[tool.mutmut]\nsource_paths = ["$(1)"]\nalso_copy = [%
 define MUTATE_PROSE_PY
 import ast, json, os, re, sys
 from pathlib import Path
-patterns = set()
+patterns, prose = set(), os.environ["MUTATE_PROSE_ARGS"].split()
 for path in sys.argv[1:]:
     lines = Path(path).read_text().splitlines()
-    prose = os.environ["MUTATE_PROSE_ARGS"].split()
     calls = [node for node in ast.walk(ast.parse("\n".join(lines))) if isinstance(node, ast.Call)]
     for call in calls:
         callee = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
