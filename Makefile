@@ -134,6 +134,7 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   tests/unit/test_table_state.py tests/unit/test_object_versions.py tests/unit/test_inputs.py \
                   tests/unit/test_s3_tables_config.py tests/unit/test_retry.py
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_first_deploy.py tests/infra/test_infra_readers.py \
+                  tests/infra/test_infra_reader_grants.py \
                   tests/infra/test_infra_s3_tables_readers.py \
                   tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py tests/infra/test_infra_storage_lifecycle.py \
                   tests/infra/test_infra_shared_account.py
