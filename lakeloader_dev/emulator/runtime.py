@@ -253,6 +253,7 @@ class Runtime:
         site-packages, only the standard library, those modules and ``python_path``, so a
         dependency the job does not ship fails to import as it would on the platform.
         """
+        launch = driver_launch()
         full_env = self.base_env()
         full_env.update(env)
         full_env.update(
@@ -263,36 +264,39 @@ class Runtime:
                 "LAKELOADER_EMULATED": "1",
                 "SPARK_LOCAL_IP": "127.0.0.1",
                 "PYSPARK_PYTHON": self.python,
-                "LAKELOADER_DRIVER_MEMORY": driver_memory(),
-                # the jars Glue/EMR provide, built here: the deployed zip holds no jar assembly
-                JARS_ENV: spark_conf().get("spark.jars", ""),
-                **short_jvm_env(),  # a job run here is a minute on small data: start its JVM cheaply
+                "LAKELOADER_DRIVER_MEMORY": launch.memory,
+                JARS_ENV: launch.jars,
+                SUBMIT_OPTS_ENV: launch.options,
             }
         )
         python = [self.python, "-S"] if image else [self.python]
         cmd = [*python, str(script), *argv]
         if drivers.enabled():
-            rc = self._run_in_warm_driver(cmd, full_env, run_dir, log_path, timeout)
+            rc = self._run_in_warm_driver(cmd, full_env, launch, run_dir, log_path, timeout)
         else:
             rc = self.run_process(cmd, full_env, run_dir, log_path, timeout=timeout)
         if rc == 0:
             return None
         return _error_from_log(log_path, rc)
 
-    def take_driver(self) -> drivers.Driver:
-        """A Spark driver JVM kept between runs (``drivers``), started as a run's PySpark would start it;
-        hand it back with ``self.drivers.give_back``."""
-        launch = drivers.Launch(
-            driver_memory(), spark_conf().get("spark.jars", ""), short_jvm_env()[SUBMIT_OPTS_ENV]
-        )
-        return self.drivers.take(launch, {**self.base_env(), "SPARK_LOCAL_IP": "127.0.0.1"})
+    def take_driver(self, launch: drivers.Launch | None = None) -> drivers.Driver:
+        """A Spark driver JVM kept between runs (``drivers``), started as a run's PySpark would start it
+        (``driver_launch()`` unless given); hand it back with ``self.drivers.give_back``."""
+        env = {**self.base_env(), "SPARK_LOCAL_IP": "127.0.0.1"}
+        return self.drivers.take(launch or driver_launch(), env)
 
     def _run_in_warm_driver(
-        self, cmd: list[str], env: dict[str, str], run_dir: Path, log_path: Path, timeout: float
+        self,
+        cmd: list[str],
+        env: dict[str, str],
+        launch: drivers.Launch,
+        run_dir: Path,
+        log_path: Path,
+        timeout: float,
     ) -> int:
-        """``run_process`` with the script's SparkContext built in a driver JVM from ``take_driver``;
-        the JVM's Spark log goes to the run's."""
-        driver = self.take_driver()
+        """``run_process`` with the script's SparkContext built in a driver JVM from ``take_driver``,
+        started as ``launch`` says (the run's own settings); the JVM's Spark log goes to the run's."""
+        driver = self.take_driver(launch)
         with open(log_path, "ab") as log:
             driver.log_to(log)
             rc = -1
@@ -322,6 +326,15 @@ class Runtime:
 def driver_memory() -> str:
     """A Glue or EMR run's driver memory here (LAKELOADER_DRIVER_MEMORY, else 1g)."""
     return os.environ.get("LAKELOADER_DRIVER_MEMORY", "1g")
+
+
+def driver_launch() -> drivers.Launch:
+    """How a Glue or EMR run's driver JVM starts here, whether its own or a kept one: its memory, the
+    jars Glue/EMR provide (built here: the deployed zip holds no jar assembly) and short-lived JVM
+    options (a job run here is a minute on small data: start its JVM cheaply)."""
+    return drivers.Launch(
+        driver_memory(), spark_conf().get("spark.jars", ""), short_jvm_env()[SUBMIT_OPTS_ENV]
+    )
 
 
 def uris(value: str) -> list[str]:
