@@ -70,11 +70,13 @@ print(f"{time.perf_counter() - start:.1f}")
 endef
 export CPU_PROBE_PY
 # The machine, its load and free disk first: the per-module lines and durations are read against it.
+# Then the suite in two lanes (tests/lanes.py), one pytest-xdist worker each: spark and faults in one,
+# e2e, infra and unit in the other; no suite alone keeps two cores busy.
 test: lint
 	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)," \
 	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run peaks near 2 GB there)," \
 	  "one core's speed: $$($(PY) -c "$$CPU_PROBE_PY") s for 10M steps of a Python loop"
-	$(PY) -m pytest $(TESTS_$(RUNTIME))
+	$(PY) -m pytest $(TESTS_$(RUNTIME)) -n 2 --dist loadgroup
 
 # The inner loop, a few minutes: lint, the unit tests, the infra assertions that need no synth and
 # the Spark tests not marked `slow` (pyproject.toml's markers). `make test` runs every test. The unit

@@ -19,12 +19,49 @@ def pytest_configure(config: pytest.Config) -> None:
     timing.register(config)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test after its group
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that synthesizes the app (its fixtures reach tests/infra's `synth`) is marked `synth`, so
-    `make check` can leave out every synth without each test saying so."""
+    `make check` can leave out every synth without each test saying so. On xdist workers each test
+    is put in its lane's group (tests/lanes.py), which `--dist loadgroup` hands to one worker whole."""
+    from tests.lanes import lane_of
+
+    grouped = bool(getattr(config, "workerinput", None))
     for item in items:
         if "synth" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.synth)
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(lane_of(item.nodeid)))
+
+
+# The fault suite's figures (tests/faults/oracle.STATS) are gathered where its tests run: an xdist
+# worker hands its lines over as it finishes, and the run's summary prints them.
+_FAULT_FIGURES: list[str] = []
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fault_figures"] = _fault_figure_lines()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    _FAULT_FIGURES.extend(getattr(node, "workeroutput", {}).get("fault_figures", []))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    lines = _FAULT_FIGURES or _fault_figure_lines()
+    if lines:
+        terminalreporter.section("fault suite: the tables against the oracle")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def _fault_figure_lines() -> list[str]:
+    from tests.faults.oracle import STATS
+
+    return STATS.lines() if STATS.cases else []
 
 
 @pytest.fixture(scope="session")

@@ -18,16 +18,8 @@ import pytest
 import yaml
 
 from lakeloader_dev.jvm import short_jvm_env
-from tests.faults.oracle import STATS
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if STATS.cases:
-        terminalreporter.section("fault suite: the tables against the oracle")
-        for line in STATS.lines():
-            terminalreporter.write_line(line)
 
 
 class Lake:
