@@ -79,12 +79,10 @@ test: lint
 	$(PY) -m pytest $(TESTS_$(RUNTIME)) -n 2 --dist loadgroup
 
 # The inner loop, a few minutes: lint, the unit tests, the infra assertions that need no synth and
-# the Spark tests not marked `slow` (pyproject.toml's markers). `make test` runs every test. The unit
-# tests run on two workers, a module to each (80 s against 103 s serial on 2 cores); the Spark tests
-# stay in one process, where two JVMs on 2 cores took 164 s against 121 s.
+# the Spark tests not marked `slow` (pyproject.toml's markers), in `make test`'s two lanes. `make test`
+# runs every test.
 check: lint
-	$(PY) -m pytest tests/unit -m "not slow and not synth" -n 2 --dist loadfile
-	$(PY) -m pytest tests/infra tests/spark -m "not slow and not synth"
+	$(PY) -m pytest tests/unit tests/infra tests/spark -m "not slow and not synth" -n 2 --dist loadgroup
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
