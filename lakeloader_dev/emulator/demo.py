@@ -188,6 +188,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
 
 def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -> None:
     import boto3
+    from pyspark import SparkContext
 
     from lakeloader.s3_tables import target_name
     from lakeloader.spark import S3_TABLES_ENV, SparkSettings, build_session
@@ -245,6 +246,10 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -
         spark.stop()
         os.environ.pop(S3_TABLES_ENV, None)
         if driver:
+            # PySpark's connection to the JVM ends with the read: the JVM is the emulator's, and its
+            # teardown kills it, which an open connection would log as a traceback at exit
+            SparkContext._gateway.close()
+            SparkContext._gateway = SparkContext._jvm = None
             for name in driver.env():
                 os.environ.pop(name)
             runtime.drivers.give_back(driver, reusable=True)
