@@ -35,8 +35,18 @@ def test_each_suite_has_its_lane() -> None:
     assert lane_of("tests/test_top.py::test_y") == AWS_LANE
 
 
+# Tests some modules have besides their three recording ones: the Spark lane ends last, 2 s after the
+# other, and a fault test counts a case as the oracle would.
+EXTRA_TESTS = {
+    "spark/test_spark_2.py": "def test_last():\n    import time; time.sleep(2)\n",
+    "faults/test_faults_0.py": "def test_counted():\n    from tests.faults.oracle import STATS\n"
+    "    STATS.cases += 1\n    STATS.rows_expected += 7\n",
+}
+
+
 @pytest.fixture
-def suite_tree(pytester: pytest.Pytester) -> Path:
+def suite_tree(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The small tree; its tests record (module, xdist worker) in ``record.jsonl``."""
     tests = pytester.path / "tests"
     (tests / "faults").mkdir(parents=True)
     for name in ("conftest.py", "lanes.py", "timing.py", "faults/oracle.py"):
@@ -46,36 +56,25 @@ def suite_tree(pytester: pytest.Pytester) -> Path:
     for suite, modules in {"spark": 3, "faults": 2, "e2e": 2, "unit": 3}.items():
         (tests / suite).mkdir(exist_ok=True)
         for n in range(modules):
-            (tests / suite / f"test_{suite}_{n}.py").write_text(
-                "from tests.record import record\n"
-                + "".join(
-                    f"def test_{i}():\n    record('tests/{suite}/test_{suite}_{n}.py')\n" for i in range(3)
-                )
+            module = f"{suite}/test_{suite}_{n}.py"
+            recording = "".join(f"def test_{i}():\n    record('tests/{module}')\n" for i in range(3))
+            (tests / module).write_text(
+                "from tests.record import record\n" + recording + EXTRA_TESTS.get(module, "")
             )
-    (tests / "spark" / "test_spark_2.py").write_text(  # the Spark lane ends last, 2 s after the other
-        (tests / "spark" / "test_spark_2.py").read_text()
-        + "def test_last():\n    import time; time.sleep(2)\n"
-    )
-    (tests / "faults" / "test_faults_0.py").write_text(
-        (tests / "faults" / "test_faults_0.py").read_text()
-        + "def test_counted():\n    from tests.faults.oracle import STATS\n    STATS.cases += 1\n"
-        + "    STATS.rows_expected += 7\n"
-    )
+    monkeypatch.setenv("LANES_RECORD", str(pytester.path / "record.jsonl"))
     return pytester.path
 
 
 def test_a_suite_runs_whole_on_one_worker_and_the_log_names_each_lanes_modules(
-    pytester: pytest.Pytester, suite_tree: Path, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, suite_tree: Path
 ) -> None:
-    record = suite_tree / "record.jsonl"
-    monkeypatch.setenv("LANES_RECORD", str(record))
     result = pytester.runpytest_subprocess(
         "tests", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=32)
 
     workers: dict[str, set[str]] = {}
-    for line in record.read_text().splitlines():
+    for line in (suite_tree / "record.jsonl").read_text().splitlines():
         module, worker = json.loads(line)
         workers.setdefault(lane_of(module), set()).add(worker)
     assert len(workers[SPARK_LANE]) == len(workers[AWS_LANE]) == 1
@@ -95,10 +94,7 @@ def test_a_suite_runs_whole_on_one_worker_and_the_log_names_each_lanes_modules(
     assert "cases checked against the oracle: 1\n" in figures and "rows expected: 7\n" in figures
 
 
-def test_one_process_has_one_lane_and_no_lane_names(
-    pytester: pytest.Pytester, suite_tree: Path, monkeypatch
-) -> None:
-    monkeypatch.setenv("LANES_RECORD", str(suite_tree / "record.jsonl"))
+def test_one_process_has_one_lane_and_no_lane_names(pytester: pytest.Pytester, suite_tree: Path) -> None:
     result = pytester.runpytest_subprocess("tests/spark", "tests/unit", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=19)
     out = result.stdout.str()
