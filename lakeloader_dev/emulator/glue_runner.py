@@ -118,7 +118,8 @@ def _glue_modules(
     """``--additional-python-modules`` as Glue 5 installs them: pip with the job's installer
     options, from wheels on S3 (``.whl`` files, or one ``.gluewheels.zip`` holding
     ``wheels/requirements.txt``), into a folder on the script's path. Installed once per
-    distinct set of wheels (a run reuses it); a requirement that is not an S3 wheel would need
+    distinct set of wheels (a run reuses it), compiled as pip compiles by default: a run loads their
+    bytecode instead of compiling them again (0.3 s of each run's CPU, pydantic's mostly); a requirement that is not an S3 wheel would need
     a package index at job start, which the emulator refuses, as a job without network access
     would fail."""
     not_s3 = [m for m in modules if not m.startswith("s3://")]
@@ -146,7 +147,7 @@ def _glue_modules(
                 (source / name).write_bytes(blob)
                 requirements.append(str(source / name))
         staging = Path(tempfile.mkdtemp(prefix=".glue-modules-", dir=runtime.workdir))
-        pip = [runtime.python, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(staging)]
+        pip = [runtime.python, "-m", "pip", "install", "--quiet", "--target", str(staging)]
         rc = runtime.run_process(
             [*pip, *options, *requirements], runtime.base_env(), run_dir, log_path, timeout=600
         )
