@@ -59,6 +59,7 @@ from tests.e2e.s3_to_iceberg_world import (
 )
 
 pytestmark = pytest.mark.e2e
+SWEEP_AT_ONCE = 1.0  # seconds of nothing running with files pending before the emulated schedule sweeps
 
 
 @pytest.fixture(scope="module")
@@ -345,8 +346,10 @@ def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_tri
     code, again = lakeloader("backfill", "--stage", "dev", "--table", "audit.events", "--no-sweep")
     assert code == 0 and "audit.events: 0 recorded as pending, 26 already in the ledger" in again, again
 
-    # max_files_per_run 10: three runs (the sweep starts the next while files wait), each file once
-    assert set(wait_for_objects(e2e.stack, {"audit.events": keys})["audit.events"].values()) == {"done"}
+    # max_files_per_run 10: three runs (the sweep starts the next while files wait), each file once.
+    # The schedule's sweep is fired as soon as nothing runs: its rate only spaces the runs out.
+    waited = wait_for_objects(e2e.stack, {"audit.events": keys}, sweep_after=SWEEP_AT_ONCE)
+    assert set(waited["audit.events"].values()) == {"done"}
     assert {o.attempts for o in e2e.stack.ledger().objects("audit.events") if o.key in keys} == {1}
     runs = [r for r in latest_runs(e2e.stack, ["audit.events"])["audit.events"] if r.status == "succeeded"]
     assert sorted(r.counts["files"] for r in runs) == [5, 10, 10], runs
@@ -378,7 +381,8 @@ def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_tri
     before = {r.run_id for r in ledger.list_runs("audit.events", limit=50)}
     code, out = lakeloader("rebuild", "--stage", "dev", "--table", "audit.events")
     assert code == 0 and "audit.events: rebuild started as run" in out, out
-    wait_for_objects(e2e.stack, {"audit.events": keys})  # returns once no ingest run is active
+    # returns once no ingest run is active
+    wait_for_objects(e2e.stack, {"audit.events": keys}, sweep_after=SWEEP_AT_ONCE)
     [rebuild] = [r for r in ledger.list_runs("audit.events", limit=50) if r.run_id not in before]
     assert rebuild.status == "succeeded" and rebuild.counts["files"] == 25, rebuild
     objects = {o.key: (o.status, o.run_id) for o in ledger.objects("audit.events")}
