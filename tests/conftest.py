@@ -64,11 +64,17 @@ def _fault_figure_lines() -> list[str]:
     return STATS.lines() if STATS.cases else []
 
 
-# The session's JVM runs every Spark test of its lane, 10 minutes of many small jobs: the throughput
-# collector costs less CPU than the JVM's default (G1) there. Measured on 2 cores, quiet, five Spark
-# modules one run after the other, two pairs alternating: 219 and 236 s, 318 and 344 CPU-s, against
-# G1's 235 and 247 s, 352 and 372 CPU-s (lakeloader_dev.jvm: why the JIT stays at its default here).
+# Test-only settings of the session that runs every Spark test of its lane, 10 minutes of many small
+# jobs on tiny data. Each measured on 2 cores, quiet, five Spark modules (tests/spark: merge,
+# tombstones, scd2, commit_guarantees, erase) one run after the other, in alternating pairs:
+# * the throughput collector: 219 and 236 s, 318 and 344 CPU-s, against the JVM's default G1's 235
+#   and 247 s, 352 and 372 CPU-s (lakeloader_dev.jvm: why the JIT stays at its default here);
+# * no whole-stage code generation: 218 and 206 s, 313 and 299 CPU-s, against 238 and 251 s, 344 and
+#   362 CPU-s. Each query's generated Java is compiled before it runs, and on a few rows that costs
+#   more than it saves. Results do not depend on it; what runs with Spark's defaults, as Glue and EMR
+#   run: the emulator's Glue and EMR runs (tests/e2e), the CLI's and the fault suite's subprocesses.
 SESSION_JVM_OPTIONS = "-XX:+UseParallelGC"
+SESSION_CONF = {"spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS, "spark.sql.codegen.wholeStage": "false"}
 
 
 @pytest.fixture(scope="session")
@@ -82,7 +88,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             warehouse=str(warehouse),
             app_name="lakeloader-tests",
             shuffle_partitions=2,
-            extra_conf={**spark_conf(), "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS},
+            extra_conf={**spark_conf(), **SESSION_CONF},
         )
     )
     yield session
