@@ -119,9 +119,9 @@ def _glue_modules(
     options, from wheels on S3 (``.whl`` files, or one ``.gluewheels.zip`` holding
     ``wheels/requirements.txt``), into a folder on the script's path. Installed once per
     distinct set of wheels (a run reuses it), compiled as pip compiles by default: a run loads their
-    bytecode instead of compiling them again (0.3 s of each run's CPU, pydantic's mostly); a requirement that is not an S3 wheel would need
-    a package index at job start, which the emulator refuses, as a job without network access
-    would fail."""
+    bytecode instead of compiling them again (0.3 s of each run's CPU, pydantic's mostly). A
+    requirement that is not an S3 wheel would need a package index at job start, which the emulator
+    refuses, as a job without network access would fail."""
     not_s3 = [m for m in modules if not m.startswith("s3://")]
     if not_s3:
         raise RuntimeError(
