@@ -381,8 +381,7 @@ def test_an_operator_skips_the_stuck_file_and_backfills_files_older_than_the_tri
     before = {r.run_id for r in ledger.list_runs("audit.events", limit=50)}
     code, out = lakeloader("rebuild", "--stage", "dev", "--table", "audit.events")
     assert code == 0 and "audit.events: rebuild started as run" in out, out
-    # returns once no ingest run is active
-    wait_for_objects(e2e.stack, {"audit.events": keys}, sweep_after=SWEEP_AT_ONCE)
+    wait_for_objects(e2e.stack, {"audit.events": keys})  # returns once no ingest run is active
     [rebuild] = [r for r in ledger.list_runs("audit.events", limit=50) if r.run_id not in before]
     assert rebuild.status == "succeeded" and rebuild.counts["files"] == 25, rebuild
     objects = {o.key: (o.status, o.run_id) for o in ledger.objects("audit.events")}
