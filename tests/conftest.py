@@ -73,8 +73,16 @@ def _fault_figure_lines() -> list[str]:
 #   362 CPU-s. Each query's generated Java is compiled before it runs, and on a few rows that costs
 #   more than it saves. Results do not depend on it; what runs with Spark's defaults, as Glue and EMR
 #   run: the emulator's Glue and EMR runs (tests/e2e), the CLI's and the fault suite's subprocesses.
+# * expressions interpreted, not compiled (`spark.sql.codegen.factoryMode`, the switch Spark's own
+#   suites test both ways with; 41 Janino compilations of a small loop become 1): 164 and 165 s, 234
+#   CPU-s each, against 172 s and 250 CPU-s each (2026-11-30, the same five modules). What runs with
+#   Spark's defaults, as above, keeps compiling them.
 SESSION_JVM_OPTIONS = "-XX:+UseParallelGC"
-SESSION_CONF = {"spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS, "spark.sql.codegen.wholeStage": "false"}
+SESSION_CONF = {
+    "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS,
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
 
 
 @pytest.fixture(scope="session")
