@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote_plus
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -40,6 +41,7 @@ LOG_LINES = 10
 TAIL_LINES = 3
 GLUE_FAILED = ("FAILED", "ERROR", "TIMEOUT", "STOPPED", "EXPIRED")
 EMR_FAILED = ("FAILED", "CANCELLED")
+DEAD_LETTER_OUTPUT = "ArrivalDeadLetterQueueUrl"  # the stack's output (infra.stack)
 
 
 class HopFailed(Exception):
@@ -62,6 +64,15 @@ class Verification:
     passed: list[str] = field(default_factory=list)
     failure: HopFailed | None = None
     removed: list[str] = field(default_factory=list)
+
+
+def event_keys(body: str) -> list[str]:
+    """The object keys an S3 event (a dead letter's body) names, decoded as S3 encodes them."""
+    try:
+        records = json.loads(body).get("Records") or []
+    except (ValueError, AttributeError):
+        return []
+    return [unquote_plus(((r.get("s3") or {}).get("object") or {}).get("key", "")) for r in records]
 
 
 def stack_outputs(stack: str) -> dict[str, str]:
@@ -113,6 +124,7 @@ class Verifier:
         self.ledger = stage.ledger()
         self.started, self.started_at = time.monotonic(), time.time()
         self.landed: list[str] = []
+        self.read_dead_letters = True
         self.current = ("config", f"DynamoDB table {stage.config_table}")  # the hop under way, its resource
 
     def passed(self, result: Verification, hop: str, detail: str) -> None:
@@ -135,6 +147,33 @@ class Verifier:
         function = self.stage.arrival_function
         log = log_excerpt(f"/aws/lambda/{function}", since=self.started_at)
         return HopFailed(hop, f"Lambda {function}", detail, log)
+
+    def dead_letter(self, key: str) -> str | None:
+        """Why the arrival Lambda gave up on the S3 event of `key`, if that event is in its dead-letter
+        queue: Lambda sends it there after its last retry (on AWS about three minutes after the first
+        failure). Messages are read without hiding them; the canary's own is deleted once read. A
+        queue that cannot be read (no output on an older stack, no permission) is not probed again:
+        the hop then waits for its timeout, as before."""
+        url = self.outputs.get(DEAD_LETTER_OUTPUT) if self.read_dead_letters else None
+        if not url:
+            return None
+        sqs = boto3.client("sqs")
+        try:
+            messages = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
+            ).get("Messages", [])
+            for message in messages:
+                if key in event_keys(message.get("Body", "")):
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                    error = message.get("MessageAttributes", {}).get("ErrorMessage", {}).get("StringValue")
+                    return (
+                        f"Lambda gave up on the S3 event of {key} after its retries: it went to the "
+                        f"dead-letter queue {url} (error: {error or 'not given'}; the canary's message "
+                        "was removed from the queue)"
+                    )
+        except (BotoCoreError, ClientError):
+            self.read_dead_letters = False
+        return None
 
     # -- the hops of one canary --------------------------------------------------------------------
 
@@ -163,16 +202,21 @@ class Verifier:
 
     def recorded(self, result: Verification, engine: str, key: str) -> None:
         table_id = canary.canary_id(engine)
-        self.current = (f"{engine}: arrival Lambda -> ledger", f"DynamoDB table {self.stage.ledger_table}")
+        hop = f"{engine}: arrival Lambda -> ledger"
+        self.current = (hop, f"DynamoDB table {self.stage.ledger_table}")
 
         def probe() -> bool:
-            return any(o.key == key for o in self.ledger.objects(table_id))
+            if any(o.key == key for o in self.ledger.objects(table_id)):
+                return True
+            given_up = self.dead_letter(key)
+            if given_up:  # no later attempt can record it: the hop failed now, not at the timeout
+                raise self.lambda_failure(hop, given_up)
+            return False
 
         self.wait(
             probe,
             lambda: self.lambda_failure(
-                f"{engine}: arrival Lambda -> ledger",
-                f"no ledger record of {key} in {self.stage.ledger_table} after {self.timeout:.0f} s",
+                hop, f"no ledger record of {key} in {self.stage.ledger_table} after {self.timeout:.0f} s"
             ),
         )
         self.passed(

@@ -39,6 +39,12 @@ def _code_dir(runtime: Runtime, fn: Any) -> Path:
 
 def invoke_lambda(runtime: Runtime, fn: Any, event: Any, trigger: str = "invoke") -> tuple[str, bool, str]:
     """Run the handler once; returns (payload JSON, errored, logs) like moto's Docker executor."""
+    _record, payload, errored, logs = _invoke(runtime, fn, event, trigger)
+    return payload, errored, logs
+
+
+def _invoke(runtime: Runtime, fn: Any, event: Any, trigger: str) -> tuple[Invocation, str, bool, str]:
+    """`invoke_lambda`, with the invocation's journal record (its request id and error)."""
     request_id = str(uuid.uuid4())
     record = Invocation(fn.function_name, request_id, trigger, time.time())
     if isinstance(event, str | bytes):
@@ -53,7 +59,8 @@ def invoke_lambda(runtime: Runtime, fn: Any, event: Any, trigger: str = "invoke"
         message = f"the emulator runs Python Lambda functions only; {fn.function_name} is {language}"
         record.ok, record.error = False, message
         runtime.journal.add_invocation(record)
-        return json.dumps({"errorType": "Runtime.Unsupported", "errorMessage": message}), True, message
+        payload = json.dumps({"errorType": "Runtime.Unsupported", "errorMessage": message})
+        return record, payload, True, message
     run_dir = runtime.workdir / "invocations" / request_id
     run_dir.mkdir(parents=True)
     event_path, result_path, log_path = (
@@ -103,25 +110,15 @@ def invoke_lambda(runtime: Runtime, fn: Any, event: Any, trigger: str = "invoke"
         errored = True
     runtime.journal.add_invocation(record)
     _to_cloudwatch(runtime, fn, request_id, logs)
-    return payload, errored, logs
+    return record, payload, errored, logs
 
 
 def _to_cloudwatch(runtime: Runtime, fn: Any, request_id: str, logs: str) -> None:
     """The invocation's output into its log group, a stream per invocation, as Lambda writes it (when
     the group exists: Lambda creates none here), so what reads a function's log reads this one."""
-    import boto3
-
     group = (getattr(fn, "logging_config", None) or {}).get("LogGroup") or f"/aws/lambda/{fn.function_name}"
     lines = [line for line in logs.splitlines() if line.strip()] or ["(no output)"]
-    env = runtime.base_env()
-    client = boto3.client(
-        "logs",
-        endpoint_url=runtime.endpoint,
-        region_name=runtime.region,
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=env.get("AWS_SESSION_TOKEN"),
-    )
+    client = _client(runtime, "logs")
     stream = f"{time.strftime('%Y/%m/%d')}/[$LATEST]{request_id.replace('-', '')}"
     now = int(time.time() * 1000)
     events = [{"timestamp": now, "message": line} for line in lines[:1000]]
@@ -137,16 +134,57 @@ ASYNC_RETRY_DELAY_SECONDS = 2.0
 
 
 def invoke_async(runtime: Runtime, fn: Any, event: dict[str, Any], trigger: str) -> threading.Thread:
-    """Invoke like Lambda's asynchronous invocation: a thread, retried twice on a function error."""
+    """Invoke like Lambda's asynchronous invocation: a thread, retried twice on a function error; an
+    event whose last attempt fails goes to the function's dead-letter queue, where it has one."""
 
     def run() -> None:
         for attempt in range(ASYNC_RETRIES + 1):
-            _payload, errored, _logs = invoke_lambda(runtime, fn, event, trigger=trigger)
+            if attempt:
+                time.sleep(ASYNC_RETRY_DELAY_SECONDS * attempt)
+            record, _payload, errored, _logs = _invoke(runtime, fn, event, trigger)
             if not errored:
                 return
-            time.sleep(ASYNC_RETRY_DELAY_SECONDS * (attempt + 1))
+        _to_dead_letter_queue(runtime, fn, event, record)
 
     thread = threading.Thread(target=run, name=f"lambda-async-{fn.function_name}", daemon=True)
     thread.start()
     runtime.async_threads.append(thread)
     return thread
+
+
+def _to_dead_letter_queue(runtime: Runtime, fn: Any, event: dict[str, Any], failed: Invocation) -> None:
+    """The event as Lambda sends it to a dead-letter queue (SQS) after the last attempt: the event
+    itself, with the attributes RequestID, ErrorCode and ErrorMessage (its first KB)."""
+    target = (getattr(fn, "dead_letter_config", None) or {}).get("TargetArn", "")
+    if not target.startswith("arn:aws:sqs:"):
+        return
+    *_, account, queue = target.split(":")
+    client = _client(runtime, "sqs")
+    try:
+        url = client.get_queue_url(QueueName=queue, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        client.send_message(
+            QueueUrl=url,
+            MessageBody=json.dumps(event),
+            MessageAttributes={
+                "RequestID": {"DataType": "String", "StringValue": failed.request_id},
+                "ErrorCode": {"DataType": "Number", "StringValue": "200"},
+                "ErrorMessage": {"DataType": "String", "StringValue": (failed.error or "")[:1024]},
+            },
+        )
+    except Exception:  # noqa: BLE001 - no queue (deleted), or the emulator stopping: dropped, as Lambda drops it
+        return
+
+
+def _client(runtime: Runtime, service: str) -> Any:
+    """A boto3 client of `service` on the emulator, as the function's role would call it."""
+    import boto3
+
+    env = runtime.base_env()
+    return boto3.client(
+        service,
+        endpoint_url=runtime.endpoint,
+        region_name=runtime.region,
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=env.get("AWS_SESSION_TOKEN"),
+    )

@@ -5,8 +5,10 @@ backends and response classes can be patched directly. Each patch says what moto
 and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
 
 1. Lambda invoke needs Docker in moto -> ``lambda_runner.invoke_lambda`` (a subprocess).
+   moto drops a function's ``DeadLetterConfig`` -> kept (create, CloudFormation, update) and reported.
 2. S3 -> Lambda notifications run inline in the PUT request -> a thread, with Lambda's
-   asynchronous retries (2 more attempts), as S3 invokes Lambda asynchronously.
+   asynchronous retries (2 more attempts), as S3 invokes Lambda asynchronously; an event whose
+   last attempt fails goes to the function's dead-letter queue, as Lambda sends it.
 3. Custom resources: created, updated and failed as CloudFormation does, and a stack update
    that moto cannot apply -> ``patches_cloudformation`` (which says what moto does there).
 4. CloudFormation types moto skips (Glue, EMR Serverless, policies, alarms) -> the
@@ -127,6 +129,40 @@ def _patch_lambda() -> None:
         return invoke_lambda(_RUNTIME, self, event if event is not None else {})
 
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+
+    # moto drops a function's DeadLetterConfig: kept from CreateFunction, CloudFormation and
+    # UpdateFunctionConfiguration, and reported as Lambda reports it
+    init, update, configuration = (
+        LambdaFunction.__init__,
+        LambdaFunction.update_configuration,
+        LambdaFunction.get_configuration,
+    )
+    create = LambdaFunction.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def __init__(self: Any, account_id: str, spec: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        init(self, account_id, spec, *args, **kwargs)
+        self.dead_letter_config = spec.get("DeadLetterConfig") or {}
+
+    def update_configuration(self: Any, config_updates: dict[str, Any]) -> dict[str, Any]:
+        if "DeadLetterConfig" in config_updates:
+            self.dead_letter_config = config_updates["DeadLetterConfig"] or {}
+        return update(self, config_updates)
+
+    def get_configuration(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        config = configuration(self, *args, **kwargs)
+        if getattr(self, "dead_letter_config", None):
+            config["DeadLetterConfig"] = self.dead_letter_config
+        return config
+
+    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, *args, **kwargs):  # type: ignore[no-untyped-def]
+        fn = create(cls, resource_name, cloudformation_json, *args, **kwargs)
+        fn.dead_letter_config = (cloudformation_json.get("Properties") or {}).get("DeadLetterConfig") or {}
+        return fn
+
+    LambdaFunction.__init__ = __init__  # type: ignore[method-assign]
+    LambdaFunction.update_configuration = update_configuration  # type: ignore[method-assign]
+    LambdaFunction.get_configuration = get_configuration  # type: ignore[method-assign]
+    LambdaFunction.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)  # type: ignore[method-assign,assignment]
 
 
 # 2. S3 notifications -------------------------------------------------------------------

@@ -165,7 +165,7 @@ def handler(event, context):
     keys = [r["s3"]["object"]["key"] for r in event.get("Records", [])]
     key = "seen/" + context.aws_request_id
     s3.put_object(Bucket=os.environ["OUT_BUCKET"], Key=key, Body=json.dumps(keys))
-    if event.get("fail"):
+    if event.get("fail") or any(key.startswith("fail") for key in keys):
         raise ValueError("asked to fail")
     if event.get("ResourceProperties", {}).get("fail") == "true":  # CloudFormation: strings only
         raise ValueError(f"custom resource asked to fail: {event['ResourceProperties']}")
@@ -175,7 +175,8 @@ def handler(event, context):
 
 @pytest.fixture(scope="module")
 def function(emulator) -> str:
-    """The echo function: records the S3 keys of its event in the `out` bucket, fails when asked."""
+    """The echo function: records the S3 keys of its event in the `out` bucket, fails when asked (an
+    event with `fail`, or an object key starting with it)."""
     boto3.client("s3").create_bucket(Bucket="out")
     trust = {
         "Version": "2012-10-17",

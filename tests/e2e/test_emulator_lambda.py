@@ -1,6 +1,6 @@
 """The emulator's Lambda, over real HTTP without Spark: functions run in a subprocess (and reach the
 emulator back through AWS_ENDPOINT_URL); S3 notifications invoke them asynchronously with
-quote_plus-encoded keys."""
+quote_plus-encoded keys; an event whose every attempt fails goes to the function's dead-letter queue."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import boto3
 import pytest
 
-from lakeloader_dev.emulator import Emulator
+from lakeloader_dev.emulator import Emulator, lambda_runner
 
 pytestmark = pytest.mark.e2e
 
@@ -47,6 +47,49 @@ def test_s3_notification_invokes_lambda_with_encoded_keys(emulator: Emulator, fu
     assert record.trigger == "s3" and record.ok
     assert record.result["keys"] == ["a+dir%2Ffile%2B1.csv"]  # as AWS sends them: quote_plus
     assert record.keys == ["a dir/file+1.csv"]
+
+
+def test_an_s3_event_that_fails_every_attempt_goes_to_the_dead_letter_queue(
+    emulator: Emulator, function: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Lambda does after an asynchronous invocation's last retry: the event itself, with the
+    failed request and its error as message attributes."""
+    monkeypatch.setattr(lambda_runner, "ASYNC_RETRY_DELAY_SECONDS", 0.1)
+    sqs, client = boto3.client("sqs"), boto3.client("lambda")
+    queue = sqs.create_queue(QueueName="echo-dlq")["QueueUrl"]
+    attributes = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]
+    queue_arn = attributes["QueueArn"]
+    client.update_function_configuration(FunctionName=function, DeadLetterConfig={"TargetArn": queue_arn})
+    assert client.get_function_configuration(FunctionName=function)["DeadLetterConfig"] == {
+        "TargetArn": queue_arn
+    }
+    arn = client.get_function(FunctionName=function)["Configuration"]["FunctionArn"]
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="failing")
+    s3.put_bucket_notification_configuration(
+        Bucket="failing",
+        NotificationConfiguration={
+            "LambdaFunctionConfigurations": [{"LambdaFunctionArn": arn, "Events": ["s3:ObjectCreated:*"]}]
+        },
+    )
+    try:
+        before = len(emulator.journal.invocations)
+        s3.put_object(Bucket="failing", Key="fail/one.csv", Body=b"x")
+        for thread in list(emulator.runtime.async_threads):
+            thread.join(timeout=60)
+        attempts = emulator.journal.invocations[before:]
+        assert [(a.keys, a.ok) for a in attempts] == [(["fail/one.csv"], False)] * 3  # and 2 retries
+
+        (message,) = sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"])["Messages"]
+        assert json.loads(message["Body"])["Records"][0]["s3"]["object"]["key"] == "fail%2Fone.csv"
+        attributes = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
+        assert attributes == {
+            "RequestID": attempts[-1].request_id,
+            "ErrorCode": "200",
+            "ErrorMessage": "ValueError: asked to fail",
+        }
+    finally:
+        client.update_function_configuration(FunctionName=function, DeadLetterConfig={})
 
 
 def test_a_scheduled_rule_runs_no_target_for_an_event_on_the_bus(emulator: Emulator, function: str) -> None:

@@ -19,6 +19,8 @@ import pytest
 
 from lakeloader import canary
 from lakeloader.cli import main
+from lakeloader.cli.stage import stack_name
+from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, stack_outputs
 from lakeloader.contract import ENV_LEDGER_TABLE
 
 pytestmark = pytest.mark.e2e
@@ -30,12 +32,15 @@ GREEN_HOPS = [
 ]
 
 
+def stage_of(e2e) -> str:
+    return e2e.stack.config_table.removesuffix("-config").rpartition("-")[2]
+
+
 def verify(e2e, *args: str) -> tuple[int, str, float]:
     """`lakeloader verify` in this process: exit code, output, wall seconds."""
-    stage = e2e.stack.config_table.removesuffix("-config").rpartition("-")[2]
     out, started = io.StringIO(), time.monotonic()
     with contextlib.redirect_stdout(out):
-        code = main(["verify", "--stage", stage, *args])
+        code = main(["verify", "--stage", stage_of(e2e), *args])
     seconds = time.monotonic() - started
     print(f"verify {' '.join(args)}: exit {code} in {seconds:.0f} s\n{out.getvalue()}")
     return code, out.getvalue(), seconds
@@ -43,6 +48,8 @@ def verify(e2e, *args: str) -> tuple[int, str, float]:
 
 def assert_canary_removed(e2e) -> None:
     stack = e2e.stack
+    dead = boto3.client("sqs").receive_message(QueueUrl=dead_letter_queue(e2e), VisibilityTimeout=0)
+    assert not dead.get("Messages"), dead["Messages"]
     listed = boto3.client("s3").list_object_versions(Bucket=stack.raw_bucket, Prefix=canary.CANARY_PREFIX)
     assert not listed.get("Versions") and not listed.get("DeleteMarkers")
     for engine in canary.CANARY_ENGINES:
@@ -53,6 +60,11 @@ def assert_canary_removed(e2e) -> None:
             boto3.client("glue").get_table(
                 DatabaseName=stack.glue_database(canary.CANARY_DATABASE), Name=engine
             )
+
+
+def dead_letter_queue(e2e) -> str:
+    """The arrival Lambda's dead-letter queue, as verify finds it (the stack's output)."""
+    return stack_outputs(stack_name(stage_of(e2e)))[DEAD_LETTER_OUTPUT]
 
 
 def settle(e2e) -> None:
@@ -106,14 +118,16 @@ def test_verify_follows_the_canary_through_every_hop_then_removes_it(e2e):
 
 
 def test_an_arrival_lambda_that_cannot_reach_its_ledger_fails_that_hop_with_its_log(e2e):
+    """The hop ends when Lambda gives up on the event (its dead-letter queue), not at the timeout."""
     with arrival_ledger_table(e2e, "no-such-ledger"):
-        code, out, _ = verify(e2e, "--timeout", "20")
+        code, out, seconds = verify(e2e, "--timeout", "120")
 
     assert code == 1, out
     assert "FAIL glue: arrival Lambda -> ledger" in out
     assert f"resource: Lambda {e2e.stack.arrival_function}" in out
+    assert "after its retries: it went to the dead-letter queue" in out and seconds < 120, out
+    assert "ResourceNotFoundException" in out.split("dead-letter queue", 1)[1]  # the error it went with
     assert f"log group /aws/lambda/{e2e.stack.arrival_function}:" in out
-    assert "ResourceNotFoundException" in out  # the function's own output, from its log
     assert "ok   " in out and "job run" not in out.split("FAIL", 1)[0]
     assert_canary_removed(e2e)
 

@@ -4,13 +4,15 @@ the emulator), the canary it lands and removes, and the canary tables every stag
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 
 import boto3
 import pytest
 
 from lakeloader import canary
-from lakeloader.cli.verify import HopFailed, Verification, Verifier, remove_canary
+from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier, remove_canary
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.dynamodb import encode_item
@@ -115,6 +117,46 @@ def test_the_commit_hop_waits_for_the_run_to_record_its_end(stage):
         verifier.committed(Verification(), "glue", run_id)
     assert ended.value.hop == "glue: iceberg commit"
     assert "recorded no snapshot" in ended.value.detail and "status='skipped'" in ended.value.detail
+
+
+def s3_event(*keys: str) -> str:
+    """An S3 event as a dead letter's body: its keys quote_plus-encoded, as S3 sends them."""
+    from urllib.parse import quote_plus
+
+    return json.dumps({"Records": [{"s3": {"object": {"key": quote_plus(k)}}} for k in keys]})
+
+
+def test_the_arrival_hop_ends_when_the_canarys_event_is_a_dead_letter(stage):
+    """Lambda gave up on the event: the hop fails at once, with the error Lambda sent it with, and
+    the canary's message is removed; another event's stays. A queue that cannot be read is no reason
+    to fail: the hop waits for its timeout."""
+    with_canary_tables(stage)
+    sqs = boto3.client("sqs")
+    queue = sqs.create_queue(QueueName="arrival-dlq")["QueueUrl"]
+    outputs = {DEAD_LETTER_OUTPUT: queue}
+    verifier = Verifier(stage.deployed, outputs, timeout=30, say=[].append)
+    key = verifier.land(Verification(), "glue")
+    sqs.send_message(QueueUrl=queue, MessageBody=s3_event("orders/public/orders/LOAD1.parquet"))
+    error = {"ErrorMessage": {"DataType": "String", "StringValue": "ResourceNotFoundException: no table"}}
+    sqs.send_message(QueueUrl=queue, MessageBody=s3_event(key), MessageAttributes=error)
+
+    started = time.monotonic()
+    with pytest.raises(HopFailed) as failed:
+        verifier.recorded(Verification(), "glue", key)
+
+    assert time.monotonic() - started < 10
+    assert failed.value.hop == "glue: arrival Lambda -> ledger"
+    assert failed.value.resource == f"Lambda {stage.deployed.arrival_function}"
+    assert f"gave up on the S3 event of {key} after its retries" in failed.value.detail
+    assert "error: ResourceNotFoundException: no table" in failed.value.detail
+    (left,) = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    assert "LOAD1.parquet" in left["Body"]
+
+    gone = Verifier(stage.deployed, {DEAD_LETTER_OUTPUT: queue + "-gone"}, timeout=1, say=[].append)
+    with pytest.raises(HopFailed) as waited:
+        gone.recorded(Verification(), "glue", key)
+    assert "no ledger record" in waited.value.detail and not gone.read_dead_letters
+    remove_canary(stage.deployed, [key])
 
 
 def verifier_since():
