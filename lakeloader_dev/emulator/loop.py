@@ -6,7 +6,9 @@ emulator internals), so the same code drives LocalStack or an account.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -21,11 +23,25 @@ from lakeloader.ledger import DONE, FAILED, QUARANTINED, SKIPPED, Ledger, Ledger
 SETTLED = (DONE, FAILED, QUARANTINED, SKIPPED)  # what a run leaves an object at (failed: until the next)
 TERMINAL_GLUE_STATES = {"SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"}
 TERMINAL_EMR_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
+# what a boto3 client is made from here: a client made in another environment is not reused
+_CLIENT_ENV = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID")
+
+
+def client(service: str) -> Any:
+    """A boto3 client of `service` in this environment, made once. ``wait_for_objects`` asks four
+    every second, and making one costs more than its call: 19 % of an e2e module's own Python CPU
+    (py-spy, tests/e2e/test_s3_to_iceberg.py, 2026-11-30)."""
+    return _client(service, *(os.environ.get(name) for name in _CLIENT_ENV))
+
+
+@functools.cache
+def _client(service: str, *_environment: str | None) -> Any:
+    return boto3.client(service)
 
 
 def upload(stack: DeployedStage, files: Iterable[tuple[Path | bytes, str]]) -> list[str]:
     """Put each (local file or bytes, key) into the raw bucket; returns the keys."""
-    s3 = boto3.client("s3")
+    s3 = client("s3")
     keys = []
     for source, key in files:
         body = source if isinstance(source, bytes) else Path(source).read_bytes()
@@ -37,7 +53,7 @@ def upload(stack: DeployedStage, files: Iterable[tuple[Path | bytes, str]]) -> l
 def upload_unannounced(stack: DeployedStage, files: Iterable[tuple[Path | bytes, str]]) -> list[str]:
     """``upload`` while the raw bucket sends no notification, as files that were there before the
     stack (what ``lakeloader backfill`` is for); the bucket's notifications are restored after."""
-    s3 = boto3.client("s3")
+    s3 = client("s3")
     notifications = s3.get_bucket_notification_configuration(Bucket=stack.raw_bucket)
     notifications.pop("ResponseMetadata", None)
     s3.put_bucket_notification_configuration(Bucket=stack.raw_bucket, NotificationConfiguration={})
@@ -69,7 +85,7 @@ def find_object(ledger: Ledger, table_id: str, key: str) -> LedgerObject | None:
 
 
 def active_glue_runs(stack: DeployedStage) -> list[dict[str, Any]]:
-    runs = boto3.client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]
+    runs = client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]
     return [r for r in runs if r["JobRunState"] not in TERMINAL_GLUE_STATES]
 
 
@@ -77,7 +93,7 @@ def emr_runs(stack: DeployedStage) -> list[dict[str, Any]]:
     """The EMR Serverless application's job runs (newest first, as the API lists them)."""
     if not stack.emr_application:
         return []
-    pages = boto3.client("emr-serverless").get_paginator("list_job_runs")
+    pages = client("emr-serverless").get_paginator("list_job_runs")
     return [run for page in pages.paginate(applicationId=stack.emr_application) for run in page["jobRuns"]]
 
 
@@ -93,7 +109,7 @@ class RunFailed(RuntimeError):
 def failed_runs(stack: DeployedStage) -> dict[str, tuple[str, str]]:
     """Ingest runs that ended without success, on either engine: run id -> (table id, error)."""
     found = {}
-    for run in boto3.client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]:
+    for run in client("glue").get_job_runs(JobName=stack.ingest_job, MaxResults=200)["JobRuns"]:
         if run["JobRunState"] in TERMINAL_GLUE_STATES - {"SUCCEEDED"}:
             table_id = run.get("Arguments", {}).get(glue_arg(ARG_TABLE_ID), "")
             error = f"Glue run {run['Id']} {run['JobRunState']}: {run.get('ErrorMessage')}"
@@ -107,7 +123,7 @@ def failed_runs(stack: DeployedStage) -> dict[str, tuple[str, str]]:
 
 def sweep(stack: DeployedStage) -> dict[str, Any]:
     """What the EventBridge sweep schedule does: invoke the arrival Lambda with the sweep event."""
-    response = boto3.client("lambda").invoke(
+    response = client("lambda").invoke(
         FunctionName=stack.arrival_function, Payload=json.dumps(SWEEP_EVENT).encode()
     )
     return json.loads(response["Payload"].read() or b"{}")
