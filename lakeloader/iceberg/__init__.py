@@ -73,8 +73,15 @@ def committed_summaries(
         return None, {}, None
     parent_id = snapshot.parentId()
     parent = table.snapshot(parent_id) if parent_id is not None else None
-    parent_summary = dict(parent.summary()) if parent is not None else None
-    return snapshot.snapshotId(), dict(snapshot.summary()), parent_summary
+    parent_summary = _java_map(spark, parent.summary()) if parent is not None else None
+    return snapshot.snapshotId(), _java_map(spark, snapshot.summary()), parent_summary
+
+
+def _java_map(spark: SparkSession, java: object) -> dict[str, str]:
+    """A Java Map<String, String> as a dict, in one round trip as JSON: read through py4j, each entry
+    costs two or three (a snapshot summary holds 15-40; 29 ms against 3 ms a summary, 2026-11-30)."""
+    mapper = spark.sparkContext._jvm.org.apache.iceberg.util.JsonUtil.mapper()
+    return json.loads(mapper.writeValueAsString(java))
 
 
 def may_hold(
