@@ -125,9 +125,11 @@ def test_an_arrival_lambda_that_cannot_reach_its_ledger_fails_that_hop_with_its_
     assert code == 1, out
     assert "FAIL glue: arrival Lambda -> ledger" in out
     assert f"resource: Lambda {e2e.stack.arrival_function}" in out
-    assert "after its retries: it went to the dead-letter queue" in out and seconds < 120, out
-    assert "ResourceNotFoundException" in out.split("dead-letter queue", 1)[1]  # the error it went with
     assert f"log group /aws/lambda/{e2e.stack.arrival_function}:" in out
+    assert "ResourceNotFoundException" in out  # the function's own error, from its log
+    if e2e.emulator is not None:  # elsewhere Lambda's retries may outlast the timeout (AWS: 3 minutes)
+        assert "after its retries: it went to the dead-letter queue" in out and seconds < 120, out
+        assert "ResourceNotFoundException" in out.split("dead-letter queue", 1)[1]  # the error it went with
     assert "ok   " in out and "job run" not in out.split("FAIL", 1)[0]
     assert_canary_removed(e2e)
 
