@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import unquote_plus
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -36,6 +35,7 @@ from lakeloader import canary
 from lakeloader.cli.stage import DeployedStage, StageNotFoundError
 from lakeloader.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
 from lakeloader.ledger import DONE, FAILED, QUARANTINED
+from lakeloader.trigger.events import ObjectsArrived
 
 LOG_LINES = 10
 TAIL_LINES = 3
@@ -64,15 +64,6 @@ class Verification:
     passed: list[str] = field(default_factory=list)
     failure: HopFailed | None = None
     removed: list[str] = field(default_factory=list)
-
-
-def event_keys(body: str) -> list[str]:
-    """The object keys an S3 event (a dead letter's body) names, decoded as S3 encodes them."""
-    try:
-        records = json.loads(body).get("Records") or []
-    except (ValueError, AttributeError):
-        return []
-    return [unquote_plus(((r.get("s3") or {}).get("object") or {}).get("key", "")) for r in records]
 
 
 def stack_outputs(stack: str) -> dict[str, str]:
@@ -120,7 +111,7 @@ class Verifier:
     ) -> None:
         self.stage, self.outputs, self.timeout, self.say, self.poll = stage, outputs, timeout, say, poll
         self.token = f"verify-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-        self.s3, self.glue = boto3.client("s3"), boto3.client("glue")
+        self.s3, self.glue, self.sqs = boto3.client("s3"), boto3.client("glue"), boto3.client("sqs")
         self.ledger = stage.ledger()
         self.started, self.started_at = time.monotonic(), time.time()
         self.landed: list[str] = []
@@ -157,14 +148,14 @@ class Verifier:
         url = self.outputs.get(DEAD_LETTER_OUTPUT) if self.read_dead_letters else None
         if not url:
             return None
-        sqs = boto3.client("sqs")
         try:
-            messages = sqs.receive_message(
+            messages = self.sqs.receive_message(
                 QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
             ).get("Messages", [])
-            for message in messages:
-                if key in event_keys(message.get("Body", "")):
-                    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            for message in messages:  # the event as the Lambda read it (lakeloader.trigger.events)
+                arrived = ObjectsArrived.read(message.get("Body", ""), correlation_id=self.token)
+                if key in (o.ref.key for o in arrived.objects):
+                    self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
                     error = message.get("MessageAttributes", {}).get("ErrorMessage", {}).get("StringValue")
                     return (
                         f"Lambda gave up on the S3 event of {key} after its retries: it went to the "

@@ -119,11 +119,19 @@ def test_the_commit_hop_waits_for_the_run_to_record_its_end(stage):
     assert "recorded no snapshot" in ended.value.detail and "status='skipped'" in ended.value.detail
 
 
-def s3_event(*keys: str) -> str:
-    """An S3 event as a dead letter's body: its keys quote_plus-encoded, as S3 sends them."""
+def s3_event(bucket: str, *keys: str) -> str:
+    """An S3 notification as a dead letter's body: its keys quote_plus-encoded, as S3 sends them."""
     from urllib.parse import quote_plus
 
-    return json.dumps({"Records": [{"s3": {"object": {"key": quote_plus(k)}}} for k in keys]})
+    records = [
+        {
+            "eventSource": "aws:s3",
+            "eventName": "ObjectCreated:Put",
+            "s3": {"bucket": {"name": bucket}, "object": {"key": quote_plus(k), "size": 1, "eTag": "e"}},
+        }
+        for k in keys
+    ]
+    return json.dumps({"Records": records})
 
 
 def test_the_arrival_hop_ends_when_the_canarys_event_is_a_dead_letter(stage):
@@ -136,9 +144,10 @@ def test_the_arrival_hop_ends_when_the_canarys_event_is_a_dead_letter(stage):
     outputs = {DEAD_LETTER_OUTPUT: queue}
     verifier = Verifier(stage.deployed, outputs, timeout=30, say=[].append)
     key = verifier.land(Verification(), "glue")
-    sqs.send_message(QueueUrl=queue, MessageBody=s3_event("orders/public/orders/LOAD1.parquet"))
+    raw = stage.deployed.raw_bucket
+    sqs.send_message(QueueUrl=queue, MessageBody=s3_event(raw, "orders/public/orders/LOAD1.parquet"))
     error = {"ErrorMessage": {"DataType": "String", "StringValue": "ResourceNotFoundException: no table"}}
-    sqs.send_message(QueueUrl=queue, MessageBody=s3_event(key), MessageAttributes=error)
+    sqs.send_message(QueueUrl=queue, MessageBody=s3_event(raw, key), MessageAttributes=error)
 
     started = time.monotonic()
     with pytest.raises(HopFailed) as failed:
