@@ -4,11 +4,10 @@ The moto server runs in this process (``moto.server.ThreadedMotoServer``), so it
 backends and response classes can be patched directly. Each patch says what moto does
 and what AWS does; re-check all of them when the pin moves (``MOTO_VERSION``).
 
-1. Lambda invoke needs Docker in moto -> ``lambda_runner.invoke_lambda`` (a subprocess).
-   moto drops a function's ``DeadLetterConfig`` -> kept (create, CloudFormation, update) and reported.
-2. S3 -> Lambda notifications run inline in the PUT request -> a thread, with Lambda's
-   asynchronous retries (2 more attempts), as S3 invokes Lambda asynchronously; an event whose
-   last attempt fails goes to the function's dead-letter queue, as Lambda sends it.
+1. Lambda invoke needs Docker in moto -> ``lambda_runner.invoke_lambda`` (a subprocess); moto
+   drops a function's ``DeadLetterConfig`` -> ``patches_lambda``.
+2. S3 -> Lambda notifications run inline in the PUT request -> asynchronous invocations, with
+   Lambda's retries and dead-letter queue -> ``patches_lambda``.
 3. Custom resources: created, updated and failed as CloudFormation does, and a stack update
    that moto cannot apply -> ``patches_cloudformation`` (which says what moto does there).
 4. CloudFormation types moto skips (Glue, EMR Serverless, policies, alarms) -> the
@@ -48,13 +47,13 @@ from urllib.parse import urlparse
 
 from lakeloader_dev.emulator.emr_runner import run_emr_job
 from lakeloader_dev.emulator.glue_runner import run_glue_job
-from lakeloader_dev.emulator.lambda_runner import invoke_async, invoke_lambda
 from lakeloader_dev.emulator.patches_catalog import (
     patch_events_lambda_targets,
     patch_glue_table_events,
     patch_lakeformation_regrant,
 )
 from lakeloader_dev.emulator.patches_cloudformation import patch_custom_resources
+from lakeloader_dev.emulator.patches_lambda import patch_lambda, patch_s3_notifications
 
 MOTO_VERSION = "5.2.5"
 ACCOUNT_ID = "123456789012"
@@ -94,8 +93,8 @@ def apply(runtime: Any, port: int) -> None:
             f"lakeloader's emulator is pinned to moto=={MOTO_VERSION}; found {moto.__version__}"
         )
     _patch_settings()
-    _patch_lambda()
-    _patch_s3_notifications()
+    patch_lambda(current_runtime)
+    patch_s3_notifications(current_runtime)
     patch_custom_resources(current_runtime)
     _patch_cfn_models()
     _patch_s3_tables()
@@ -117,70 +116,6 @@ def _patch_settings() -> None:
     from moto import settings
 
     settings.moto_server_host = lambda: "http://127.0.0.1"  # type: ignore[assignment]
-
-
-# 1. Lambda ---------------------------------------------------------------------------
-
-
-def _patch_lambda() -> None:
-    from moto.awslambda.models import LambdaFunction
-
-    def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
-        return invoke_lambda(_RUNTIME, self, event if event is not None else {})
-
-    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
-
-    # moto drops a function's DeadLetterConfig: kept from CreateFunction, CloudFormation and
-    # UpdateFunctionConfiguration, and reported as Lambda reports it
-    init, update, configuration = (
-        LambdaFunction.__init__,
-        LambdaFunction.update_configuration,
-        LambdaFunction.get_configuration,
-    )
-    create = LambdaFunction.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
-
-    def __init__(self: Any, account_id: str, spec: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-        init(self, account_id, spec, *args, **kwargs)
-        self.dead_letter_config = spec.get("DeadLetterConfig") or {}
-
-    def update_configuration(self: Any, config_updates: dict[str, Any]) -> dict[str, Any]:
-        if "DeadLetterConfig" in config_updates:
-            self.dead_letter_config = config_updates["DeadLetterConfig"] or {}
-        return update(self, config_updates)
-
-    def get_configuration(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        config = configuration(self, *args, **kwargs)
-        if getattr(self, "dead_letter_config", None):
-            config["DeadLetterConfig"] = self.dead_letter_config
-        return config
-
-    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, *args, **kwargs):  # type: ignore[no-untyped-def]
-        fn = create(cls, resource_name, cloudformation_json, *args, **kwargs)
-        fn.dead_letter_config = (cloudformation_json.get("Properties") or {}).get("DeadLetterConfig") or {}
-        return fn
-
-    LambdaFunction.__init__ = __init__  # type: ignore[method-assign]
-    LambdaFunction.update_configuration = update_configuration  # type: ignore[method-assign]
-    LambdaFunction.get_configuration = get_configuration  # type: ignore[method-assign]
-    LambdaFunction.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)  # type: ignore[method-assign,assignment]
-
-
-# 2. S3 notifications -------------------------------------------------------------------
-
-
-def _patch_s3_notifications() -> None:
-    from moto.s3 import notifications
-
-    def _invoke_awslambda(account_id: str, event_body: Any, fn_arn: str, region_name: str) -> None:
-        from moto.awslambda.utils import get_backend
-
-        try:
-            fn = get_backend(account_id, region_name).get_function(fn_arn)
-        except Exception:  # noqa: BLE001 - like AWS: a missing function never fails the PUT
-            return
-        invoke_async(_RUNTIME, fn, event_body, trigger="s3")
-
-    notifications._invoke_awslambda = _invoke_awslambda
 
 
 # 4. CloudFormation types moto skips ---------------------------------------------------
