@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakeloader.contract import LOCAL_CATALOG, S3_TABLES_CATALOG
 from lakeloader.errors import LakeloaderError
+from lakeloader.spark import java_class
 from lakeloader.sql import qualified
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def drop_table(spark: SparkSession, name: str) -> None:
         return
     # S3 Tables names are lower-case letters, digits and '_': namespace.table parses unambiguously
     tables = spark._jsparkSession.sessionState().catalogManager().catalog(S3_TABLES_CATALOG)  # noqa: SLF001
-    identifier = spark._jvm.org.apache.iceberg.catalog.TableIdentifier.parse(".".join(parts[1:]))  # noqa: SLF001
+    identifier = java_class(spark, "org.apache.iceberg.catalog.TableIdentifier").parse(".".join(parts[1:]))
     tables.icebergCatalog().dropTable(identifier, True)  # False when it does not exist: IF EXISTS
 
 

@@ -8,10 +8,9 @@ tuple and the change's file and row position, which `latest_per_key` and the mer
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -33,7 +32,7 @@ from lakeloader.formats import SourceFormat, source_format
 from lakeloader.formats.files import lenient_cast, replace_checked, require_sequence
 from lakeloader.formats.reading import Check
 from lakeloader.inputs import InputFile, batch_order
-from lakeloader.spark import release
+from lakeloader.spark import Metrics, release
 from lakeloader.sql import quote
 
 VALID_OPS = ("I", "U", "D", "T")
@@ -139,7 +138,7 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     consumed = {c.lower() for c in fmt.op_columns}
     df = df.drop(*[c for c in df.columns if c.lower() in consumed])
 
-    observation = Observation(f"lakeloader_read_{uuid.uuid4().hex[:12]}")
+    observation = Metrics("read")
     metrics = [F.count(F.lit(1)).alias("rows")]
     metrics += [
         F.sum((F.col(OP) == op).cast("long")).alias(name)
@@ -167,9 +166,9 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
         listed = ranged
         at_most = F.lit(MAX_LISTED_KEYS + 1)
         metrics += [F.to_json(F.slice(F.collect_set(k), 1, at_most)).alias(f"keys{k}") for k in listed]
-    df = df.observe(observation, *metrics).localCheckpoint(eager=True)
+    df = observation.on(df, *metrics).localCheckpoint(eager=True)
     df = df.drop(*[c for c in df.columns if c.startswith(INVALID)])
-    observed = observation.get
+    observed = observation.values
     for i, check in enumerate(checks):
         if observed[f"bad{i}"] is not None:
             release(df)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, Observation, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import iceberg, reconciliation
@@ -21,6 +21,7 @@ from lakeloader.config import TableConfig
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
+from lakeloader.spark import Metrics
 
 if TYPE_CHECKING:
     from lakeloader.engine.batch_result import BatchResult
@@ -49,13 +50,13 @@ def asked_metrics() -> list[Column]:
     ]
 
 
-def observed(observation: Observation, timeout: float = OBSERVED_WAIT_SECONDS) -> dict[str, Any] | None:
-    """The metrics of an Observation whose query has run (the MERGE that read its source); None if they
+def observed(observation: Metrics, timeout: float = OBSERVED_WAIT_SECONDS) -> dict[str, Any] | None:
+    """The metrics observed by a query that has run (the MERGE that read its source); None if they
     never come (then what was asked is unknown, and the run says so rather than waiting for ever)."""
     found: dict[str, Any] = {}
 
     def get() -> None:
-        found.update(observation.get)
+        found.update(observation.values)
 
     waiter = threading.Thread(target=get, name="lakeloader-observed", daemon=True)
     waiter.start()

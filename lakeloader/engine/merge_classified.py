@@ -6,10 +6,9 @@ probe is this path's largest fixed cost, which merge_counted has no need of)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader.columns import OP, find_column
@@ -19,7 +18,7 @@ from lakeloader.engine.merge_statement import ACTION, merge_sql, run_merge
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
-from lakeloader.spark import release
+from lakeloader.spark import Metrics, release
 from lakeloader.sql import in_lists, quote
 
 if TYPE_CHECKING:
@@ -182,17 +181,17 @@ def write(
         )
         # The counts per action, and what the batch's latest changes asked (reconciliation), are
         # observed while the checkpoint is written: no extra Spark job.
-        observation = Observation(f"lakeloader_classified_{uuid.uuid4().hex[:12]}")
+        observation = Metrics("classified")
         tally = [F.sum((F.col(ACTION) == a).cast("long")).alias(a) for a in ACTIONS]
         tally += commit_check.asked_metrics()
-        classified = classified.observe(observation, *tally)
+        classified = observation.on(classified, *tally)
         classified = classified.filter(F.col(ACTION) != "skip").localCheckpoint(eager=True)
     except BaseException:
         if ahead is not None:
             ahead.wait()  # never left running; an error of its own chains onto this one
         raise
     try:
-        observed = observation.get
+        observed = observation.values
         counts = {action: observed[action] for action in ACTIONS if observed[action]}
         result.inserted, result.updated, result.deleted = (
             counts.get(a, 0) for a in ("insert", "update", "delete")

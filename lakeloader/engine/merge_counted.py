@@ -5,10 +5,9 @@ read beyond the batch."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader.columns import OP, find_column
@@ -19,7 +18,7 @@ from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import MERGE_COUNT_KEYS, committed_summary
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
-from lakeloader.spark import release
+from lakeloader.spark import Metrics, release
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
@@ -84,18 +83,20 @@ def write(
         if tomb is not None:
             joined = aligned.join(tomb.hint("merge") if small else tomb, on=keys, how="left")
             is_late = (F.col(OP) != "D") & tombstones.buried(joined.columns, [quote(c) for c in seq])
-            observation = Observation(f"lakeloader_late_{uuid.uuid4().hex[:12]}")
-            flagged = joined.withColumn(LATE, is_late).observe(
-                observation, F.sum(F.col(LATE).cast("long")).alias("late"), *commit_check.asked_metrics()
+            observation = Metrics("late")
+            flagged = observation.on(
+                joined.withColumn(LATE, is_late),
+                F.sum(F.col(LATE).cast("long")).alias("late"),
+                *commit_check.asked_metrics(),
             )
             source = flagged.filter(~F.col(LATE)).select(*[F.col(quote(c)) for c in aligned.columns])
             source = source.localCheckpoint(eager=True)
-            asked_observed = observation.get
+            asked_observed = observation.values
             checkpointed, late = True, asked_observed["late"] or 0
     merge_observation = None
     if asked_observed is None:  # counted as the MERGE reads its source: no pass of its own
-        merge_observation = Observation(f"lakeloader_asked_{uuid.uuid4().hex[:12]}")
-        source = source.observe(merge_observation, *commit_check.asked_metrics())
+        merge_observation = Metrics("asked")
+        source = merge_observation.on(source, *commit_check.asked_metrics())
     columns = target_schema.fieldNames()
     try:
         run_merge(

@@ -16,6 +16,7 @@ from lakeloader import iceberg
 from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
 from lakeloader.engine import table_settings
 from lakeloader.errors import SchemaChangeError
+from lakeloader.spark import java_class
 from lakeloader.sql import quote, tblproperties
 
 INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
@@ -234,9 +235,8 @@ def plan_schema(
 
 def _iceberg_type(spark: SparkSession, dtype: T.DataType):
     """The Iceberg type of a Spark type (fresh field ids are assigned when the column is added)."""
-    jvm = spark.sparkContext._jvm
-    java_type = jvm.org.apache.spark.sql.types.DataType.fromJson(dtype.json())
-    convert = jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert
+    java_type = java_class(spark, "org.apache.spark.sql.types.DataType").fromJson(dtype.json())
+    convert = java_class(spark, "org.apache.iceberg.spark.SparkSchemaUtil").convert
     if isinstance(dtype, T.StructType):
         return convert(java_type).asStruct()
     return convert(java_type)

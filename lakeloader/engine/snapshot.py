@@ -9,12 +9,11 @@ normal merge path: tombstones, SCD2 history, the quality gate.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from functools import reduce
 from typing import Literal
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -23,7 +22,7 @@ from lakeloader.config import TableConfig
 from lakeloader.engine import cdc
 from lakeloader.errors import BadInputError
 from lakeloader.formats.snapshot import order_key
-from lakeloader.spark import release
+from lakeloader.spark import Metrics, release
 
 IN_SNAPSHOT, IN_TABLE = "_ll_in_snapshot", "_ll_in_table"
 SNAPSHOT_SEQ, SNAPSHOT_FILE = "_ll_snapshot_seq", "_ll_snapshot_file"
@@ -157,11 +156,11 @@ def as_changes(
     changed = joined.select(*[column(c) for c in snapshot.columns]).filter(F.col(OP).isNotNull())
     if (deletes or table.source.deletes) == "ignore":
         changed = changed.filter(F.col(OP) != "D")
-    observation = Observation(f"lakeloader_snapshot_{uuid.uuid4().hex[:12]}")
+    observation = Metrics("snapshot")
     counts = [F.sum((F.col(OP) == op).cast("long")).alias(op) for op in ("I", "U", "D")]
-    rows = changed.observe(observation, *counts).localCheckpoint(eager=True)
+    rows = observation.on(changed, *counts).localCheckpoint(eager=True)
     release(snapshot)
-    got = observation.get
+    got = observation.values
     found = SnapshotChanges(rows, got["I"] or 0, got["U"] or 0, got["D"] or 0)
     if found.count <= FEW_CHANGES:  # one partition: the merge broadcasts it (cdc.is_small)
         found.rows = rows.coalesce(1)

@@ -18,6 +18,7 @@ from lakeloader.columns import FILE_POS, INVALID, ROW_POS, find_column
 from lakeloader.errors import BadInputError
 from lakeloader.formats.reading import Check
 from lakeloader.inputs import InputFile
+from lakeloader.spark import java_class
 from lakeloader.sql import quote
 
 if TYPE_CHECKING:
@@ -142,31 +143,31 @@ def read_rows(
 def parquet_schemas(spark: SparkSession, uris: list[str]) -> list[T.StructType]:
     """Each file's schema, read from its footer on the driver: Spark's own inference starts a Spark
     job even for one file."""
-    jvm = spark.sparkContext._jvm
-    parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
     session_state = spark._jsparkSession.sessionState()
     hadoop_conf = session_state.newHadoopConf()
-    converter = parquet.ParquetToSparkSchemaConverter(session_state.conf())
+    parquet = "org.apache.spark.sql.execution.datasources.parquet"
+    converter = java_class(spark, f"{parquet}.ParquetToSparkSchemaConverter")(session_state.conf())
+    read_schema = java_class(spark, f"{parquet}.ParquetFileFormat").readSchemaFromFooter
+    path_class = java_class(spark, "org.apache.hadoop.fs.Path")
+    footer_class = java_class(spark, "org.apache.parquet.hadoop.Footer")
+    read_footer = java_class(spark, "org.apache.parquet.hadoop.ParquetFileReader").readFooter
+    no_filter = java_class(spark, "org.apache.parquet.format.converter.ParquetMetadataConverter").NO_FILTER
 
     def footer_schema(uri: str) -> T.StructType:
-        path = jvm.org.apache.hadoop.fs.Path(uri)
-        metadata = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
-            hadoop_conf, path, jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER
-        )
-        schema = parquet.ParquetFileFormat.readSchemaFromFooter(
-            jvm.org.apache.parquet.hadoop.Footer(path, metadata), converter
-        )
+        path = path_class(uri)
+        schema = read_schema(footer_class(path, read_footer(hadoop_conf, path, no_filter)), converter)
         return T.StructType.fromJson(json.loads(schema.json()))
 
+    if len(uris) == 1:  # a thread of its own would open a py4j connection of its own
+        return [footer_schema(uris[0])]
     with ThreadPoolExecutor(max_workers=8) as pool:  # object stores: one round trip per footer
         return list(pool.map(footer_schema, uris))
 
 
 def merge_schemas(spark: SparkSession, schemas: list[T.StructType]) -> T.StructType:
     """The files' merged schema, as Spark's `mergeSchema` infers it."""
-    jvm = spark.sparkContext._jvm
     case_sensitive = spark._jsparkSession.sessionState().conf().caseSensitiveAnalysis()
-    parse = jvm.org.apache.spark.sql.types.DataType.fromJson
+    parse = java_class(spark, "org.apache.spark.sql.types.DataType").fromJson
     merged = parse(schemas[0].json())
     for other in schemas[1:]:
         merged = merged.merge(parse(other.json()), case_sensitive)

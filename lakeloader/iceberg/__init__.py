@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from lakeloader import reconciliation
 from lakeloader.iceberg.table_state import TableState
 from lakeloader.progress import Progress
+from lakeloader.spark import java_class
 from lakeloader.sql import literal, qualified, quote, tblproperties
 
 AUDIT_BRANCH_PREFIX = "audit_"  # a quality-gated batch's branch: audit_<run id>_<random>
@@ -27,7 +28,7 @@ LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-s
 def iceberg_table(spark: SparkSession, name: str, *, refresh: bool = True):
     """The org.apache.iceberg.Table `name` names, refreshed: catalog I/O (GetTable on Glue), no Spark job.
     `refresh=False`: as the session last loaded it, without asking the catalog again."""
-    spark3_util = spark.sparkContext._jvm.org.apache.iceberg.spark.Spark3Util
+    spark3_util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
     table = spark3_util.loadIcebergTable(spark._jsparkSession, name)
     if refresh:
         table.refresh()
@@ -36,7 +37,7 @@ def iceberg_table(spark: SparkSession, name: str, *, refresh: bool = True):
 
 def read_state(spark: SparkSession, name: str) -> TableState:
     """The table's state for a batch, from ONE metadata read (catalog I/O, no Spark job)."""
-    parser = spark.sparkContext._jvm.org.apache.iceberg.TableMetadataParser
+    parser = java_class(spark, "org.apache.iceberg.TableMetadataParser")
     metadata = parser.toJson(iceberg_table(spark, name).operations().current())
     return TableState.from_metadata(json.loads(metadata))
 
@@ -80,7 +81,7 @@ def committed_summaries(
 def _java_map(spark: SparkSession, java: object) -> dict[str, str]:
     """A Java Map<String, String> as a dict, in one round trip as JSON: read through py4j, each entry
     costs two or three (a snapshot summary holds 15-40; 29 ms against 3 ms a summary, 2026-11-30)."""
-    mapper = spark.sparkContext._jvm.org.apache.iceberg.util.JsonUtil.mapper()
+    mapper = java_class(spark, "org.apache.iceberg.util.JsonUtil").mapper()
     return json.loads(mapper.writeValueAsString(java))
 
 
@@ -99,8 +100,7 @@ def may_hold(
     session holds it: a snapshot never changes, so the catalog is not asked again (a Glue GetTable
     fewer per batch); a table that lacks it answers True.
     """
-    jvm = spark.sparkContext._jvm
-    expressions = jvm.org.apache.iceberg.expressions.Expressions
+    expressions = java_class(spark, "org.apache.iceberg.expressions.Expressions")
     condition = expressions.alwaysTrue()
     for column, (low, high) in ranges.items():
         if low is not None:
@@ -128,14 +128,15 @@ def commit_properties(spark: SparkSession, properties: dict[str, str]) -> Iterat
     thread-local it fills. PySpark pins each Python thread to one JVM thread, and SQL DML and
     DataFrameWriterV2 writes commit on the calling thread.
     """
-    jvm = spark.sparkContext._jvm
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    holder = jvm.java.lang.Class.forName(
-        "org.apache.iceberg.spark.CommitMetadata", True, loader
-    ).getDeclaredField("COMMIT_PROPERTIES")
+    loader = java_class(spark, "java.lang.Thread").currentThread().getContextClassLoader()
+    holder = (
+        java_class(spark, "java.lang.Class")
+        .forName("org.apache.iceberg.spark.CommitMetadata", True, loader)
+        .getDeclaredField("COMMIT_PROPERTIES")
+    )
     holder.setAccessible(True)
     thread_local = holder.get(None)
-    java_map = jvm.java.util.HashMap()
+    java_map = java_class(spark, "java.util.HashMap")()
     for key, value in properties.items():
         java_map.put(key, value)
     thread_local.set(java_map)
@@ -188,8 +189,7 @@ def delete_orphan_files(spark: SparkSession, name: str, older_than: datetime) ->
     to a commit still in flight); Iceberg's Action API is its documented way to choose the interval.
     Only erasure uses it, for the reason docs/quality_erase_maintain.md gives.
     """
-    jvm = spark.sparkContext._jvm
-    actions = jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)
+    actions = java_class(spark, "org.apache.iceberg.spark.actions.SparkActions").get(spark._jsparkSession)
     action = actions.deleteOrphanFiles(iceberg_table(spark, name))
     result = action.olderThan(int(older_than.timestamp() * 1000)).execute()
     return sum(1 for _ in result.orphanFileLocations())

@@ -18,6 +18,11 @@ from lakeloader.spark import CATALOG
 pytestmark = pytest.mark.spark
 
 MAX_JOBS = 6  # 5 without tombstones; a batch with deletes appends its tombstones (one job)
+# Calls into the driver's JVM (py4j round trips) of the test's three batches, by PySpark's major
+# version: 3,871-3,901 and 2,919-2,947 on 2026-11-30, against 4,530-4,815 and 5,752-5,767 with the
+# metrics read entry by entry (lakeloader.spark.Metrics) and on PySpark 4 every call's call site
+# recorded (lakeloader.spark.NO_CALL_SITES); each change alone takes its runtime over its ceiling.
+MAX_JVM_CALLS = {"3": 4_150, "4": 3_300}
 DMS = pa.schema(
     [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
 )
@@ -45,12 +50,26 @@ def test_a_small_batch_runs_at_most_six_spark_jobs(
     spark, raw, make_table, monkeypatch, one_task_rows, max_jobs
 ):
     """Into a table above merge_classified.ONE_TASK_TARGET_ROWS rows (0 here), the batch's matches are
-    broadcast: one job more, the same result."""
+    broadcast: one job more, the same result. The batches' calls into the driver's JVM are counted too:
+    each py4j round trip costs the driver 0.2-0.3 ms on this laptop, a fixed cost like a Spark job's."""
+    import py4j.clientserver
+    import pyspark
+
     monkeypatch.setattr(merge_classified, "ONE_TASK_TARGET_ROWS", one_task_rows)
     table = make_table()  # a new table's defaults (merge-on-read)
     base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
     raw.write_parquet("src/20261101-0800.parquet", base, DMS)
     jobs_of(spark, table, raw, f"create-{table.id}")  # creating the table is not the steady state
+
+    calls = 0
+    send = py4j.clientserver.ClientServerConnection.send_command
+
+    def counted(self, command):
+        nonlocal calls
+        calls += 1
+        return send(self, command)
+
+    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
 
     for batch in range(1, 4):  # the second batch on meets the tombstones the first one's deletes left
         stamp = T0.replace(minute=batch)
@@ -63,6 +82,8 @@ def test_a_small_batch_runs_at_most_six_spark_jobs(
         result, jobs = jobs_of(spark, table, raw, f"batch{batch}-{table.id}")
         assert (result.files, result.inserted, result.updated, result.deleted) == (1, 5, 30, 1)
         assert jobs <= max_jobs, f"batch {batch}: {jobs} Spark jobs (python -m benchmarks.jobs lists them)"
+    ceiling = MAX_JVM_CALLS[pyspark.__version__.split(".")[0]]
+    assert calls <= ceiling, f"{calls:,} calls into the JVM in three batches (at most {ceiling:,})"
 
 
 @pytest.mark.slow
@@ -93,3 +114,28 @@ def test_a_batch_reports_every_phase_the_benchmark_profiles(spark, raw, make_tab
     # Where the MERGE counts itself (Spark 4.1+), no batch is classified first.
     skipped = {"classify+probe"} if merge.counts_in_commit(spark) else set()
     assert phases == [name for _, name in PHASE_MARKS if name not in skipped]
+
+
+def test_probe_calls(spark, raw, make_table, monkeypatch):
+    import py4j.clientserver
+
+    calls = [0]
+    send = py4j.clientserver.ClientServerConnection.send_command
+
+    def counted(self, command):
+        calls[0] += 1
+        return send(self, command)
+
+    table = make_table()
+    base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
+    raw.write_parquet("src/20261101-0800.parquet", base, DMS)
+    jobs_of(spark, table, raw, f"create-{table.id}")
+    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
+    for batch in range(1, 4):
+        stamp = T0.replace(minute=batch)
+        changes = [{"Op": "U", "id": i, "name": f"u{batch}", "last_update_time": stamp} for i in range(0, 30)]
+        changes += [{"Op": "D", "id": 30 + batch, "name": None, "last_update_time": stamp}]
+        raw.write_parquet(f"src/20261101-09{batch:02d}.parquet", changes, DMS)
+        calls[0] = 0
+        jobs_of(spark, table, raw, f"batch{batch}-{table.id}")
+        print("CALLS", batch, calls[0])
