@@ -6,6 +6,7 @@ test. `python -m benchmarks.jobs` lists the jobs one by one (benchmarks/RESULTS.
 
 from __future__ import annotations
 
+import gc
 from datetime import datetime
 
 import pyarrow as pa
@@ -19,10 +20,10 @@ pytestmark = pytest.mark.spark
 
 MAX_JOBS = 6  # 5 without tombstones; a batch with deletes appends its tombstones (one job)
 # Calls into the driver's JVM (py4j round trips) of the test's three batches, by PySpark's major
-# version: 3,871-3,901 and 2,919-2,947 on 2026-11-30, against 4,530-4,815 and 5,752-5,767 with the
+# version: 3,652-3,921 and 2,919-3,042 on 2026-11-30, against 4,530-4,815 and 5,752-5,767 with the
 # metrics read entry by entry (lakeloader.spark.Metrics) and on PySpark 4 every call's call site
 # recorded (lakeloader.spark.NO_CALL_SITES); each change alone takes its runtime over its ceiling.
-MAX_JVM_CALLS = {"3": 4_150, "4": 3_300}
+MAX_JVM_CALLS = {"3": 4_250, "4": 3_600}
 DMS = pa.schema(
     [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
 )
@@ -69,6 +70,7 @@ def test_a_small_batch_runs_at_most_six_spark_jobs(
         calls += 1
         return send(self, command)
 
+    gc.collect()  # py4j frees the earlier tests' Java objects now, not on these batches' count
     monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
 
     for batch in range(1, 4):  # the second batch on meets the tombstones the first one's deletes left
@@ -114,28 +116,3 @@ def test_a_batch_reports_every_phase_the_benchmark_profiles(spark, raw, make_tab
     # Where the MERGE counts itself (Spark 4.1+), no batch is classified first.
     skipped = {"classify+probe"} if merge.counts_in_commit(spark) else set()
     assert phases == [name for _, name in PHASE_MARKS if name not in skipped]
-
-
-def test_probe_calls(spark, raw, make_table, monkeypatch):
-    import py4j.clientserver
-
-    calls = [0]
-    send = py4j.clientserver.ClientServerConnection.send_command
-
-    def counted(self, command):
-        calls[0] += 1
-        return send(self, command)
-
-    table = make_table()
-    base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
-    raw.write_parquet("src/20261101-0800.parquet", base, DMS)
-    jobs_of(spark, table, raw, f"create-{table.id}")
-    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
-    for batch in range(1, 4):
-        stamp = T0.replace(minute=batch)
-        changes = [{"Op": "U", "id": i, "name": f"u{batch}", "last_update_time": stamp} for i in range(0, 30)]
-        changes += [{"Op": "D", "id": 30 + batch, "name": None, "last_update_time": stamp}]
-        raw.write_parquet(f"src/20261101-09{batch:02d}.parquet", changes, DMS)
-        calls[0] = 0
-        jobs_of(spark, table, raw, f"batch{batch}-{table.id}")
-        print("CALLS", batch, calls[0])
