@@ -12,7 +12,8 @@ import boto3
 import pytest
 
 from lakeloader import canary
-from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier, remove_canary
+from lakeloader.cli.canary_cleanup import remove_canary
+from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.dynamodb import encode_item
