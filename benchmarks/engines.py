@@ -37,6 +37,10 @@ COW = {
     "write.delete.mode": "copy-on-write",
 }  # spelled out: a new lakeloader table defaults to merge-on-read (README "Performance")
 DB = "bench"
+# A table's checksum: its rows, the sum of its keys, and the sum of its amounts in whole cents. Every
+# amount is a whole number of cents (benchmarks.data); a sum of the doubles themselves depends on the
+# order Spark adds them in, so two tables holding the same rows in other files could differ in the cent.
+CHECKSUM_SQL = "SELECT count(*), sum(id), sum(CAST(round(amount * 100) AS BIGINT)) FROM {table}"
 
 
 @dataclass
@@ -122,11 +126,10 @@ class SparkTables:
                 self.spark, self.qualified(label), procedure, "options => map('rewrite-all', 'true')"
             )
 
-    def checksum(self, label: str) -> tuple[int, int, float]:
-        row = self.spark.sql(
-            f"SELECT count(*), sum(id), round(sum(amount), 2) FROM {self.qualified(label)}"
-        ).first()
-        return int(row[0]), int(row[1]), float(row[2])
+    def checksum(self, label: str) -> tuple[int, int, int]:
+        """CHECKSUM_SQL's three figures."""
+        row = self.spark.sql(CHECKSUM_SQL.format(table=self.qualified(label))).first()
+        return int(row[0]), int(row[1]), int(row[2])
 
     def files(self, label: str) -> dict[str, int]:
         rows = self.spark.sql(
@@ -165,7 +168,7 @@ class SparkEngine:
     def reset(self, label: str) -> None:
         self.tables.reset(label)
 
-    def checksum(self, label: str) -> tuple[int, int, float]:
+    def checksum(self, label: str) -> tuple[int, int, int]:
         return self.tables.checksum(label)
 
     def files(self, label: str) -> dict[str, int]:
@@ -322,9 +325,11 @@ class PyIcebergEngine:
                 tx.delete(In("id", delete_ids))
         return Applied(time.perf_counter() - started)
 
-    def checksum(self, label: str) -> tuple[int, int, float]:
+    def checksum(self, label: str) -> tuple[int, int, int]:
+        """CHECKSUM_SQL's three figures, from PyArrow."""
         data = self.catalog.load_table(f"{DB}.{label}").scan(selected_fields=("id", "amount")).to_arrow()
-        return data.num_rows, pc.sum(data["id"]).as_py(), round(pc.sum(data["amount"]).as_py(), 2)
+        cents = pc.cast(pc.round(pc.multiply(data["amount"], 100)), pa.int64())
+        return data.num_rows, pc.sum(data["id"]).as_py(), pc.sum(cents).as_py()
 
     def files(self, label: str) -> dict[str, int]:
         table = self.catalog.load_table(f"{DB}.{label}")
