@@ -31,11 +31,11 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from benchmarks.measure import Case, machine
-from benchmarks.scenarios import FULL, QUICK, SCENARIOS, Bench, Sizes
+from benchmarks.scenarios import FULL, QUICK, SCENARIOS, Bench
 
 
 def ratios(cases: list[Case]) -> list[str]:
@@ -107,7 +107,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "tombstones cost), aws-sample, pyiceberg",
     )
     parser.add_argument(
-        "--reps", type=int, help="timed runs per case (default 5 and 3 for growth; --quick 5 and 3)"
+        "--reps",
+        type=int,
+        help="timed runs per case (default 5, 3 for growth and 1 for large; --quick 5 and 3); runs of a case "
+        "alternate the engines' order",
     )
     parser.add_argument(
         "--growth-sizes",
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.reps:
-        sizes = Sizes(**{**asdict(sizes), "reps": args.reps, "growth_reps": args.reps})
+        sizes = replace(sizes, reps=args.reps, growth_reps=args.reps, large_reps=args.reps)
     info = machine()
     print("lakeloader merge benchmark" + (" (--quick)" if args.quick else ""))
     print("  " + "  ".join(f"{k}={v}" for k, v in info.items()))
