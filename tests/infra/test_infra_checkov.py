@@ -4,7 +4,8 @@ and every acknowledgement (`Metadata.checkov.skip`, infra.nag.acknowledge_check)
 checkov runs from its own venv (`.venv-scan`, made by `make setup`: its pins conflict with the dev
 venv's), once over the templates of every variant, each also bare (its acknowledgements removed: checkov
 reports a declared skip as skipped whether or not the check would fail), with no network
-(`--skip-download`).
+(`--skip-download`) and without each check's code block (`--compact`: the same results, 5 MB of JSON
+instead of 360 MB, which took checkov half of its 37 s to print).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def scanned(synth, tmp_path_factory) -> dict[str, dict]:
             "-o",
             "json",
             "--skip-download",
+            "--compact",
         ],
         capture_output=True,
         text=True,
