@@ -110,12 +110,16 @@ def _audit_once(
         return report
     finally:
         try:
-            if published:
-                branch.drop()
-            else:
-                branch.discard(progress)
-                # this attempt's quarantine rows describe a batch that was not published
-                if report.action == "quarantined":
-                    quality.delete_quarantined(spark, quarantine_target, branch.name)
+            # dropping the branch is a commit too: a writer committing at the same time is retried
+            # like the batch's own commit, so no branch is left behind for maintain to find
+            retry_on_conflict(
+                branch.drop if published else lambda: branch.discard(progress),
+                what=f"table {table.id!r}: dropping audit branch {branch.name}",
+                settings=table.maintenance.retry,
+                progress=progress,
+            )
+            # this attempt's quarantine rows describe a batch that was not published
+            if not published and report.action == "quarantined":
+                quality.delete_quarantined(spark, quarantine_target, branch.name)
         except Exception as exc:  # noqa: BLE001 - never hide the original error behind a cleanup error
             progress(f"could not clean up audit branch {branch.name}: {exc}")

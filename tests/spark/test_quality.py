@@ -87,6 +87,33 @@ def test_passing_batch_is_published_from_the_audit_branch(spark, raw, make_table
     assert summary["lakeloader.run-id"] == "r1"
 
 
+def test_an_audit_branch_whose_drop_meets_another_writers_commit_is_dropped_again(
+    spark, raw, make_table, monkeypatch
+):
+    """Dropping the published branch is a commit of its own. When it meets another writer's commit
+    and Iceberg's own retries are spent (two `lakeloader run`s of a gated table at once on a busy
+    machine once left a branch behind), it is retried as the batch's commit is: no branch is left."""
+    from lakeloader import iceberg
+
+    table = make_table(quality={"rules": RULES}, maintenance={"retry": {"base_seconds": 0.01}})
+    raw.write_parquet("src/20261101-0900.parquet", [row("I", 1, "a@x", 30)], DMS)
+    drop_branch, dropped = iceberg.drop_branch, []
+
+    def drop_beside_another_writer(spark_, name, branch):  # the first drop loses the race
+        dropped.append(branch)
+        if len(dropped) == 1:
+            raise RuntimeError(
+                f"org.apache.iceberg.exceptions.CommitFailedException: Version 4 already exists: {name}"
+            )
+        drop_branch(spark_, name, branch)
+
+    monkeypatch.setattr(iceberg, "drop_branch", drop_beside_another_writer)
+    result = load(spark, table, raw, "r1")
+    assert result.quality.action == "passed" and rows(spark, table) == [(1, "a@x", 30)]
+    assert len(dropped) == 2 and dropped[0] == dropped[1]
+    assert list(refs(spark, table)) == ["main"]
+
+
 @pytest.mark.slow
 def test_the_last_check_runs_after_the_audit_and_right_before_publishing(spark, raw, make_table):
     """`before_publish` (the drain's lock re-check) runs once, when the audit branch holds the checked
