@@ -77,7 +77,17 @@ def _fault_figure_lines() -> list[str]:
 #   suites test both ways with; 41 Janino compilations of a small loop become 1): 164 and 165 s, 234
 #   CPU-s each, against 172 s and 250 CPU-s each (2026-11-30, the same five modules). What runs with
 #   Spark's defaults, as above, keeps compiling them.
-SESSION_JVM_OPTIONS = "-XX:+UseParallelGC"
+# * C2 (the JIT's optimizing tier) only for methods 4x as hot as its defaults require: C2's compiler
+#   thread was the JVM's busiest after the driver's own (51 of 145 CPU-s in test_merge and
+#   test_tombstones), compiling code a 10-minute session runs too little to pay back. tests/spark and
+#   tests/faults, three runs at once (2026-11-30, 2 cores): 788 CPU-s against 827 with the defaults
+#   (C2 86 against 143, the driver's threads 243 against 230); 10x as hot: 792. C1-only was dearer
+#   (lakeloader_dev.jvm).
+TIER4_ONLY_HOTTER = (
+    "-XX:Tier4InvocationThreshold=20000 -XX:Tier4MinInvocationThreshold=2400"
+    " -XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=160000"
+)
+SESSION_JVM_OPTIONS = f"-XX:+UseParallelGC {TIER4_ONLY_HOTTER}"
 SESSION_CONF = {
     "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS,
     "spark.sql.codegen.wholeStage": "false",
