@@ -66,8 +66,8 @@ def test_fetch_keeps_a_jar_whose_digest_matches_and_then_works_offline(repositor
 
     monkeypatch.setenv(jars.MAVEN_REPO_ENV, (tmp_path / "gone").as_uri())  # offline from now on
     assert jars.local_jars(runtime) == [path]
-    assert jars.spark_conf(runtime) == {"spark.jars": str(path)}
-    assert json.loads(jars.jar_conf_path(runtime).read_text()) == {"spark.jars": str(path)}
+    assert jars.spark_conf(runtime) == {"spark.jars": f"local:{path}"}
+    assert json.loads(jars.jar_conf_path(runtime).read_text()) == {"spark.jars": f"local:{path}"}
 
 
 def test_fetch_refuses_a_jar_whose_digest_is_not_the_pin_and_keeps_nothing(repository, monkeypatch):
