@@ -70,7 +70,7 @@ print(f"{time.perf_counter() - start:.1f}")
 endef
 export CPU_PROBE_PY
 # The machine, its load and free disk first: the per-module lines and durations are read against it.
-# Then the suite in two lanes (tests/lanes.py), one pytest-xdist worker each: spark and faults in one,
+# Then the suite in two lanes (tests/lanes.py), one pytest-xdist worker each: spark and faults in one (but two Spark modules),
 # e2e, infra and unit in the other; no suite alone keeps two cores busy.
 test: lint
 	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)," \
