@@ -188,9 +188,9 @@ def spark_conf(runtime: runtimes.Runtime | None = None) -> dict[str, str]:
     the shipped runtime reads them (`lakeloader.spark.jar_conf_path`): `lakeloader run` in this
     checkout then finds the jars without importing this module.
 
-    Each jar is a ``local:`` URI, a file every node already has: the driver reads it where it lies. A
-    plain path is served by the driver's file server to each new SparkContext's executor, 377 MB for
-    glue-5.1's jars, which in local mode is the same JVM. Measured side by side (2026-11-30, 2 cores):
+    Each jar is a ``local:`` URI, a file every node already has, so the driver's file server does not
+    serve it: with a plain path it served all of them, 377 MB for glue-5.1, to each new SparkContext's
+    executor, which in local mode is the same JVM. Measured side by side (2026-11-30, 2 cores):
     the e2e suite's S3 -> Iceberg and kept-driver modules 168.5 CPU-s against 182.0; the fault suite's
     crashes and the CLI's subprocess tests 119.0 against 127.3."""
     runtime = runtime or runtimes.local()
