@@ -292,9 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             for trouble, path in found:
                 print(f"{trouble or 'ok'}\t{path}")
             return 1 if any(trouble for trouble, _ in found) else 0
-        spark_conf(runtime)
-        for path in local_jars(runtime):
-            print(path)
+        for uri in spark_conf(runtime)["spark.jars"].split(","):
+            print(uri.removeprefix("local:"))
     except (RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ MOVED_TO_AWS_LANE = ("tests/spark/test_snapshot_run.py", "tests/spark/test_recon
 
 def lane_of(nodeid: str) -> str:
     """The lane of a test (`tests/<suite>/...`); anything else goes with the AWS lane."""
-    parts = nodeid.split("/")
     if nodeid.split("::", 1)[0] in MOVED_TO_AWS_LANE:
         return AWS_LANE
+    parts = nodeid.split("/")
     return LANES.get(parts[1], AWS_LANE) if len(parts) > 2 and parts[0] == "tests" else AWS_LANE
