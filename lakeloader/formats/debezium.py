@@ -16,7 +16,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from lakeloader.columns import FILE_POS, ROW_POS, find_column
-from lakeloader.formats.base import SourceFormat
+from lakeloader.formats.base import SourceFormat, ascii_lower, ascii_upper
 from lakeloader.formats.reading import Check
 from lakeloader.sql import quote
 
@@ -157,16 +157,16 @@ class Debezium(SourceFormat):
         from pyspark.sql import functions as F
 
         op_col, deleted_col = find_column(df.columns, "__op"), find_column(df.columns, "__deleted")
-        raw = F.lower(F.trim(F.col(op_col))) if op_col else F.lit(None)
+        raw = ascii_lower(F.trim(F.col(op_col))) if op_col else F.lit(None)
         op = (
             F.when(raw.isNull() | raw.isin("c", "r"), F.lit("I"))
             .when(raw == "u", F.lit("U"))
             .when(raw == "d", F.lit("D"))
             .when(raw == "t", F.lit("T"))
-            .otherwise(F.upper(raw))
+            .otherwise(ascii_upper(raw))
         )
         if deleted_col:
-            op = F.when(F.lower(F.col(deleted_col).cast("string")) == "true", F.lit("D")).otherwise(op)
+            op = F.when(ascii_lower(F.col(deleted_col).cast("string")) == "true", F.lit("D")).otherwise(op)
         return op
 
     def decode(self, column: str, source_type: DataType, target_type: DataType) -> Column | None:

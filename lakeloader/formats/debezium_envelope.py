@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lakeloader.columns import find_column
+from lakeloader.formats.base import ascii_lower
 from lakeloader.formats.debezium import POSITION, Debezium
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class DebeziumEnvelope(Debezium):
         (after, after_fields), (before, before_fields) = struct_fields("after"), struct_fields("before")
         source, source_fields = struct_fields("source")
         op = find_column(df.columns, "op")
-        is_delete = F.lower(F.col(op)) == "d" if op else F.lit(False)
+        is_delete = ascii_lower(F.col(op)) == "d" if op else F.lit(False)
         types = {f.name: f.dataType for f in before_fields} | {f.name: f.dataType for f in after_fields}
         after_names, before_names = {f.name for f in after_fields}, {f.name for f in before_fields}
         data = []

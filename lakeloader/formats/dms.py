@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lakeloader.columns import find_column
-from lakeloader.formats.base import SourceFormat
+from lakeloader.formats.base import SourceFormat, ascii_upper
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -33,7 +33,7 @@ class Dms(SourceFormat):
         from pyspark.sql import functions as F
 
         op_col = find_column(df.columns, "Op")
-        op = F.upper(F.trim(F.col(op_col))) if op_col else F.lit(None)
+        op = ascii_upper(F.trim(F.col(op_col))) if op_col else F.lit(None)
         return F.coalesce(op, F.lit("I"))  # a full-load row has no Op: it loads
 
     def headerless_columns(self, names: list[str], found: int) -> list[str]:

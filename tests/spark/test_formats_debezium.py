@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 
 from lakeloader.errors import BadInputError
+from lakeloader.formats import source_format
 from tests.spark.debezium_events import decimal_bytes, lines, mysql, postgres
 from tests.spark.merge_batches import load, rows, snapshots
 
@@ -19,6 +20,16 @@ ENVELOPE = {"format": "json", "cdc": "debezium_envelope"}
 
 def envelope_table(make_table, **overrides):
     return make_table(**{**overrides, "source": {**ENVELOPE, **overrides.get("source", {})}})
+
+
+def test_operation_codes_and_the_deleted_flag_in_either_case_are_read(spark):
+    """The flattened layout's `__op` (c, r, u, d, t) and `__deleted` flag, whatever their case."""
+    events = spark.createDataFrame(
+        [("C", None), (" u", "false"), ("D ", None), ("r", None), ("T", None), ("x", None), ("u", "TRUE")],
+        "__op string, __deleted string",
+    )
+    op = source_format("debezium").operation(events)
+    assert [row[0] for row in events.select(op).collect()] == ["I", "U", "D", "I", "T", "X", "D"]
 
 
 @pytest.mark.slow

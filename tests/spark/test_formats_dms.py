@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.errors import BadInputError
+from lakeloader.formats import source_format
 from tests.spark.merge_batches import DMS, FULL, at, change, load, rows, snapshots
 
 pytestmark = pytest.mark.spark
@@ -15,6 +16,13 @@ DMS_CSV = {
     "cdc": "dms",
     "csv": {"header": False, "columns": ["id", "name", "last_update_time"]},
 }
+
+
+def test_operation_codes_in_either_case_and_padded_are_read(spark):
+    """DMS writes I, U and D; a file made by hand may write them in lower case or padded."""
+    changes = spark.createDataFrame([(" i",), ("u ",), ("D",), ("x",), (None,)], "Op string")
+    op = source_format("dms").operation(changes)
+    assert [row[0] for row in changes.select(op).collect()] == ["I", "U", "D", "X", "I"]
 
 
 def test_dms_csv_reads_a_doubled_quote_as_one_quote(spark, raw, make_table):
