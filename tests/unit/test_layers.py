@@ -1,7 +1,9 @@
 """The layers of lakeloader/ (docs/architecture.md), read from the source (imports and spellings), no
 Spark needed: each layer calls only its own and the ones below it, a layer below the jobs is reached
 only through its public surface, only the Iceberg layer spells table operations, and no import cycle
-anywhere. No exceptions.
+anywhere. No exceptions. And nowhere does Spark map case (`upper`, `lower`, `initcap`): Spark 4 does it
+through ICU, whose case data take about a second to load in every new JVM, each Glue 6.0 job run among
+them; lakeloader.formats.base.ascii_upper and ascii_lower map the ASCII letters (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ PUBLIC = {
 ICEBERG_ONLY = re.compile(
     r"loadIcebergTable|TableMetadataParser|CommitMetadata|SparkActions|\.system\.|\} (?:CREATE|DROP) BRANCH|"
     r"SET TBLPROPERTIES|\.refs\b"
+)
+# Spark's case mapping: F.upper(...) and the like, and the SQL functions; not Python's str.lower().
+ICU_CASE_MAPPING = re.compile(
+    r"\bF\.(?:upper|lower|initcap)\(|(?<![.\w])(?:upper|lower|initcap|ucase|lcase)\("
 )
 
 
@@ -152,6 +158,16 @@ def test_only_the_iceberg_layer_spells_table_operations():
         if path.relative_to(PACKAGE).parts[0] != "iceberg"
     }
     assert {name: found for name, found in spelled.items() if found} == {}
+
+
+def test_no_spark_case_mapping_anywhere():
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if ICU_CASE_MAPPING.search(line)
+    ]
+    assert not found, "use lakeloader.formats.base.ascii_upper / ascii_lower:\n" + "\n".join(found)
 
 
 def test_no_import_cycle_anywhere():
