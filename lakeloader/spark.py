@@ -36,9 +36,10 @@ from lakeloader.contract import (
     s3_tables_catalog_conf,
 )
 from lakeloader.errors import LakeloaderError
+from lakeloader.sql import literal, quote
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 Runtime = Literal["local", "glue", "emr"]
 CATALOG = LOCAL_CATALOG  # what tests and benchmarks address local tables with
@@ -269,11 +270,14 @@ class Metrics:
 
         self._observation = Observation(f"lakeloader_{purpose}_{uuid.uuid4().hex[:12]}")
 
-    def on(self, df: DataFrame, *metrics: Column) -> DataFrame:
-        """`df`, observed for `metrics` (each aliased: its name in ``values``)."""
+    def on(self, df: DataFrame, metrics: dict[str, str]) -> DataFrame:
+        """`df`, observed for `metrics`: aggregates as SQL text, by their names in ``values``. One
+        expression, which the JVM parses in one round trip; built from Column objects, a metric took
+        9-46 round trips (benchmarks/RESULTS.md)."""
         from pyspark.sql import functions as F
 
-        return df.observe(self._observation, F.struct(*metrics).alias(self.FIELD))
+        fields = ", ".join(f"{literal(name)}, {sql}" for name, sql in metrics.items())
+        return df.observe(self._observation, F.expr(f"named_struct({fields}) AS {quote(self.FIELD)}"))
 
     @property
     def values(self) -> dict[str, Any]:

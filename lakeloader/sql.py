@@ -29,6 +29,11 @@ def value_literal(value: object) -> str:
     return literal(str(value))
 
 
+def count_equal(column: str, value: str) -> str:
+    """An aggregate (SQL): how many rows hold `value` (a string) in `column`."""
+    return f"sum(CAST({quote(column)} = {literal(value)} AS BIGINT))"
+
+
 def in_lists(values: dict[str, list[str]], qualifier: str = "") -> str:
     """`col IN (v, ...)` for each column, ANDed: `values` maps a column to SQL literals of every value
     it takes; `qualifier` (e.g. "t.") goes before each quoted column."""

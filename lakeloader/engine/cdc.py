@@ -33,10 +33,11 @@ from lakeloader.formats.files import lenient_cast, replace_checked, require_sequ
 from lakeloader.formats.reading import Check
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.spark import Metrics, release
-from lakeloader.sql import quote
+from lakeloader.sql import count_equal, quote
 
 VALID_OPS = ("I", "U", "D", "T")
 SMALL_BATCH_BYTES = 32 * 1024 * 1024  # raw input up to this size is one partition (see read_changes)
+CHECK = "_ll_check"  # read_changes: a check's helper columns, observed and dropped before the checkpoint
 MAX_LISTED_KEYS = 20_000  # up to this many distinct values, a key column's values are collected
 # Up to this many key rows, the batch's keys are broadcast to the probe of the table. AQE would
 # otherwise turn it into a shuffle of every row of the table once the key set outgrows its 10 MiB
@@ -138,35 +139,36 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     consumed = {c.lower() for c in fmt.op_columns}
     df = df.drop(*[c for c in df.columns if c.lower() in consumed])
 
-    observation = Metrics("read")
-    metrics = [F.count(F.lit(1)).alias("rows")]
-    metrics += [
-        F.sum((F.col(OP) == op).cast("long")).alias(name)
-        for op, name in (("T", "truncates"), ("D", "deletes"))
-    ]
+    # The metrics are SQL text (Metrics.on); each check's Columns ride along as two helper columns,
+    # dropped again before the checkpoint.
+    op, not_truncate = quote(OP), f"{quote(OP)} <> 'T'"
+    metrics = {"rows": "count(1)", "truncates": count_equal(OP, "T"), "deletes": count_equal(OP, "D")}
+    helpers: dict[str, Column] = {}
     for i, check in enumerate(checks):  # the first bad row of each check, by file position
-        bad_row = F.struct(F.col(FILE_POS).alias("file"), check.value.cast("string").alias("value"))
-        first_bad = F.min(F.when(check.bad, bad_row))
-        metrics.append(F.to_json(first_bad).alias(f"bad{i}"))
+        bad, value = f"{CHECK}{i}_bad", f"{CHECK}{i}_value"
+        helpers |= {bad: check.bad, value: check.value.cast("string")}
+        bad_row = f"named_struct('file', {quote(FILE_POS)}, 'value', {quote(value)})"
+        metrics[f"bad{i}"] = f"to_json(min(CASE WHEN {quote(bad)} THEN {bad_row} END))"
     listed: list[str] = []
     keys = [find_column(df.columns, k) for k in table.keys]
     ranged = [k for k in keys if isinstance(df.schema[k].dataType, LISTABLE)]
     for k in ranged:  # a truncate carries no key
-        metrics += [F.min(F.when(not_truncate, F.col(k))).alias(f"low{k}")]
-        metrics += [F.max(F.when(not_truncate, F.col(k))).alias(f"high{k}")]
+        metrics[f"low{k}"] = f"min(CASE WHEN {not_truncate} THEN {quote(k)} END)"
+        metrics[f"high{k}"] = f"max(CASE WHEN {not_truncate} THEN {quote(k)} END)"
     seq_type = df.schema[SEQ].dataType
     if (ordered := _as_bounds_order(SEQ, seq_type)) is not None:
-        buryable = ~F.col(OP).isin("D", "T")
-        metrics += [F.min(F.when(buryable, ordered)).alias("seqlow")]
-        metrics += [F.count(F.when(buryable & F.col(SEQ).isNull(), 1)).alias("seqnulls")]
+        buryable = f"NOT ({op} IN ('D', 'T'))"
+        metrics["seqlow"] = f"min(CASE WHEN {buryable} THEN {ordered} END)"
+        metrics["seqnulls"] = f"count(CASE WHEN {buryable} AND {quote(SEQ)} IS NULL THEN 1 END)"
     # A snapshot is the whole table, joined with it next (engine.snapshot): its partitions stay, and
     # its keys are never a short list
     if sum(f.size for f in files) <= SMALL_BATCH_BYTES and table.source.cdc != "snapshot":
         df = df.coalesce(1)  # one partition: deduplication and joins on the key need no shuffle
         listed = ranged
-        at_most = F.lit(MAX_LISTED_KEYS + 1)
-        metrics += [F.to_json(F.slice(F.collect_set(k), 1, at_most)).alias(f"keys{k}") for k in listed]
-    df = observation.on(df, *metrics).localCheckpoint(eager=True)
+        for k in listed:
+            metrics[f"keys{k}"] = f"to_json(slice(collect_set({quote(k)}), 1, {MAX_LISTED_KEYS + 1}))"
+    observation = Metrics("read")
+    df = observation.on(df.withColumns(helpers), metrics).drop(*helpers).localCheckpoint(eager=True)
     df = df.drop(*[c for c in df.columns if c.startswith(INVALID)])
     observed = observation.values
     for i, check in enumerate(checks):
@@ -197,18 +199,18 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     )
 
 
-def _as_bounds_order(name: str, data_type: T.DataType) -> Column | None:
-    """Column `name` as a value Iceberg binds to its type: integers and strings as they are, timestamps
-    as microseconds, dates as days. None: a type left out."""
-    column = F.col(name)
+def _as_bounds_order(name: str, data_type: T.DataType) -> str | None:
+    """Column `name` (as SQL) as a value Iceberg binds to its type: integers and strings as they are,
+    timestamps as microseconds, dates as days. None: a type left out."""
+    column = quote(name)
     if isinstance(data_type, LISTABLE):
         return column
     if isinstance(data_type, T.TimestampNTZType):  # its wall clock, no zone in between
-        return F.expr(f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {quote(name)})")
+        return f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {column})"
     if isinstance(data_type, T.TimestampType):
-        return F.unix_micros(column)
+        return f"unix_micros({column})"
     if isinstance(data_type, T.DateType):
-        return F.unix_date(column)
+        return f"unix_date({column})"
     return None
 
 

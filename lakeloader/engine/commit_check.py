@@ -12,8 +12,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from lakeloader import iceberg, reconciliation
 from lakeloader.columns import OP
@@ -22,6 +21,7 @@ from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
 from lakeloader.spark import Metrics
+from lakeloader.sql import count_equal
 
 if TYPE_CHECKING:
     from lakeloader.engine.batch_result import BatchResult
@@ -42,12 +42,10 @@ class ReconciliationError(LakeloaderError):
         )
 
 
-def asked_metrics() -> list[Column]:
-    """Observed over a batch's latest change per key: how many there are, and how many delete."""
-    return [
-        F.count(F.lit(1)).alias("asked_rows"),
-        F.sum((F.col(OP) == "D").cast("long")).alias("asked_deletes"),
-    ]
+def asked_metrics() -> dict[str, str]:
+    """Observed over a batch's latest change per key (Metrics.on): how many there are, and how many
+    delete."""
+    return {"asked_rows": "count(1)", "asked_deletes": count_equal(OP, "D")}
 
 
 def observed(observation: Metrics, timeout: float = OBSERVED_WAIT_SECONDS) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from lakeloader.engine.sequence import newer_sql
 from lakeloader.iceberg.commit import Destination
 from lakeloader.progress import Progress
 from lakeloader.spark import Metrics, release
-from lakeloader.sql import in_lists, quote
+from lakeloader.sql import count_equal, in_lists, quote
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -182,9 +182,8 @@ def write(
         # The counts per action, and what the batch's latest changes asked (reconciliation), are
         # observed while the checkpoint is written: no extra Spark job.
         observation = Metrics("classified")
-        tally = [F.sum((F.col(ACTION) == a).cast("long")).alias(a) for a in ACTIONS]
-        tally += commit_check.asked_metrics()
-        classified = observation.on(classified, *tally)
+        tally = {a: count_equal(ACTION, a) for a in ACTIONS} | commit_check.asked_metrics()
+        classified = observation.on(classified, tally)
         classified = classified.filter(F.col(ACTION) != "skip").localCheckpoint(eager=True)
     except BaseException:
         if ahead is not None:

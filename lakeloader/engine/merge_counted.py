@@ -86,8 +86,7 @@ def write(
             observation = Metrics("late")
             flagged = observation.on(
                 joined.withColumn(LATE, is_late),
-                F.sum(F.col(LATE).cast("long")).alias("late"),
-                *commit_check.asked_metrics(),
+                {"late": f"sum(CAST({quote(LATE)} AS BIGINT))"} | commit_check.asked_metrics(),
             )
             source = flagged.filter(~F.col(LATE)).select(*[F.col(quote(c)) for c in aligned.columns])
             source = source.localCheckpoint(eager=True)
@@ -96,7 +95,7 @@ def write(
     merge_observation = None
     if asked_observed is None:  # counted as the MERGE reads its source: no pass of its own
         merge_observation = Metrics("asked")
-        source = merge_observation.on(source, *commit_check.asked_metrics())
+        source = merge_observation.on(source, commit_check.asked_metrics())
     columns = target_schema.fieldNames()
     try:
         run_merge(

@@ -23,6 +23,7 @@ from lakeloader.engine import cdc
 from lakeloader.errors import BadInputError
 from lakeloader.formats.snapshot import order_key
 from lakeloader.spark import Metrics, release
+from lakeloader.sql import count_equal
 
 IN_SNAPSHOT, IN_TABLE = "_ll_in_snapshot", "_ll_in_table"
 SNAPSHOT_SEQ, SNAPSHOT_FILE = "_ll_snapshot_seq", "_ll_snapshot_file"
@@ -157,8 +158,8 @@ def as_changes(
     if (deletes or table.source.deletes) == "ignore":
         changed = changed.filter(F.col(OP) != "D")
     observation = Metrics("snapshot")
-    counts = [F.sum((F.col(OP) == op).cast("long")).alias(op) for op in ("I", "U", "D")]
-    rows = observation.on(changed, *counts).localCheckpoint(eager=True)
+    counts = {op: count_equal(OP, op) for op in ("I", "U", "D")}
+    rows = observation.on(changed, counts).localCheckpoint(eager=True)
     release(snapshot)
     got = observation.values
     found = SnapshotChanges(rows, got["I"] or 0, got["U"] or 0, got["D"] or 0)
