@@ -141,7 +141,7 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
 
     # The metrics are SQL text (Metrics.on); each check's Columns ride along as two helper columns,
     # dropped again before the checkpoint.
-    op, not_truncate = quote(OP), f"{quote(OP)} <> 'T'"
+    op = quote(OP)
     metrics = {"rows": "count(1)", "truncates": count_equal(OP, "T"), "deletes": count_equal(OP, "D")}
     helpers: dict[str, Column] = {}
     for i, check in enumerate(checks):  # the first bad row of each check, by file position
@@ -153,8 +153,8 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
     keys = [find_column(df.columns, k) for k in table.keys]
     ranged = [k for k in keys if isinstance(df.schema[k].dataType, LISTABLE)]
     for k in ranged:  # a truncate carries no key
-        metrics[f"low{k}"] = f"min(CASE WHEN {not_truncate} THEN {quote(k)} END)"
-        metrics[f"high{k}"] = f"max(CASE WHEN {not_truncate} THEN {quote(k)} END)"
+        metrics[f"low{k}"] = f"min(CASE WHEN {op} <> 'T' THEN {quote(k)} END)"
+        metrics[f"high{k}"] = f"max(CASE WHEN {op} <> 'T' THEN {quote(k)} END)"
     seq_type = df.schema[SEQ].dataType
     if (ordered := _as_bounds_order(SEQ, seq_type)) is not None:
         buryable = f"NOT ({op} IN ('D', 'T'))"
