@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from lakeloader_dev.docs_site import REPO, _branches, cli_parsers, schema_keys, stage_schema, table_schema
@@ -420,43 +421,22 @@ def _report(problems: list[str]) -> str:
     return f"{len(problems)} thing(s) the docs show that do not exist:\n" + "\n".join(problems)
 
 
-def test_every_lakeloader_command_and_flag_the_docs_show_exists():
-    problems = command_problems(all_snippets())
-    assert not problems, _report(problems)
+# What each check reads: the snippets of every page, or (the blocks' and the links' checks) the pages.
+CHECKS = {
+    "every lakeloader command and flag exists": lambda: command_problems(all_snippets()),
+    "every python -m module exists": lambda: module_problems(all_snippets()),
+    "every make target exists": lambda: make_problems(all_snippets()),
+    "every YAML block's config key is in the schema": yaml_problems,
+    "every JSON block's stage setting is in the stage model": stage_json_problems,
+    "every dotted config key exists": lambda: dotted_key_problems(all_snippets()),
+    "every inline JSON object of settings names known keys": lambda: inline_json_problems(all_snippets()),
+    "the README's links reach a file and its heading": readme_link_problems,
+}
 
 
-def test_every_python_module_the_docs_run_exists():
-    problems = module_problems(all_snippets())
-    assert not problems, _report(problems)
-
-
-def test_every_make_target_the_docs_show_exists():
-    problems = make_problems(all_snippets())
-    assert not problems, _report(problems)
-
-
-def test_every_config_key_in_the_docs_yaml_is_in_the_schema():
-    problems = yaml_problems()
-    assert not problems, _report(problems)
-
-
-def test_every_stage_setting_in_the_docs_json_is_in_the_stage_model():
-    problems = stage_json_problems()
-    assert not problems, _report(problems)
-
-
-def test_every_dotted_config_key_the_docs_name_exists():
-    problems = dotted_key_problems(all_snippets())
-    assert not problems, _report(problems)
-
-
-def test_every_json_object_the_docs_inline_names_known_keys():
-    problems = inline_json_problems(all_snippets())
-    assert not problems, _report(problems)
-
-
-def test_the_readmes_links_reach_a_file_and_its_heading():
-    problems = readme_link_problems()
+@pytest.mark.parametrize("check", CHECKS)
+def test_what_the_docs_show_exists(check):
+    problems = CHECKS[check]()
     assert not problems, _report(problems)
 
 
