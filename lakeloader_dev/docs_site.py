@@ -18,7 +18,6 @@ import functools
 import json
 import posixpath
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +89,15 @@ def schema_keys(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # --- the configuration reference ---------------------------------------------------------------------
 
 
+def _anchor(schema: dict[str, Any], model: str) -> str:
+    """A model's anchor on the page, apart for the two schemas (a model name may come in both)."""
+    return f"{'stage' if schema is stage_schema() else 'config'}-{model.lower()}"
+
+
 def _type(schema: dict[str, Any], node: dict[str, Any]) -> str:
     if "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[1]
-        return f"[{name}](#{name.lower()})"
+        return f"[{name}](#{_anchor(schema, name)})"
     if "anyOf" in node or "oneOf" in node:
         return " or ".join(_type(schema, member) for member in node.get("anyOf", node.get("oneOf")))
     if "enum" in node:
@@ -131,7 +135,7 @@ def _models_section(schema: dict[str, Any], root_title: str, level: str) -> list
     lines = [f"{level} {root_title}", "", _cell(schema.get("description", "")), ""]
     lines += _model_table(schema, schema) + [""]
     for name, model in sorted(schema.get("$defs", {}).items()):
-        lines += [f"{level}# {name}", ""]
+        lines += [f"{level}# {name} {{#{_anchor(schema, name)}}}", ""]
         if model.get("description"):
             lines += [model["description"].strip(), ""]
         if "properties" in model:
@@ -164,14 +168,7 @@ def configuration_page() -> str:
     lines += ["## Every key of a stage's settings", ""]
     lines += [", ".join(f"`{path}`" for path in schema_keys(stage))]
     lines += [""] + _models_section(stage, "Stage settings (`cdk.json`, `lakeloader:stages.<stage>`)", "##")
-    return "\n".join(_anchored(lines)) + "\n"
-
-
-def _anchored(lines: list[str]) -> Iterator[str]:
-    """Headings of models get the anchor the type links use (`#target`), whatever the slug rules."""
-    for line in lines:
-        match = re.fullmatch(r"(#+) (\w+)", line)
-        yield f"{line} {{#{match.group(2).lower()}}}" if match else line
+    return "\n".join(lines) + "\n"
 
 
 # --- the CLI reference -------------------------------------------------------------------------------
