@@ -18,6 +18,7 @@ from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.jobs.drain import drain_tables, log_event
 from lakeloader.jobs.load import LoadResult
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
+from lakeloader.lineage import open_log
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,6 +149,7 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
     ledger = Ledger(job.dynamodb, args[contract.ARG_LEDGER_TABLE], args[contract.ARG_RUNS_TABLE])
     name = table_ids[0] if len(table_ids) == 1 else f"{len(table_ids)}-tables" if table_ids else "all"
     settings, spark = job.spark(runtime, name)
+    lineage = open_log(None, warehouse=job.config.warehouse, raw_root=job.config.raw_root)
     results = unknown + drain_tables(
         spark,
         tables,
@@ -157,6 +159,7 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
         cid=job.cid,
         parallel=parallel,
         max_attempts=max_attempts,
+        lineage=lineage,
         **rebuild,
     )
     return _finish(results, summary_table(results))
