@@ -51,6 +51,8 @@ RUN_FACET_FILE = "docs/lineage/LakeloaderRunFacet.json"
 RUN_FACET_SCHEMA = f"{PROJECT_URL}/blob/main/{RUN_FACET_FILE}#/$defs/LakeloaderRunFacet"
 
 JOB_NAMESPACE = "lakeloader"
+# The OpenLineage Spark listener's job name (lakeloader.jobs.main.JobStart.spark sets it per verb).
+OPENLINEAGE_APP_NAME = "spark.openlineage.appName"
 # What each verb is, in the jobType facet (processingType BATCH, integration LAKELOADER).
 JOB_TYPES = {"ingest": "INGEST", "rebuild": "REBUILD", "maintain": "MAINTENANCE", "erase": "ERASURE"}
 READS_RAW = ("ingest", "rebuild")
@@ -236,3 +238,32 @@ def open_log(path: str | None, *, warehouse: str, raw_root: str) -> LineageLog |
     if not chosen:
         return None
     return LineageLog(Path(chosen), naming_for(warehouse), raw_root)
+
+
+def read_events(path: str | Path) -> list[dict[str, Any]]:
+    """The events of a lineage file, in the order they were written."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def describe(events: list[dict[str, Any]], table_id: str) -> list[str]:
+    """One table's lineage for a reader: each finished run of its jobs, what it read and wrote."""
+    jobs = {job_name(verb, table_id) for verb in JOB_TYPES}
+    lines = []
+    for event in events:
+        name = event["job"]["name"]
+        if event["eventType"] == "START" or name not in jobs:
+            continue
+        facet = event["run"]["facets"].get(RUN_FACET, {})
+        lines.append(f"{event['eventTime']}  {name}  {event['eventType']}  (run {facet.get('runId', '?')})")
+        for dataset in event["inputs"]:
+            lines.append(f"  in   {dataset['namespace']}  {dataset['name']}")
+        lines.extend(f"         {raw}" for raw in facet.get("rawFiles", []))
+        for dataset in event["outputs"]:
+            columns = [f["name"] for f in dataset.get("facets", {}).get("schema", {}).get("fields", [])]
+            lines.append(f"  out  {dataset['namespace']}  {dataset['name']}")
+            if columns:
+                lines.append(f"         columns: {', '.join(columns)}")
+        counts = ", ".join(f"{k} {facet[k]}" for k in COUNTS if k in facet)
+        if counts:
+            lines.append(f"  counts: {counts}; snapshot {facet.get('snapshotId')}")
+    return lines

@@ -270,26 +270,15 @@ def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
 
 
 def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.contract import new_run_id
-    from lakeloader.jobs.load import output_schema
     from lakeloader.jobs.maintenance import maintain_tables, summary_table
     from lakeloader.progress import stderr_progress
 
     tables = config.select(args.table)
     stderr_progress(f"maintaining {len(tables)} table(s); starting Spark")
     spark, catalog = spark_session(config, "lakeloader-maintain")
-    lineage, run_id = lineage_log(config), new_run_id()
-    runs = {table.id: lineage.start("maintain", table, run_id) for table in tables} if lineage else {}
-    results = maintain_tables(spark, tables, catalog=catalog, progress=stderr_progress)
-    for result in results:
-        if result.table_id in runs:
-            run = runs[result.table_id]
-            run.finish(
-                status=result.status,
-                counts={},
-                schema=output_schema(spark, catalog, run.table),
-                error=result.error,
-            )
+    results = maintain_tables(
+        spark, tables, catalog=catalog, progress=stderr_progress, lineage=lineage_log(config)
+    )
     print(summary_table(results))
     return 1 if any(r.status == "failed" for r in results) else 0
 

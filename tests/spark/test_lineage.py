@@ -95,3 +95,44 @@ def test_runs_write_start_and_complete_per_table(cli, raw, tmp_path):
     ]
     assert complete2["run"]["facets"]["lakeloader"]["snapshotId"] > 0
     assert start2["run"]["facets"] == {} and "schema" not in start["outputs"][0]["facets"]
+
+
+def test_maintain_and_erase_say_what_they_are(cli, raw, tmp_path):
+    """`maintain` and `erase` write their events to the config's lineage.file: the table as output, no
+    input (they rewrite what they read), job types MAINTENANCE and ERASURE, erase's deleted count."""
+    at = datetime(2026, 11, 1, 12)
+    raw.write_parquet(
+        "shop/customers/LOAD00000001.parquet",
+        [{"id": i, "name": n, "last_update_time": at} for i, n in ((1, "Ada"), (2, "Grace"))],
+    )
+    lineage_file = tmp_path / "events.jsonl"
+    config_path = tmp_path / "tables.yaml"
+    config_path.write_text(
+        yaml.safe_dump(
+            {
+                "raw_root": str(raw.root),
+                "warehouse": str(tmp_path / "warehouse"),
+                "lineage": {"file": str(lineage_file)},
+                "tables": [TABLE],
+            }
+        )
+    )
+    for args in (("run",), ("maintain",), ("erase", "--table", TABLE["id"], "--key", "2")):
+        done = cli(*args, "--config", str(config_path))
+        assert done.returncode == 0, (args, done.stderr)
+
+    found = events(lineage_file)
+    for event in found:
+        check_event(event)
+    finished = {e["job"]["name"]: e for e in found if e["eventType"] != "START"}
+    assert sorted(finished) == [
+        f"lakeloader.{verb}.shop.customers" for verb in ("erase", "ingest", "maintain")
+    ]
+    for verb, job_type in (("maintain", "MAINTENANCE"), ("erase", "ERASURE")):
+        event = finished[f"lakeloader.{verb}.shop.customers"]
+        assert event["eventType"] == "COMPLETE"
+        assert event["job"]["facets"]["jobType"]["jobType"] == job_type
+        assert event["inputs"] == []
+        assert [o["name"] for o in event["outputs"]] == ["shop.customers"]
+        assert "schema" in event["outputs"][0]["facets"]
+    assert finished["lakeloader.erase.shop.customers"]["run"]["facets"]["lakeloader"]["deleted"] == 1
