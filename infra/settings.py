@@ -43,6 +43,11 @@ LONGEST_REGION = "ap-southeast-5"  # 14 characters, as long as any region name
 MAX_ROLE_NAME = 64
 
 
+# What AWS's default lineage capture sets, which a stage must not replace ("Lineage for Amazon EMR").
+AWS_LINEAGE_KEYS = ("spark.extraListeners",)
+TRANSPORT = "spark.openlineage.transport."
+
+
 class SettingsError(ValueError):
     """The cdk.json context is invalid; the message names the key."""
 
@@ -243,6 +248,24 @@ class StageSettings(SettingsModel):
                 f"runtime {self.runtime} sends lineage to the Glue Data Catalog by default, and a DataZone "
                 'transport would override it: use lineage "on" there (DataZone is for runtimes without '
                 "AWS's default lineage, e.g. glue-5.1 and glue-6.0)",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _emr_keeps_aws_listener(self) -> StageSettings:
+        """On a release that captures lineage, emr.spark_defaults may not replace AWS's listener or its
+        transport: the runs would send nothing ("Troubleshooting data lineage")."""
+        if self.lineage == "off" or not runtimes.emr_captures_lineage(self.emr.release_label):
+            return self
+        touched = sorted(
+            k for k in self.emr.spark_defaults if k in AWS_LINEAGE_KEYS or k.startswith(TRANSPORT)
+        )
+        if touched:
+            raise field_error(
+                "emr.spark_defaults",
+                f"{', '.join(touched)} would replace the OpenLineage listener or transport that "
+                f"{self.emr.release_label} registers, and its runs would send no lineage: leave them out "
+                '(lineage "off" turns lineage off)',
             )
         return self
 

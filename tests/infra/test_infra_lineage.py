@@ -195,6 +195,18 @@ def test_datazone_refused_where_aws_captures_lineage(captures_lineage_runtime):
         resolve_stage(settings)
 
 
+def test_emr_spark_defaults_may_not_replace_aws_listener(captures_lineage_runtime):
+    """On an EMR release that captures lineage, a stage's own spark-defaults that replace the listener or
+    its transport are refused; with lineage "off" nothing is sent anyway."""
+    if not runtimes.emr_captures_lineage(captures_lineage_runtime.emr_release_label):
+        pytest.skip(f"{captures_lineage_runtime.emr_release_label} captures no lineage by default")
+    emr = {**emr_without_release(), "spark_defaults": {"spark.openlineage.transport.type": "console"}}
+    refused = r"lakeloader:stages\.dev\.emr\.spark_defaults: spark\.openlineage"
+    with pytest.raises(SettingsError, match=refused):
+        resolve_stage(context(runtime=LINEAGE_RUNTIME, emr=emr))
+    resolve_stage(context(runtime=LINEAGE_RUNTIME, emr=emr, lineage="off"))
+
+
 def test_datazone_domain_id_is_checked():
     with pytest.raises(SettingsError, match=r"lineage"):
         resolve_stage(context(lineage={"datazone_domain_id": "my-domain"}))
