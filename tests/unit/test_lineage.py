@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
 from lakeloader import lineage
@@ -100,3 +101,27 @@ def test_config_lineage_file_is_validated():
     assert config.lineage is not None and config.lineage.file == "out/lineage.jsonl"
     with pytest.raises(ValueError, match=r"lineage\.path: Extra inputs are not permitted"):
         parse_config({"lineage": {"path": "x"}, "tables": []})
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda e: e.update(extra=1),  # a field the spec does not have
+        lambda e: e["run"].update(runId="run-1"),  # not a UUID
+        lambda e: e.update(eventTime="yesterday"),
+        lambda e: e["run"]["facets"]["lakeloader"].update(inserted=-1),  # against the published facet schema
+        lambda e: e["outputs"][0]["facets"]["schema"]["fields"][0].update(typ="x"),
+        lambda e: e["job"]["facets"]["jobType"].update(
+            _schemaURL=lineage.JOB_TYPE_SCHEMA.replace("2-0-4", "2-0-3")
+        ),
+    ],
+)
+def test_the_check_refuses_an_event_off_the_spec(tmp_path, spoil):
+    """tests/lineage_events.check_event, which every lineage test relies on, fails on each of these."""
+    log = lineage.LineageLog(tmp_path / "events.jsonl", GLUE, "s3://raw-bucket/")
+    log.start("ingest", table(), "r").finish(status="ok", counts={}, schema=[("customer_id", "bigint")])
+    _, complete = written(log)
+    check_event(complete)
+    spoil(complete)
+    with pytest.raises((AssertionError, ValueError, jsonschema.ValidationError)):
+        check_event(complete)
