@@ -24,6 +24,8 @@ from infra.config_store import ConfigStore
 from infra.emr import EmrServerless
 from infra.glue_jobs import glue_conf_argument, lakeloader_glue_job
 from infra.job_access import grant_lake_access, lake_access_findings
+from infra.lineage import emr_captures, glue_captures, grant_post_events
+from infra.lineage import spark_conf as lineage_conf
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
 from infra.packaging import GLUE_WHEELS_SUFFIX, glue_wheels_zip, lakeloader_zip
@@ -83,6 +85,9 @@ class Processing(Construct):
             table_bucket=table_bucket,
         )
         self._grant_glue_temp_and_logs(storage)
+        lineage = stage.settings.lineage
+        grant_post_events(self.glue_role, lineage, aws_default=glue_captures(stage))
+        grant_post_events(self.emr_role, lineage, aws_default=emr_captures(stage))
         self._glue_jobs(
             stage=stage,
             storage=storage,
@@ -91,7 +96,9 @@ class Processing(Construct):
                 **{contract.glue_arg(name): value for name, value in required.items()},
                 **self._per_run_glue_arguments(catalog),
                 "--datalake-formats": "iceberg",
-                "--conf": glue_conf_argument(iceberg_conf),
+                "--conf": glue_conf_argument(
+                    iceberg_conf | lineage_conf(lineage, aws_default=glue_captures(stage))
+                ),
                 "--enable-job-insights": "true",
                 "--job-bookmark-option": "job-bookmark-disable",
                 "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
@@ -103,7 +110,7 @@ class Processing(Construct):
             stage=stage,
             storage=storage,
             catalog=catalog,
-            iceberg_conf=iceberg_conf,
+            iceberg_conf=iceberg_conf | lineage_conf(lineage, aws_default=emr_captures(stage)),
             required=required,
             network=network,
         )

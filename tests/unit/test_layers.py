@@ -28,6 +28,7 @@ BASE_AT_ROOT = {
     "errors",
     "faults",
     "inputs",
+    "lineage",
     "next_step",
     "progress",
     "reader_grants",
