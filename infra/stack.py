@@ -49,7 +49,7 @@ class LakeloaderStack(Stack):
             env=env,
         )
         self.stage = stage
-        users = lake  # the config's own tables: what the EMR and Flex checks and the alarms are about
+        users = lake  # the config's own tables: what the EMR and Flex checks are about
         lake = with_canaries(lake)  # `lakeloader verify` (lakeloader.cli.verify) lands its canary files here
         # (Dashboards: CloudFormation's tag support for them is too new for cfn-lint's schema; Glue
         # connections take no tags in CloudFormation.)
@@ -151,7 +151,6 @@ class LakeloaderStack(Stack):
             emr_application_id=self.processing.emr.application.attr_application_id,
             maintenance=self.maintenance.state_machine,
             ledger_table_name=self.config_store.ledger_table.table_name,
-            tables=users.tables,  # a failed verify says so itself
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
         self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)

@@ -68,12 +68,15 @@ def test_config_items_follow_the_contract(lake):
     assert [i["table_id"] for i in items] == [t.id for t in lake.tables]
     first = items[0]
     assert set(first) == {
-        "table_id", "prefix", "enabled", "engine", "min_interval_seconds", "execution_class", "config"
+        "table_id", "prefix", "enabled", "engine", "min_interval_seconds", "execution_class",
+        "freshness_seconds", "config"
     }  # fmt: skip
     assert first["prefix"] == "crm/public/customers/"
     assert first["enabled"] is True and first["engine"] == "glue"
     # the trigger settings ride as plain attributes: the arrival Lambda reads them without pydantic
     assert (first["min_interval_seconds"], first["execution_class"]) == (0, "STANDARD")
+    # trigger.freshness_minutes (60) in seconds, for the sweep's lag metric; only where it is set
+    assert first["freshness_seconds"] == 3600 and "freshness_seconds" not in items[1]
     assert json.loads(first["config"]) == lake.tables[0].model_dump(mode="json", by_alias=True)
     assert json.loads(items[1]["config"])["source"]["schema"]["unit_price"] == "decimal(10,2)"  # by alias
     # stable across processes (it is part of the template): the same text from another interpreter
