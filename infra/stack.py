@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from constructs import Construct
 
-from infra.catalog import Catalog
+from infra.catalog import Catalog, raw_folders
 from infra.config_store import ConfigStore
 from infra.emr import check_emr_tables
 from infra.erasure import ErasurePolicy
@@ -90,7 +90,7 @@ class LakeloaderStack(Stack):
             storage=self.storage,
             store=self.config_store,
             catalog=self.catalog,
-            raw_prefixes=sorted(t.source.prefix for t in lake.tables),
+            raw_prefixes=raw_folders(lake),
             network=self.network,
             table_bucket=self.table_bucket,
         )
