@@ -8,6 +8,8 @@ One item per table, keyed by ``table_id``::
     engine    S     glue | emr
     min_interval_seconds  N   trigger.min_interval_seconds (the batching window; 0: none)
     execution_class       S   trigger.execution_class (STANDARD | FLEX)
+    success_markers       BOOL  cdc: snapshot only: the trigger records _SUCCESS files
+    freshness_seconds     N   trigger.freshness_minutes * 60, where set (the sweep's lag over it)
     config    S     JSON of TableConfig.model_dump(mode="json", by_alias=True)
 
 Standard library and boto3 only: the config-sync and S3-arrival Lambdas ship it without pydantic.
