@@ -388,13 +388,14 @@ class Processing(Construct):
                 "Action::kms:GenerateDataKey*",
             ],
             reason=(
-                "The Glue job role reaches only what the jobs use: objects under the configured table "
-                "prefixes of the raw bucket, the warehouse prefix of the curated bucket, the quarantine "
-                "bucket, its temp and Spark UI prefixes, the tables of the configured databases (created by "
-                "the jobs, so named at run time), Glue's job log groups (named by Glue per job run) and the "
-                "stage's key. CDK's grants for the script/library assets and the Spark UI prefix use S3 "
-                "action wildcards (Get*/List*) on those objects only, and CDK's Spark UI grant lets the role "
-                "use the stage's key (kms:ReEncrypt*, kms:GenerateDataKey*) for those objects."
+                "The Glue job role reaches only what the jobs use: objects under the source folders of "
+                "the configured tables in the raw bucket, the warehouse prefix of the curated bucket, the "
+                "quarantine bucket, its temp and Spark UI prefixes, the tables of the configured databases "
+                "(created by the jobs, so named at run time), Glue's job log groups (named by Glue per job "
+                "run) and the stage's key. CDK's grants for the script/library assets and the Spark UI "
+                "prefix use S3 action wildcards (Get*/List*) on those objects only, and CDK's Spark UI "
+                "grant lets the role use the stage's key (kms:ReEncrypt*, kms:GenerateDataKey*) for those "
+                "objects."
             ),
         )
         acknowledge_wildcards(
@@ -407,10 +408,10 @@ class Processing(Construct):
                 "Action::s3:List*",
             ],
             reason=(
-                "The EMR job role reaches only what the jobs use: objects under the configured table "
-                "prefixes of the raw bucket, the warehouse prefix of the curated bucket, the quarantine "
-                "bucket, the EMR log prefix, the tables of the configured databases (created by the jobs) "
-                "and the stage's key. CDK's read grants for the entry-point and library assets use S3 action "
-                "wildcards (Get*/List*) on those objects only."
+                "The EMR job role reaches only what the jobs use: objects under the source folders of the "
+                "configured tables in the raw bucket, the warehouse prefix of the curated bucket, the "
+                "quarantine bucket, the EMR log prefix, the tables of the configured databases (created by "
+                "the jobs) and the stage's key. CDK's read grants for the entry-point and library assets "
+                "use S3 action wildcards (Get*/List*) on those objects only."
             ),
         )

@@ -155,7 +155,8 @@ class Trigger:
             r.table_id: self.ledger.pending_objects(r.table_id, include_failed=True, include_orphaned=True)
             for r in routes
         }
-        publish_pending_age(self.settings.ledger_table, open_objects, now)
+        freshness = {r.table_id: r.freshness_seconds for r in routes}
+        publish_pending_age(self.settings.ledger_table, open_objects, now, freshness)
         # failed files alone start no run (a failure that is not a file's would repeat every sweep);
         # the next run of their table retries them
         due = [

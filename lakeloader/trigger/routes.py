@@ -25,6 +25,7 @@ ROUTE_ATTRIBUTES = (
     "min_interval_seconds",
     "execution_class",
     "success_markers",
+    "freshness_seconds",
 )
 
 
@@ -39,6 +40,7 @@ class TableRoute:
     min_interval_seconds: int = 0  # the batching window; 0: arrivals start runs at once
     execution_class: str = "STANDARD"  # Glue: STANDARD | FLEX
     success_markers: bool = False  # cdc: snapshot: a _SUCCESS file completes a snapshot, so it is recorded
+    freshness_seconds: int = 0  # trigger.freshness_minutes * 60; 0: none (the sweep's lag metric over it)
 
     @property
     def batched(self) -> bool:
@@ -81,6 +83,7 @@ def route_for(item: Mapping[str, Any]) -> TableRoute | None:
         min_interval_seconds=_window(item.get("min_interval_seconds")),
         execution_class=str(item.get("execution_class") or "STANDARD").strip().upper(),
         success_markers=item.get("success_markers") is True,
+        freshness_seconds=_window(item.get("freshness_seconds")),
     )
 
 
