@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError, model_validator
 from lakeloader.config.base import ConfigError, _Strict
 from lakeloader.config.table import TableConfig
 from lakeloader.contract import longest_prefix_match
+from lakeloader.runtimes import Runtime
 
 
 class LakeConfig(_Strict):
@@ -69,10 +70,11 @@ def _describe_location(data: Any, loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
 
-def parse_config(data: Any, *, origin: str = "<config>") -> LakeConfig:
-    """Validate a config mapping; raise ConfigError listing every problem."""
+def parse_config(data: Any, *, origin: str = "<config>", runtime: Runtime | None = None) -> LakeConfig:
+    """Validate a config mapping; raise ConfigError listing every problem. Declared types are checked
+    against `runtime`'s Spark SQL (default: this process's runtime, lakeloader.runtimes.local)."""
     try:
-        return LakeConfig.model_validate(data)
+        return LakeConfig.model_validate(data, context={"runtime": runtime})
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
@@ -81,8 +83,8 @@ def parse_config(data: Any, *, origin: str = "<config>") -> LakeConfig:
         raise ConfigError("\n".join(lines)) from None
 
 
-def load_config(path: str | Path) -> LakeConfig:
-    """Read and validate a YAML (or JSON) config file."""
+def load_config(path: str | Path, *, runtime: Runtime | None = None) -> LakeConfig:
+    """Read and validate a YAML (or JSON) config file (for `runtime`: parse_config)."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -92,7 +94,7 @@ def load_config(path: str | Path) -> LakeConfig:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with raw_root, warehouse and tables")
-    return parse_config(data, origin=str(path))
+    return parse_config(data, origin=str(path), runtime=runtime)
 
 
 def json_schema() -> dict[str, Any]:
