@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from lakeloader.config.base import ConfigError, _Strict
 from lakeloader.config.table import TableConfig
@@ -70,6 +72,28 @@ def _describe_location(data: Any, loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
 
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """'; did you mean 'source'?' for an unknown key close to a key the model there knows."""
+    model: Any = LakeConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = {**model.model_fields, **{f.alias: f for f in model.model_fields.values() if f.alias}}
+        model = _model_in(fields[part].annotation) if part in fields else None
+        if model is None:
+            return ""
+    known = [f.alias or name for name, f in model.model_fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The config model a field holds (itself, or inside Optional/list/Literal unions), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, (_model_in(arg) for arg in typing.get_args(annotation))), None)
+
+
 def parse_config(data: Any, *, origin: str = "<config>", runtime: Runtime | None = None) -> LakeConfig:
     """Validate a config mapping; raise ConfigError listing every problem. Declared types are checked
     against `runtime`'s Spark SQL (default: this process's runtime, lakeloader.runtimes.local)."""
@@ -79,6 +103,8 @@ def parse_config(data: Any, *, origin: str = "<config>", runtime: Runtime | None
         lines = []
         for error in exc.errors():
             message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                message += _did_you_mean(error["loc"])
             lines.append(f"{origin}: {_describe_location(data, error['loc'])}: {message}")
         raise ConfigError("\n".join(lines)) from None
 
