@@ -2,8 +2,9 @@
 and every acknowledgement (`Metadata.checkov.skip`, infra.nag.acknowledge_check) silences a finding.
 
 checkov runs from its own venv (`.venv-scan`, made by `make scan-setup`, which `make test`, `check`
-and `infra` run first: its pins conflict with the dev venv's), once over the templates of every variant, each also bare (its acknowledgements removed: checkov
-reports a declared skip as skipped whether or not the check would fail), with no network
+and `infra` run first: its pins conflict with the dev venv's), once over the templates of every
+variant, each also bare (its acknowledgements removed: checkov reports a declared skip as skipped
+whether or not the check would fail), with no network
 (`--skip-download`) and without each check's code block (`--compact`: the same results, 5 MB of JSON
 instead of 360 MB, which took checkov half of its 37 s to print).
 """
