@@ -4,8 +4,9 @@ line naming the table and field, instead of a ParseException in the middle of a 
 
 It follows `dataType` of Spark's SqlBaseParser.g4 and the checks Spark's AstBuilder makes on what
 it parsed (decimal precision, char/varchar lengths, interval fields), per runtime: Spark 4 adds
-`variant` and `string collate NAME`. tests/spark/test_declared_types.py holds this module's verdicts
-against the runtime's own parser (`DataType.fromDDL`). Standard library only.
+`variant`, `string collate NAME`, `time(p)` and `geometry(SRID)`/`geography(SRID)` (whether Spark knows
+the SRID is left to Spark). tests/spark/test_declared_types.py holds this module's verdicts
+against the session's own SQL parser (`parseDataType`). Standard library only.
 """
 
 from __future__ import annotations
@@ -43,16 +44,18 @@ CHARS = ("char", "character", "varchar")
 SPARK4_SIMPLE = ("variant",)
 YEAR_MONTH = ("year", "month")
 DAY_TIME = ("day", "hour", "minute", "second")
-# Spark 4's collations: UTF8_BINARY, UTF8_LCASE, and ICU's UNICODE or a locale (en, en_US, sr_Cyrl_SRB)
+# Spark 4's collations (optionally as system.builtin.NAME): UTF8_BINARY and UTF8_LCASE (with _RTRIM),
+# and ICU's UNICODE or a locale (en, en_USA, sr_Cyrl_SRB: ISO 639 language, script, 3-letter country)
 # with case, accent and trailing-space specifiers (_CI, _AI, _RTRIM, ...).
 COLLATION = re.compile(
-    r"^(?:UTF8_BINARY|UTF8_LCASE|UNICODE|[A-Z]{2,3}(?:_[A-Z][a-z]{3})?(?:_[A-Z]{2,3})?)"
-    r"(?:_(?:CS|CI|AS|AI|RTRIM))*$",
+    r"^(?:system\.builtin\.)?(?:UTF8_(?:BINARY|LCASE)(?:_RTRIM)?"
+    r"|(?:UNICODE|[A-Z]{2,3}(?:_[A-Z]{4})?(?:_[A-Z]{3})?)(?:_(?:CS|CI|AS|AI|RTRIM))*)$",
     re.IGNORECASE,
 )
+MAX_TIME_PRECISION = 6
 TOKEN = re.compile(
-    r"\s*(?:(?P<quoted>`(?:[^`]|``)*`)|(?P<word>[A-Za-z0-9_]+)|(?P<text>'(?:[^'\\]|\\.)*')"
-    r"|(?P<sym><>|[<>,:()]))"
+    r"\s*(?:(?P<quoted>`(?:[^`]|``)*`)|(?P<word>[A-Za-z0-9_]+)|(?P<text>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+    r"|(?P<sym><>|[<>,:().]))"
 )
 
 
@@ -62,7 +65,7 @@ class TypeSyntaxError(ValueError):
 
 def valid_forms(runtime: Runtime) -> str:
     """The forms a declared type takes on `runtime`, for error messages."""
-    extra = ", variant, string collate UTF8_LCASE" if _spark4(runtime) else ""
+    extra = ", time(p), variant, string collate UTF8_LCASE" if _spark4(runtime) else ""
     return (
         "boolean, tinyint, smallint, int, bigint, float, double, decimal(p,s) (p <= 38), string, "
         f"char(n), varchar(n), binary, date, timestamp, timestamp_ntz{extra}, "
@@ -109,8 +112,26 @@ class _Parser:
     def error(self, why: str) -> TypeSyntaxError:
         return TypeSyntaxError(why)
 
-    def needs_spark4(self, what: str) -> str:
-        return f"{what} needs Spark 4; {self.runtime.name} runs Spark {self.runtime.spark}"
+    def spark4(self, what: str) -> None:
+        if not _spark4(self.runtime):
+            raise self.error(f"{what} needs Spark 4; {self.runtime.name} runs Spark {self.runtime.spark}")
+
+    def collation(self) -> None:
+        """A collation name, bare or qualified as Spark 4 qualifies its built-in ones."""
+        parts = []
+        while True:
+            token = self.peek()
+            if token is None or token.kind not in ("word", "quoted"):
+                raise self.error("expected a collation name after collate, e.g. UTF8_LCASE")
+            self.at += 1
+            parts.append(token.text.strip("`"))
+            if not self.take("."):
+                break
+        name = ".".join(parts)
+        if not COLLATION.match(name):
+            raise self.error(
+                f"{name!r} is not a collation (UTF8_BINARY, UTF8_LCASE, UNICODE_CI, en_USA, ...)"
+            )
 
     def peek(self) -> _Token | None:
         return self.tokens[self.at] if self.at < len(self.tokens) else None
@@ -166,24 +187,29 @@ class _Parser:
             self.integer(f"{name}'s length")
             self.expect(")", f"{name}(n")
         elif name == "string" and self.word() == "collate":
-            if not _spark4(self.runtime):
-                raise self.error(
-                    f"string collate needs Spark 4; {self.runtime.name} runs Spark {self.runtime.spark}"
-                )
+            self.spark4("string collate")
             self.at += 1
-            token = self.peek()
-            if token is None or token.kind not in ("word", "quoted"):
-                raise self.error("expected a collation name after collate, e.g. UTF8_LCASE")
-            self.at += 1
-            if not COLLATION.match(token.text.strip("`")):
-                raise self.error(
-                    f"{token.text!r} is not a collation (UTF8_BINARY, UTF8_LCASE, UNICODE_CI, ...)"
-                )
-        elif name in SIMPLE or (name in SPARK4_SIMPLE and _spark4(self.runtime)):
+            self.collation()
+        elif name in ("time", "timestamp") and self.word() == "without" or name == "time":
+            self.spark4(name)
+            if name == "time" and self.take("("):
+                if self.integer("time's precision") > MAX_TIME_PRECISION:
+                    raise self.error(f"time's precision is 0..{MAX_TIME_PRECISION}")
+                self.expect(")", "time(p")
+            if self.take("without"):
+                self.expect("time", "without")
+                self.expect("zone", "without time")
+        elif name in ("geometry", "geography"):
+            self.spark4(name)
+            self.expect("(", f"{name} (it needs an SRID: {name}(4326) or {name}(ANY))")
+            if not self.take("any"):
+                self.integer(f"{name}'s SRID")
+            self.expect(")", f"{name}(srid")
+        elif name in SIMPLE or name in SPARK4_SIMPLE:
+            if name in SPARK4_SIMPLE:
+                self.spark4(name)
             if self.peek() is not None and self.peek().text == "(":
                 raise self.error(f"{name} takes no parameters")
-        elif name in SPARK4_SIMPLE:
-            raise self.error(self.needs_spark4(name))
         else:
             raise self.error(f"{name!r} is not a Spark SQL type")
 

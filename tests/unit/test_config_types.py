@@ -76,13 +76,24 @@ def test_a_bad_type_says_why(text, why):
         check_type(text, SPARK_4)
 
 
-def test_spark_4_adds_variant_and_collations():
-    for text in ("variant", "string collate UTF8_LCASE", "array<string collate unicode_ci>"):
+def test_spark_4_adds_variant_collations_time_and_spatial_types():
+    for text in (
+        "variant",
+        "string collate UTF8_LCASE",
+        "array<string collate unicode_ci>",
+        "string collate system.builtin.UTF8_LCASE_RTRIM",
+        "time(3)",
+        "timestamp without time zone",
+        "geometry(4326)",
+    ):
         check_type(text, SPARK_4)
         with pytest.raises(TypeSyntaxError, match="needs Spark 4; glue-5.1 runs Spark 3.5.6"):
             check_type(text, SPARK_3)
-    with pytest.raises(TypeSyntaxError, match="is not a collation"):
-        check_type("string collate no_such_collation", SPARK_4)
+    for text in ("string collate no_such_collation", "string collate en_US", "string collate UTF8_LCASE_CI"):
+        with pytest.raises(TypeSyntaxError, match="is not a collation"):
+            check_type(text, SPARK_4)
+    with pytest.raises(TypeSyntaxError, match="time's precision is 0..6"):
+        check_type("time(7)", SPARK_4)
 
 
 def test_a_typo_fails_the_config_in_one_line_naming_file_table_field_and_the_valid_forms():
