@@ -1,5 +1,6 @@
 # lakeloader: `make demo` and `make test` set everything up themselves on a fresh machine
-# (Python 3.11, Java 17, Node 18+; PyPI, npm and Maven Central reachable).
+# (Python 3.11, Java 17, Node 22 or 24 -- Node 20 works, with jsii's end-of-life warning; PyPI, npm and
+# Maven Central reachable). The scanners' venv (checkov) is set up only by the targets that run it.
 
 # The runtime the laptop runs (lakeloader/runtimes.py): its Python picks its Spark (requirements.txt),
 # and it has a virtualenv of its own. `make test RUNTIME=glue-6.0` needs Python 3.13.
@@ -21,6 +22,7 @@ endif
 VENV   := $(if $(filter glue-5.1,$(RUNTIME)),.venv,.venv-$(RUNTIME))
 export LAKELOADER_RUNTIME := $(RUNTIME)
 SCAN_VENV := .venv-scan
+SCAN_STAMP := $(SCAN_VENV)/.lakeloader-installed
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lakeloader-installed
 STAGE  ?= dev
@@ -31,18 +33,25 @@ export SPARK_LOCAL_IP := 127.0.0.1
 SHELL := /bin/bash
 export TIMEFORMAT := set-up step took %1R s (%1U s user, %1S s system)
 
-.PHONY: setup test check lint docs unit spark infra e2e faults demo demo-local synth clean mutate bench-quick
+.PHONY: setup scan-setup test check lint docs unit spark infra e2e faults demo demo-local synth clean mutate bench-quick
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt requirements-scan.txt pyproject.toml package.json package-lock.json
+# checkov (tests/infra/test_infra_checkov.py), in a venv of its own: its pins conflict with the dev
+# venv's. `make test`, `check` and `infra` set it up; `make demo` never needs it.
+scan-setup: $(SCAN_STAMP)
+
+$(SCAN_STAMP): requirements-scan.txt
+	time (test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV))
+	time $(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt  # checkov, beside cdk-nag
+	touch $(SCAN_STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt pyproject.toml package.json package-lock.json
 	time (test -x $(PY) || $(PYTHON) -m venv $(VENV))
 	time $(PY) -m pip install --quiet --upgrade pip
 	time $(PY) -m pip install --quiet -r requirements-dev.txt
 	time $(PY) -m pip install --quiet --no-deps -e .
 	time npm ci --no-audit --no-fund --loglevel=error
-	time (test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV))
-	time $(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt  # checkov, beside cdk-nag
 	time $(PY) -m lakeloader_dev.jars > /dev/null  # the runtime's Iceberg and AWS jars from Maven Central
 	time $(PY) -m infra.prefetch > /dev/null  # the jobs' and the Lambdas' wheels (requirements-job/-lambda.txt) into .lakeloader/wheels
 	time $(PY) -m lakeloader_dev.jvm > /dev/null  # class-data archive: the emulator's and tests' short Spark JVMs start cheaper
@@ -78,7 +87,7 @@ export CPU_PROBE_PY
 # The machine, its load and free disk first: the per-module lines and durations are read against it.
 # Then the suite in two lanes (tests/lanes.py), one pytest-xdist worker each: spark and faults in one (but two Spark modules),
 # e2e, infra and unit in the other; no suite alone keeps two cores busy.
-test: lint docs
+test: lint docs $(SCAN_STAMP)
 	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)," \
 	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run peaks near 2 GB there)," \
 	  "one core's speed: $$($(PY) -c "$$CPU_PROBE_PY") s for 10M steps of a Python loop"
@@ -87,14 +96,14 @@ test: lint docs
 # The inner loop, a few minutes: lint, the unit tests, the infra assertions that need no synth and
 # the Spark tests not marked `slow` (pyproject.toml's markers), in `make test`'s two lanes. `make test`
 # runs every test.
-check: lint
+check: lint $(SCAN_STAMP)
 	$(PY) -m pytest tests/unit tests/infra tests/spark -m "not slow and not synth" -n 2 --dist loadgroup
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 spark: $(STAMP)
 	$(PY) -m pytest tests/spark
-infra: $(STAMP)
+infra: $(STAMP) $(SCAN_STAMP)
 	$(PY) -m pytest tests/infra
 e2e: $(STAMP)
 	$(PY) -m pytest tests/e2e

@@ -50,7 +50,9 @@ def load_stage_and_config(app: App) -> tuple[Stage, LakeConfig, Path]:
     stage = resolve_stage(context)
     path = config_path(app)
     lake = with_stage_defaults(
-        load_config(path), stage.settings.batching, storage=stage.settings.target_storage
+        load_config(path, runtime=stage.settings.runtime_row),
+        stage.settings.batching,
+        storage=stage.settings.target_storage,
     )
     return stage, lake, path
 

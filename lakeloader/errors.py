@@ -37,25 +37,44 @@ class SchemaChangeError(LakeloaderError):
         super().__init__(f"table {table_id!r}: schema change not allowed:\n  - {listing}")
 
 
-class UnreadableFilesError(BadInputError):
+class GuiltyFilesError(BadInputError):
+    """Files of a batch each proven guilty on its own, each with its own message: set aside one by one
+    (lakeloader.jobs) while the batch's other files go on."""
+
+    def __init__(self, table_id: str, messages: dict[str, str], summary: str):
+        self.table_id, self.file, self.column, self.messages = table_id, next(iter(messages)), None, messages
+        LakeloaderError.__init__(self, f"table {table_id!r}: {summary}")
+
+
+class UnreadableFilesError(GuiltyFilesError):
     """Files of a batch that cannot be read at all (truncated, empty, not the format, undecryptable),
     each with the reader's one-line reason. Found by lakeloader.engine.unreadable after a read failed
-    with no file named; each is set aside on its own and the batch's other files go on."""
+    with no file named."""
 
     def __init__(self, table_id: str, reasons: dict[str, str]):
-        self.table_id, self.file, self.column, self.reasons = table_id, next(iter(reasons)), None, reasons
+        self.reasons = reasons
+        messages = {
+            name: f"table {table_id!r}, file {name!r}: cannot be read: {r}" for name, r in reasons.items()
+        }
         listing = "; ".join(f"{name!r}: {reason}" for name, reason in reasons.items())
-        LakeloaderError.__init__(self, f"table {table_id!r}: {len(reasons)} unreadable file(s): {listing}")
+        super().__init__(table_id, messages, f"{len(reasons)} unreadable file(s): {listing}")
 
-    def message_for(self, name: str) -> str:
-        return f"table {self.table_id!r}, file {name!r}: cannot be read: {self.reasons[name]}"
+
+class ColumnConflictError(GuiltyFilesError):
+    """Files of a batch with a column whose type the table (or the batch's earlier files) cannot hold
+    under the table's schema_evolution policy, found from each file's own schema before the batch is
+    combined (lakeloader.engine.file_conflicts)."""
+
+    def __init__(self, table_id: str, messages: dict[str, str]):
+        listing = "; ".join(messages.values())
+        super().__init__(table_id, messages, f"{len(messages)} file(s) with a conflicting column: {listing}")
 
 
 def blamed_files(exc: BaseException) -> dict[str, str]:
     """The input files an error proves guilty, each with its own message: the ones to set aside while
     the batch's other files go on. An error that names no file blames none."""
-    if isinstance(exc, UnreadableFilesError):
-        return {name: exc.message_for(name) for name in exc.reasons}
+    if isinstance(exc, GuiltyFilesError):
+        return dict(exc.messages)
     file = getattr(exc, "file", None) if isinstance(exc, LakeloaderError) else None
     return {file: str(exc)} if file else {}
 

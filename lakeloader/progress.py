@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import TextIO
 
 Progress = Callable[[str], None]
 """Takes one line of progress (no trailing newline)."""
@@ -15,7 +17,18 @@ def no_progress(message: str) -> None:
 
 
 def stderr_progress(message: str) -> None:
-    print(f"{datetime.now(UTC):%H:%M:%S} {message}", file=sys.stderr, flush=True)
+    write_line(sys.stderr, f"{datetime.now(UTC):%H:%M:%S} {message}")
+
+
+_LINES = threading.Lock()
+
+
+def write_line(stream: TextIO, text: str) -> None:
+    """`text` and its newline in one write, flushed: print() writes them apart, so two threads saying
+    something at once (a ticker, the emulator's event listener) ran their lines together."""
+    with _LINES:
+        stream.write(text + "\n")
+        stream.flush()
 
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

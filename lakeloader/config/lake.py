@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from lakeloader.config.base import ConfigError, _Strict
 from lakeloader.config.table import TableConfig
 from lakeloader.contract import longest_prefix_match
+from lakeloader.runtimes import Runtime
 
 
 class LineageConfig(_Strict):
@@ -84,20 +87,45 @@ def _describe_location(data: Any, loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
 
-def parse_config(data: Any, *, origin: str = "<config>") -> LakeConfig:
-    """Validate a config mapping; raise ConfigError listing every problem."""
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """'; did you mean 'source'?' for an unknown key close to a key the model there knows."""
+    model: Any = LakeConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = {**model.model_fields, **{f.alias: f for f in model.model_fields.values() if f.alias}}
+        model = _model_in(fields[part].annotation) if part in fields else None
+        if model is None:
+            return ""
+    known = [f.alias or name for name, f in model.model_fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The config model a field holds (itself, or inside Optional/list/Literal unions), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, (_model_in(arg) for arg in typing.get_args(annotation))), None)
+
+
+def parse_config(data: Any, *, origin: str = "<config>", runtime: Runtime | None = None) -> LakeConfig:
+    """Validate a config mapping; raise ConfigError listing every problem. Declared types are checked
+    against `runtime`'s Spark SQL (default: this process's runtime, lakeloader.runtimes.local)."""
     try:
-        return LakeConfig.model_validate(data)
+        return LakeConfig.model_validate(data, context={"runtime": runtime})
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
             message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                message += _did_you_mean(error["loc"])
             lines.append(f"{origin}: {_describe_location(data, error['loc'])}: {message}")
         raise ConfigError("\n".join(lines)) from None
 
 
-def load_config(path: str | Path) -> LakeConfig:
-    """Read and validate a YAML (or JSON) config file."""
+def load_config(path: str | Path, *, runtime: Runtime | None = None) -> LakeConfig:
+    """Read and validate a YAML (or JSON) config file (for `runtime`: parse_config)."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -107,7 +135,7 @@ def load_config(path: str | Path) -> LakeConfig:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with raw_root, warehouse and tables")
-    return parse_config(data, origin=str(path))
+    return parse_config(data, origin=str(path), runtime=runtime)
 
 
 def json_schema() -> dict[str, Any]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from lakeloader import runtimes
 from lakeloader.config.base import _Strict
+from lakeloader.config.types import TypeSyntaxError, check_type, valid_forms
 from lakeloader.contract import normalise_prefix
 from lakeloader.formats import FORMAT_NAMES
 
@@ -69,8 +71,32 @@ class Source(_Strict):
     schema_: dict[str, str] | None = Field(
         default=None,
         alias="schema",
-        description="Optional explicit column types (Spark SQL type names) used to read the files.",
+        description="Optional explicit column types (Spark SQL types: int, decimal(12,2), "
+        "array<string>, struct<a:int,b:string>, ...) the files' columns are cast to when read; checked "
+        "against the Spark SQL grammar of the stage's runtime",
     )
+
+    @field_validator("schema_")
+    @classmethod
+    def _spark_types(cls, value: dict[str, str] | None, info: ValidationInfo) -> dict[str, str] | None:
+        """Each declared type parses on the runtime the config is validated for: the validation
+        context's `runtime` (a Runtime, or "any" for a config read back on a stage, which `cdk synth`
+        checked for its own), else the runtime of this process (lakeloader.runtimes.local)."""
+        wanted = (info.context or {}).get("runtime")
+        rows = list(runtimes.RUNTIMES.values()) if wanted == "any" else [wanted or runtimes.local()]
+        for column, text in (value or {}).items():
+            problems = []
+            for row in rows:
+                try:
+                    check_type(text, row)
+                    break
+                except TypeSyntaxError as exc:
+                    problems.append(str(exc))
+            else:
+                raise ValueError(
+                    f"column {column}: {text!r}: {problems[-1]}; valid forms: {valid_forms(rows[-1])}"
+                )
+        return value
 
     @field_validator("prefix")
     @classmethod

@@ -15,7 +15,18 @@ from pyspark.sql.types import StructType
 from lakeloader import iceberg, s3_tables
 from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, gate, merge, scd2, schema, snapshot, table_settings, truncate, unreadable
+from lakeloader.engine import (
+    cdc,
+    file_conflicts,
+    gate,
+    merge,
+    scd2,
+    schema,
+    snapshot,
+    table_settings,
+    truncate,
+    unreadable,
+)
 from lakeloader.engine.batch_result import BatchResult
 from lakeloader.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.faults import crash_point
@@ -103,6 +114,7 @@ def apply_files(
 
     if exists:  # keys/mode changes refused before anything is read; properties and partitioning applied
         result.notes += table_settings.apply_table_settings(spark, name, table, state, progress)
+    file_conflicts.check_files(spark, table, files, spark.table(name).schema if exists else None, progress)
     progress(f"reading {len(files)} file(s), {sum(f.size for f in files):,} bytes")
     # Validated and materialised in one Spark job: later steps see a fixed batch, and MERGE refuses
     # sources whose plan holds non-deterministic expressions (row positions).

@@ -206,11 +206,21 @@ def compare_snapshot(
         if sequence is not None:
             rows = stamped(rows, table, target, sequence)
         scope = "current versions" if table.mode == "scd2" else "rows"
-        progress(f"comparing {read.count:,} snapshot row(s) with the table's {scope} ({records:,} held)")
+        live = _live(spark, name, table)
+        progress(f"comparing {read.count:,} snapshot row(s) with the table's {scope} ({live:,} held)")
         changes = diffing.as_changes(spark, name, table, rows, target, deletes="delete")
     finally:
         release(read.rows)
     return Comparison(name, target, records, read.count, compared, changes, sequence, notes)
+
+
+def _live(spark: SparkSession, name: str, table: TableConfig) -> int:
+    """The rows a reader sees (an SCD2 table's current versions): the snapshot's total-records also
+    counts rows that merge-on-read delete files have deleted."""
+    rows = spark.table(name)
+    if table.mode == "scd2":
+        rows = rows.filter(F.col(quote(table.scd2_options.is_current)))
+    return rows.count()
 
 
 def repair_difference(

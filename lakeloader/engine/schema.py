@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -18,15 +18,7 @@ from lakeloader.engine import table_settings
 from lakeloader.errors import SchemaChangeError
 from lakeloader.spark import java_class
 from lakeloader.sql import quote, tblproperties
-
-INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
-
-Path = tuple[str, ...]
-
-
-def dotted(path: Path) -> str:
-    """A field path as users read it: ``address.zip``, ``items.element.qty``."""
-    return ".".join(path)
+from lakeloader.type_changes import Path, aligned, compare, dotted
 
 
 @dataclass
@@ -76,40 +68,6 @@ class SchemaPlan:
         )
 
 
-def _integral_rank(dtype: T.DataType) -> int | None:
-    return INTEGRAL_RANK.get(type(dtype))
-
-
-def _compare(target: T.DataType, source: T.DataType) -> str:
-    """'same', 'fits' (source casts losslessly into target), 'widen' (target must widen) or 'incompatible'."""
-    if target == source:
-        return "same"
-    if isinstance(source, T.NullType):
-        return "fits"
-    t_rank, s_rank = _integral_rank(target), _integral_rank(source)
-    if t_rank and s_rank:
-        return "fits" if s_rank <= t_rank else "widen"
-    if isinstance(target, T.DoubleType) and isinstance(
-        source, (T.FloatType, T.IntegerType, T.ShortType, T.ByteType)
-    ):
-        return "fits"
-    if isinstance(target, T.FloatType) and isinstance(source, (T.ShortType, T.ByteType)):
-        return "fits"
-    if isinstance(target, T.FloatType) and isinstance(source, T.DoubleType):
-        return "widen"
-    if (
-        isinstance(target, T.DecimalType)
-        and isinstance(source, T.DecimalType)
-        and target.scale == source.scale
-    ):
-        return "fits" if source.precision <= target.precision else "widen"
-    if isinstance(target, T.TimestampType) and isinstance(source, (T.TimestampNTZType, T.DateType)):
-        return "fits"
-    if isinstance(target, T.TimestampNTZType) and isinstance(source, T.DateType):
-        return "fits"
-    return "incompatible"
-
-
 def _has_null_type(dtype: T.DataType) -> bool:
     if isinstance(dtype, T.NullType):
         return True
@@ -149,14 +107,14 @@ def _plan_type(path: Path, target: T.DataType, source: T.DataType, plan: SchemaP
         _plan_type((*path, "element"), target.elementType, source.elementType, plan)
         return
     if isinstance(target, T.MapType) and isinstance(source, T.MapType):
-        if _compare(target.keyType, source.keyType) not in ("same", "fits"):
+        if compare(target.keyType, source.keyType) not in ("same", "fits"):
             plan.problems.append(
                 f"column {dotted(path)}: map key {source.keyType.simpleString()} cannot be written to "
                 f"{target.keyType.simpleString()} (map keys cannot change)"
             )
         _plan_type((*path, "value"), target.valueType, source.valueType, plan)
         return
-    verdict = _compare(target, source)
+    verdict = compare(target, source)
     if verdict == "widen":
         plan.widen.append((path, target, source))
     elif verdict == "incompatible":
@@ -281,26 +239,6 @@ def table_layout_sql(table: TableConfig, columns: list[str]) -> str:
     return f"USING iceberg{partitioning} {tblproperties(properties)}"
 
 
-def _aligned(value: Column, source: T.DataType, target: T.DataType) -> Column:
-    """Cast `value` to `target`, matching struct fields by name (Spark's struct cast is positional)."""
-    if source == target:
-        return value
-    if isinstance(source, T.StructType) and isinstance(target, T.StructType):
-        by_lower = {f.name.lower(): f for f in source.fields}
-        parts = []
-        for fld in target.fields:
-            src = by_lower.get(fld.name.lower())
-            part = _aligned(value.getField(src.name), src.dataType, fld.dataType) if src else F.lit(None)
-            parts.append(part.cast(fld.dataType).alias(fld.name))
-        return F.when(value.isNull(), F.lit(None).cast(target)).otherwise(F.struct(*parts))
-    if isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType):
-        return F.transform(value, lambda x: _aligned(x, source.elementType, target.elementType))
-    if isinstance(source, T.MapType) and isinstance(target, T.MapType):
-        keys_cast = value.cast(T.MapType(target.keyType, source.valueType, source.valueContainsNull))
-        return F.transform_values(keys_cast, lambda _, v: _aligned(v, source.valueType, target.valueType))
-    return value.cast(target)
-
-
 def align(df: DataFrame, target: T.StructType, extra: list[str]) -> DataFrame:
     """The batch in the target's column order and types; target columns the batch lacks read NULL.
 
@@ -311,7 +249,7 @@ def align(df: DataFrame, target: T.StructType, extra: list[str]) -> DataFrame:
     for fld in target.fields:
         src = by_lower.get(fld.name.lower())
         value = (
-            _aligned(F.col(src.name), src.dataType, fld.dataType) if src else F.lit(None).cast(fld.dataType)
+            aligned(F.col(src.name), src.dataType, fld.dataType) if src else F.lit(None).cast(fld.dataType)
         )
         columns.append(value.alias(fld.name))
     return df.select(*columns, *[F.col(c) for c in extra])

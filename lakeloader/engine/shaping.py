@@ -17,21 +17,29 @@ from lakeloader.sql import quote
 
 
 def select_columns(df: DataFrame, table: TableConfig) -> DataFrame:
-    """The columns the table keeps. Meta columns (``_ll_*``), the format's operation columns, the keys,
-    the sequence and the partition columns always stay (the config refuses excluding them)."""
+    """The columns the table keeps (`kept_columns`)."""
+    if table.columns is None:
+        return df
+    return df.select(*[F.col(quote(c)) for c in kept_columns(df.columns, table)])
+
+
+def kept_columns(names: list[str], table: TableConfig) -> list[str]:
+    """Of a file's column names, the ones the table keeps. Meta columns (``_ll_*``), the format's
+    operation columns, the keys, the sequence and the partition columns always stay (the config refuses
+    excluding them)."""
     selection = table.columns
     if selection is None:
-        return df
+        return list(names)
     if selection.exclude is not None:
         dropped = {c.lower() for c in selection.exclude}
-        return df.drop(*[c for c in df.columns if c.lower() in dropped])
+        return [c for c in names if c.lower() not in dropped]
     from lakeloader.formats import source_format
 
     always = [*table.keys, *table.sequence_columns, *table.target.partition_columns]
     kept = {
         c.lower() for c in [*(selection.include or []), *always, *source_format(table.source.cdc).op_columns]
     }
-    return df.select(*[F.col(quote(c)) for c in df.columns if c.lower() in kept or c.startswith("_ll_")])
+    return [c for c in names if c.lower() in kept or c.startswith("_ll_")]
 
 
 def soft_deletes(df: DataFrame, table: TableConfig) -> DataFrame:

@@ -12,8 +12,9 @@ as before), then each half of each failing group: about 2·log2(n) reads for one
 which together read about the batch once more where the bad file fails as soon as it is opened
 (a Parquet footer) and about twice where it fails mid-read (a truncated gzip). Measured
 (benchmarks/unreadable.py, 1,000 Parquet files, one truncated): 14 Spark jobs and 50 s, where the
-read of the good batch took 79 s. Files that only fail together (schemas that cannot be merged) are
-not blamed: no single file is guilty.
+read of the good batch took 79 s. Files that only fail together are not blamed: no single file is
+guilty (Parquet files whose schemas cannot be merged are named before the read, by
+lakeloader.engine.file_conflicts).
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ Each row is tagged with its file's position in the batch (FILE_POS) and its posi
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -14,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lakeloader import type_changes
 from lakeloader.columns import FILE_POS, INVALID, ROW_POS, find_column
 from lakeloader.errors import BadInputError
 from lakeloader.formats.reading import Check
@@ -23,6 +26,10 @@ from lakeloader.sql import quote
 
 if TYPE_CHECKING:
     from lakeloader.formats.reading import FormatTable, PlainFormat
+
+# Footers' schemas kept per file version (footer_schemas): enough for a run's batches.
+FOOTERS_KEPT = 20_000
+_FOOTERS: dict[str, T.StructType] = {}
 
 
 def lenient_cast(column: str, data_type: T.DataType) -> Column:
@@ -115,10 +122,10 @@ def read_rows(
         return df
     uris = [f.uri for f in files]
     if source_format == "parquet":
-        schemas = parquet_schemas(spark, uris)
+        schemas = footer_schemas(spark, files)
         for file, schema in zip(files, schemas, strict=True):
             require_sequence(table, fmt, schema.fieldNames(), file.name)
-        df = spark.read.schema(merge_schemas(spark, schemas)).parquet(*uris)
+        df = _read_parquet(spark, files, schemas, list(table.source.schema_ or {}))
     elif corrupt_column:
         df = (
             spark.read.option("mode", "PERMISSIVE")
@@ -140,9 +147,22 @@ def read_rows(
     return df.withColumn(FILE_POS, file_pos).withColumn(ROW_POS, F.monotonically_increasing_id())
 
 
+def footer_schemas(spark: SparkSession, files: list[InputFile]) -> list[T.StructType]:
+    """Each file's schema, read from its footer on the driver (Spark's own inference starts a Spark job
+    even for one file), once per file version in this process: a batch's files are checked
+    (lakeloader.engine.file_conflicts) and then read by their footers' schemas."""
+    missing = [f for f in files if f.identity not in _FOOTERS]
+    for file, schema in zip(missing, parquet_schemas(spark, [f.uri for f in missing]), strict=True):
+        if len(_FOOTERS) >= FOOTERS_KEPT:
+            _FOOTERS.pop(next(iter(_FOOTERS)))
+        _FOOTERS[file.identity] = schema
+    return [_FOOTERS[f.identity] for f in files]
+
+
 def parquet_schemas(spark: SparkSession, uris: list[str]) -> list[T.StructType]:
-    """Each file's schema, read from its footer on the driver: Spark's own inference starts a Spark
-    job even for one file."""
+    """Each file's schema, read from its footer on the driver."""
+    if not uris:
+        return []
     session_state = spark._jsparkSession.sessionState()
     hadoop_conf = session_state.newHadoopConf()
     parquet = "org.apache.spark.sql.execution.datasources.parquet"
@@ -162,6 +182,61 @@ def parquet_schemas(spark: SparkSession, uris: list[str]) -> list[T.StructType]:
         return [footer_schema(uris[0])]
     with ThreadPoolExecutor(max_workers=8) as pool:  # object stores: one round trip per footer
         return list(pool.map(footer_schema, uris))
+
+
+def _read_parquet(
+    spark: SparkSession, files: list[InputFile], schemas: list[T.StructType], declared: Collection[str]
+) -> DataFrame:
+    """The files read as one DataFrame under their merged schema. Spark merges only equal types; files
+    whose types differ where one widens the other (int and bigint; the batch's checks let no other
+    difference through, lakeloader.engine.file_conflicts) are read per schema, each cast to the wider
+    type, and a column with a declared type (source.schema) that the files type differently is read
+    as its text, which the declared type's cast then checks."""
+    uris = [f.uri for f in files]
+    try:
+        return spark.read.schema(merge_schemas(spark, schemas)).parquet(*uris)
+    except Exception:  # py4j's error for Spark's CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE and kin
+        merged = functools.reduce(type_changes.wider, schemas)
+        assert isinstance(merged, T.StructType)
+        lowered = {c.lower() for c in declared}
+        if any(
+            verdict == "incompatible" and path[0].lower() not in lowered
+            for schema in schemas
+            for path, verdict, _, _ in type_changes.differences((), merged, schema)
+        ):
+            raise  # never cast one type into another the table does not widen to
+    wide = T.StructType(
+        [
+            T.StructField(f.name, T.StringType(), True)
+            if f.name.lower() in lowered and len({_type_of(s, f.name) for s in schemas} - {None}) > 1
+            else f
+            for f in merged.fields
+        ]
+    )
+    groups: dict[str, list[int]] = {}
+    for i, schema in enumerate(schemas):
+        groups.setdefault(schema.json(), []).append(i)
+    frames = []
+    for members in groups.values():
+        schema = schemas[members[0]]
+        frame = spark.read.schema(schema).parquet(*[uris[i] for i in members])
+        columns = [
+            type_changes.aligned(F.col(quote(own.name)), own.dataType, fld.dataType).alias(fld.name)
+            if (own := _field(schema, fld.name)) is not None
+            else F.lit(None).cast(fld.dataType).alias(fld.name)
+            for fld in wide.fields
+        ]
+        frames.append(frame.select(*columns))
+    return functools.reduce(lambda left, right: left.unionByName(right), frames)
+
+
+def _field(schema: T.StructType, name: str) -> T.StructField | None:
+    return next((f for f in schema.fields if f.name.lower() == name.lower()), None)
+
+
+def _type_of(schema: T.StructType, name: str) -> str | None:
+    own = _field(schema, name)
+    return None if own is None else own.dataType.json()
 
 
 def merge_schemas(spark: SparkSession, schemas: list[T.StructType]) -> T.StructType:

@@ -205,20 +205,32 @@ def _load_setting_aside(
         if not remaining:
             result = LoadResult(table.id)
             break
-    if aside:
-        if log_consumed:
-            guilty = [f for f in files if f.name in aside]
-            commit.log_inputs(
-                spark, catalog, table.id, guilty, run_id, status=commit.SET_ASIDE, reasons=aside
-            )
-        also = f"; then: {result.error}" if result.status == "failed" and result.error else ""
-        result.status, result.bad_files = "failed", aside
-        result.error = (
-            f"{len(aside)} file(s) set aside, the others loaded; a later run retries them "
-            f"(lakeloader run --skip FILE --reason TEXT gives one up): {'; '.join(aside.values())}{also}"
+    if aside and log_consumed:
+        guilty = [f for f in files if f.name in aside]
+        commit.log_inputs(spark, catalog, table.id, guilty, run_id, status=commit.SET_ASIDE, reasons=aside)
+    if aside or result.status == "failed":
+        loaded = result.files if result.status == "ok" else 0
+        pending = len(remaining) if result.status == "failed" else 0
+        result.error = outcome_line(
+            loaded, aside, pending, result.error if result.status == "failed" else None
         )
+        result.status, result.bad_files = "failed", aside
     result.seconds = seconds
     return result
+
+
+def outcome_line(loaded: int, aside: dict[str, str], pending: int, error: str | None) -> str:
+    """What a table's run did, for the summary's `!` line: a failure (nothing loaded, the files set
+    aside and the ones left pending), every file set aside, or some loaded and others set aside."""
+    listing = "; ".join(aside.values())
+    retry = "a later run retries them (lakeloader run --skip FILE --reason TEXT gives one up)"
+    if error is not None:
+        parts = [f"{n} file(s) {what}" for n, what in ((len(aside), "set aside"), (pending, "pending")) if n]
+        told = f" ({', '.join(parts)}; {retry})" if parts else ""
+        return f"failed, nothing loaded{told}: {error}" + (f"; set aside: {listing}" if aside else "")
+    if not loaded:
+        return f"nothing loaded: {len(aside)} file(s) set aside, none left to load; {retry}: {listing}"
+    return f"{loaded} file(s) loaded, {len(aside)} set aside; {retry}: {listing}"
 
 
 def load_table(

@@ -21,6 +21,7 @@ from lakeloader import lineage, runtimes
 from lakeloader.config import load_config
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.jobs.load import assign_inputs
+from lakeloader.progress import write_line
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.emulator.runtime import driver_memory
 
@@ -46,7 +47,7 @@ class Clock:
         self.start = time.monotonic()
 
     def __call__(self, message: str) -> None:
-        print(f"{DIM}[{time.monotonic() - self.start:6.1f}s]{RESET} {message}", flush=True)
+        write_line(sys.stdout, f"{DIM}[{time.monotonic() - self.start:6.1f}s]{RESET} {message}")
 
 
 def _on_event(say: Clock):
@@ -160,7 +161,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
         emulator.journal.listeners.append(_on_event(say))
         for title, files in waves:
             count = sum(len(f) for f in files.values())
-            print(f"\n{BOLD}=== {title}: {count} file(s) land in the raw bucket ==={RESET}", flush=True)
+            write_line(sys.stdout, f"\n{BOLD}=== {title}: {count} file(s) land in the raw bucket ==={RESET}")
             pairs = [(Path(f.uri), f.name) for table_files in files.values() for f in table_files]
             for _, key in pairs:
                 say(f"  + s3://{stack.raw_bucket}/{key}")

@@ -103,3 +103,22 @@ def test_build_registers_cdk_nag_so_a_finding_fails_synth(tmp_path):
     report = json.loads((tmp_path / "validation-report.json").read_text())
     rules = {v["ruleName"] for r in report["pluginReports"] for v in r["violations"]}
     assert rules == {"AwsSolutions-SQS3", "AwsSolutions-SQS4"}
+
+
+def test_a_declared_type_the_stages_runtime_refuses_fails_synth(tmp_path):
+    """`source.schema` is checked against the Spark SQL of the stage's runtime (cdk.json `runtime`)."""
+    from infra.app import load_stage_and_config
+
+    bad = tmp_path / "tables.yaml"
+    declared = "    source: {prefix: crm/public/customers/, schema: {salary: integr, doc: variant}}\n"
+    bad.write_text(BAD_CONFIG.replace("    source: {prefix: crm/public/customers/, format: xml}\n", declared))
+    with pytest.raises(ConfigError) as caught:
+        build(App(context={**cdk_json_context(), "config": str(bad)}), nag=False)
+    assert str(caught.value).startswith(
+        f"{bad}: table 'crm.customers' -> source.schema: column salary: 'integr': 'integr' is not a "
+        "Spark SQL type; valid forms: "
+    )
+    bad.write_text(bad.read_text().replace("integr", "int"))
+    with pytest.raises(ConfigError, match="column doc: 'variant': variant needs Spark 4; glue-5.1"):
+        load_stage_and_config(App(context={**cdk_json_context(), "config": str(bad)}))
+    load_stage_and_config(App(context={**cdk_json_context(), "config": str(bad), "runtime": "glue-6.0"}))

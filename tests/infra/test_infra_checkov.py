@@ -1,9 +1,10 @@
 """checkov, the second template scanner beside cdk-nag: no failed check on any variant of the template,
 and every acknowledgement (`Metadata.checkov.skip`, infra.nag.acknowledge_check) silences a finding.
 
-checkov runs from its own venv (`.venv-scan`, made by `make setup`: its pins conflict with the dev
-venv's), once over the templates of every variant, each also bare (its acknowledgements removed: checkov
-reports a declared skip as skipped whether or not the check would fail), with no network
+checkov runs from its own venv (`.venv-scan`, made by `make scan-setup`, which `make test`, `check`
+and `infra` run first: its pins conflict with the dev venv's), once over the templates of every
+variant, each also bare (its acknowledgements removed: checkov reports a declared skip as skipped
+whether or not the check would fail), with no network
 (`--skip-download`) and without each check's code block (`--compact`: the same results, 5 MB of JSON
 instead of 360 MB, which took checkov half of its 37 s to print).
 """
@@ -48,7 +49,7 @@ def without_acknowledgements(template: dict) -> dict:
 @pytest.fixture(scope="module")
 def scanned(synth, tmp_path_factory) -> dict[str, dict]:
     """Variant -> checkov's results (passed, failed and skipped checks) for its template."""
-    assert CHECKOV.exists(), f"{CHECKOV} is missing: run `make setup`"
+    assert CHECKOV.exists(), f"{CHECKOV} is missing: run `make scan-setup`"
     folder = tmp_path_factory.mktemp("checkov")
     for variant, (stage, context) in VARIANTS.items():
         template = synth(stage, **context).template_json

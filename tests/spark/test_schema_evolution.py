@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.engine import apply_batch
-from lakeloader.errors import SchemaChangeError
+from lakeloader.errors import ColumnConflictError, SchemaChangeError
 from lakeloader.iceberg import iceberg_table
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
@@ -229,8 +229,11 @@ def test_freeze_ignores_new_columns_and_reports_them(spark, raw, make_table):
     # a type that would need the table to widen is not allowed when frozen
     widened = pa.schema([f if f.name != "qty" else pa.field("qty", pa.int64()) for f in BASE])
     raw.write_parquet("src/20261101-1000.parquet", [base_row("U", 1, 20, qty=2**40)], widened)
+    # (the file is named and set aside: lakeloader.engine.file_conflicts)
     with pytest.raises(
-        SchemaChangeError, match=r"column qty: source type bigint does not fit the frozen type int"
+        ColumnConflictError,
+        match=r"column 'qty': bigint where the table has int; .*widening it needs schema_evolution: evolve "
+        r"\(this table has freeze\)",
     ):
         load(spark, table, raw)
 
@@ -246,11 +249,20 @@ def test_fail_policy_lists_each_differing_column(spark, raw, make_table):
     row = base_row("U", 1, 10, email="a@x")
     row.pop("score")
     raw.write_parquet("src/20261101-0900.parquet", [row], drifted)
+    # the widening is found in the file's footer: the file is named and set aside
+    with pytest.raises(
+        ColumnConflictError, match=r"column 'qty': bigint where the table has int; .*this table has fail"
+    ):
+        load(spark, table, raw)
+    assert (snapshots(spark, table), types(spark, table)) == before
+    # the rest of the drift fails the batch as a whole
+    row["qty"] = 3
+    raw.write_parquet("src/20261101-0900.parquet", [row], drifted.set(3, pa.field("qty", pa.int32())))
     with pytest.raises(SchemaChangeError) as err:
         load(spark, table, raw)
     message = str(err.value)
     assert f"table {table.id!r}: schema change not allowed" in message
-    for expected in ("new column email string", "column qty widened int -> bigint", "column score missing"):
+    for expected in ("new column email string", "column score missing"):
         assert expected in message
     assert (snapshots(spark, table), types(spark, table)) == before
 
@@ -276,12 +288,12 @@ def test_incompatible_changes_fail_under_every_policy_and_change_nothing(spark, 
     )
     row = base_row("U", 1, 10, name=5, qty=1.5, amount=Decimal("1.250"), email="e")
     raw.write_parquet("src/20261101-0900.parquet", [row], bad)
-    with pytest.raises(SchemaChangeError) as err:
+    with pytest.raises(ColumnConflictError) as err:  # found in the file's footer: the file is set aside
         load(spark, table, raw)
     message = str(err.value)
-    assert "column name: bigint cannot be written to string" in message
-    assert "column qty: double cannot be written to int" in message
-    assert "column amount: decimal(10,3) cannot be written to decimal(10,2)" in message
+    assert "column 'name': bigint where the table has string; bigint cannot be written to string" in message
+    assert "column 'qty': double where the table has int" in message
+    assert "column 'amount': decimal(10,3) where the table has decimal(10,2)" in message
     # nothing committed: no ALTER, no new schema, no snapshot
     assert (snapshots(spark, table), types(spark, table), schema_count(spark, table)) == before
 
@@ -317,7 +329,7 @@ def test_an_incompatible_change_fails_only_its_own_table(spark, raw, make_table)
     inputs = {t.id: list_inputs(str(raw.root), t.source.prefix) for t in tables}
     results = run_tables(spark, tables, inputs, catalog=CATALOG, run_id="r2", progress=lambda m: None)
     assert [r.status for r in results] == ["failed", "failed", "ok"]
-    assert "column name: bigint cannot be written to string" in results[0].error
+    assert "column 'name': bigint where the table has string" in results[0].error
     assert "column 'id': key column is missing" in results[1].error
     assert snapshots(spark, string_to_int) == before[string_to_int.id]
     assert snapshots(spark, key_removed) == before[key_removed.id]

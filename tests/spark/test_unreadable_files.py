@@ -158,8 +158,9 @@ def test_the_finder_names_exactly_the_unreadable_files(spark, raw, make_table, f
     assert all(error.value.reasons.values())  # each with the reader's reason
 
 
-def test_a_failure_no_single_file_explains_blames_no_file(spark, raw, make_table):
-    """Two files each readable alone whose schemas cannot be merged: the batch fails naming none."""
+def test_files_that_only_fail_together_are_not_called_unreadable(spark, raw, make_table):
+    """Two files each readable alone whose schemas cannot be merged: neither is unreadable (the footers'
+    check names the later one as a column conflict instead: tests/spark/test_column_conflicts.py)."""
     table = make_table(source={"format": "parquet", "cdc": "none"})
     raw.write_parquet("src/part-0.parquet", [{"id": 1, "name": "a"}])
     raw.write_parquet("src/part-1.parquet", [{"id": 2, "name": 5}])

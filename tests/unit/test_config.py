@@ -329,3 +329,24 @@ def test_tombstone_and_partial_update_defaults():
 def test_tombstone_and_partial_update_errors_name_the_table_and_field(overrides, expected):
     message = error_of({"tables": [table(**overrides)]})
     assert "table 'crm.customers'" in message and expected in message
+
+
+def test_an_unknown_key_close_to_a_known_one_gets_a_did_you_mean():
+    data = {
+        "warehose": "w",
+        "tables": [table(sorce={}, target={"database": "crm", "table": "c", "partiton_by": []})],
+    }
+    data["tables"][0]["source"]["fromat"] = "csv"
+    data["tables"][0]["maintenance"] = {"snapshot": {}, "zzz": 1}
+    lines = error_of(data).splitlines()
+    assert sorted(lines) == [
+        "tables.yaml: table 'crm.customers' -> maintenance.snapshot: Extra inputs are not permitted; "
+        "did you mean 'snapshots'?",
+        "tables.yaml: table 'crm.customers' -> maintenance.zzz: Extra inputs are not permitted",
+        "tables.yaml: table 'crm.customers' -> sorce: Extra inputs are not permitted; did you mean 'source'?",
+        "tables.yaml: table 'crm.customers' -> source.fromat: Extra inputs are not permitted; "
+        "did you mean 'format'?",
+        "tables.yaml: table 'crm.customers' -> target.partiton_by: Extra inputs are not permitted; "
+        "did you mean 'partition_by'?",
+        "tables.yaml: warehose: Extra inputs are not permitted; did you mean 'warehouse'?",
+    ]
