@@ -57,11 +57,12 @@ def source_of(prefix: str) -> str:
 
 
 def sources(lake: LakeConfig) -> dict[str, list[str]]:
-    """Source folder -> the table prefixes under it, both sorted (not the canaries': nothing to crawl)."""
+    """Source folder -> the table prefixes under it, each once, both sorted (not the canaries': nothing to
+    crawl)."""
     found: dict[str, list[str]] = {}
     for table in (t for t in lake.tables if not is_canary(t)):
         found.setdefault(source_of(table.source.prefix), []).append(table.source.prefix)
-    return {source: sorted(prefixes) for source, prefixes in sorted(found.items())}
+    return {source: sorted(set(prefixes)) for source, prefixes in sorted(found.items())}
 
 
 def target_databases(lake: LakeConfig) -> list[str]:

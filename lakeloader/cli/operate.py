@@ -16,7 +16,7 @@ import boto3
 
 from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import TableConfig
-from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_match
+from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_matches
 from lakeloader.ledger import (
     QUARANTINED,
     ActionOutcome,
@@ -259,7 +259,7 @@ def backfill(
     for table in (t for t in tables if t.id in selected):
         for version in _latest_versions(stage.raw_bucket, table.source.prefix):
             key = version["Key"]
-            if longest_prefix_match(key, tables, lambda t: t.source.prefix) is not table:
+            if table not in longest_prefix_matches(key, tables, lambda t: t.source.prefix):
                 continue  # a longer prefix, another table's
             name = key.rsplit("/", 1)[-1]
             if not name or name.startswith(("_", ".")) or (since and version["LastModified"] < since):

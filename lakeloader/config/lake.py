@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from lakeloader.config.base import ConfigError, _Strict
 from lakeloader.config.table import TableConfig
-from lakeloader.contract import longest_prefix_match
+from lakeloader.contract import longest_prefix_matches
 
 
 class LakeConfig(_Strict):
@@ -23,19 +23,22 @@ class LakeConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique(self) -> LakeConfig:
-        for attr, describe in (
-            (lambda t: t.id, "id"),
-            (lambda t: t.qualified_target.lower(), "target"),
-            (lambda t: t.source.prefix, "source.prefix"),
-        ):
-            seen: dict[str, str] = {}
+        """Ids and targets are unique. Tables may share a source.prefix (each records the prefix's files
+        in its own ledger entries): a current table and its SCD2 history read one CDC feed."""
+        for attr, describe in ((lambda t: t.id, "id"), (lambda t: t.qualified_target.lower(), "target")):
+            seen: dict[str, TableConfig] = {}
             for table in self.tables:
                 value = attr(table)
                 if value in seen:
-                    raise ValueError(
-                        f"tables {seen[value]!r} and {table.id!r} share the same {describe} {value!r}"
+                    first = seen[value]
+                    same_prefix = (
+                        " and source.prefix (tables may share a prefix only when their targets differ)"
+                        if describe == "target" and first.source.prefix == table.source.prefix
+                        else ""
                     )
-                seen[value] = table.id
+                    who = f"tables {first.id!r} and {table.id!r}"
+                    raise ValueError(f"{who} share the same {describe} {value!r}{same_prefix}")
+                seen[value] = table
         return self
 
     def table(self, table_id: str) -> TableConfig:
@@ -51,9 +54,10 @@ class LakeConfig(_Strict):
             return [self.table(t) for t in table_ids]
         return [t for t in self.tables if t.enabled]
 
-    def match_key(self, key: str) -> TableConfig | None:
-        """The table whose source prefix is the longest prefix of a raw object key (the Lambda's rule)."""
-        return longest_prefix_match(key, self.tables, lambda t: t.source.prefix)
+    def match_key(self, key: str) -> list[TableConfig]:
+        """The tables whose source prefix is the longest prefix of a raw object key (the Lambda's rule):
+        several when tables read one prefix into different targets (a table and its SCD2 history)."""
+        return longest_prefix_matches(key, self.tables, lambda t: t.source.prefix)
 
 
 def _describe_location(data: Any, loc: tuple[Any, ...]) -> str:

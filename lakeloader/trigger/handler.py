@@ -25,7 +25,7 @@ from lakeloader.trigger.events import (
 from lakeloader.trigger.launch import Launcher, aws_client
 from lakeloader.trigger.logs import configure_logging, correlation_id, log
 from lakeloader.trigger.metrics import publish_pending_age
-from lakeloader.trigger.routes import TableRoute, cached_routes, match_route
+from lakeloader.trigger.routes import TableRoute, cached_routes, match_routes
 from lakeloader.trigger.settings import TriggerSettings
 from lakeloader.trigger.starts import RunStarter, deferred
 from lakeloader.trigger.summary import RebuildSummary, Summary, SweepSummary
@@ -71,7 +71,7 @@ class Trigger:
         if not ref.key or ref.key.endswith("/"):
             return "folder marker"
         name = ref.key.rsplit("/", 1)[-1]
-        if name == SUCCESS_MARKER and (route := match_route(ref.key, routes)) and route.success_markers:
+        if name == SUCCESS_MARKER and any(r.success_markers for r in match_routes(ref.key, routes)):
             return None  # it completes a snapshot folder (cdc: snapshot): recorded, and it starts a run
         if name.startswith(("_", ".")):
             return "hidden file (name starts with '_' or '.', which Spark skips)"
@@ -98,45 +98,59 @@ class Trigger:
                 summary.ignored += 1
                 log(logging.INFO, "object.ignored", reason=reason, **where)
                 continue
-            route = match_route(ref.key, routes)
-            if route is None:
+            matched = match_routes(ref.key, routes)
+            if not matched:
                 summary.unknown += 1
                 log(logging.WARNING, "object.unknown_prefix", known_prefixes=len(routes), **where)
                 continue
-            outcome = self.ledger.record(route.table_id, ref, correlation_id=event.correlation_id)
-            fields = {"table_id": route.table_id, "object_id": outcome.object.object_id, **where}
-            if not route.enabled:
-                summary.disabled += 1
-                log(
-                    logging.WARNING,
-                    "object.table_disabled",
-                    new=outcome.new,
-                    status=outcome.object.status,
-                    note="recorded as pending; no run started while the table is disabled",
-                    **fields,
-                )
-                continue
-            if outcome.new:
-                summary.recorded += 1
-                log(logging.INFO, "object.recorded", size=ref.size, **fields)
-                to_start[route.table_id] = route
-            else:
-                summary.duplicates += 1
-                log(
-                    logging.INFO,
-                    "object.duplicate",
-                    status=outcome.object.status,
-                    first_seen=outcome.object.first_seen,
-                    first_correlation_id=outcome.object.correlation_id,
-                    **fields,
-                )
-                if outcome.object.status == PENDING:
+            if ref.key.rsplit("/", 1)[-1] == SUCCESS_MARKER:  # only cdc: snapshot tables take it
+                matched = [r for r in matched if r.success_markers]
+            for route in matched:  # tables sharing a prefix: each its own ledger entry and run
+                if self._record(route, event_object, summary):
                     to_start[route.table_id] = route
 
         for table_id in sorted(r.table_id for r in to_start.values() if r.batched):
             window = to_start.pop(table_id).min_interval_seconds
             summary.add(table_id, deferred(table_id, "batching_window", min_interval_seconds=window))
         return self._start(sorted(to_start.values(), key=lambda r: r.table_id), summary)
+
+    def _record(self, route: TableRoute, event_object: ObjectEvent, summary: Summary) -> bool:
+        """Record one object for one table; True when the table's run should start (the object is
+        pending and the table enabled)."""
+        ref = event_object.ref
+        outcome = self.ledger.record(route.table_id, ref, correlation_id=summary.correlation_id)
+        fields = {
+            "table_id": route.table_id,
+            "object_id": outcome.object.object_id,
+            "bucket": ref.bucket,
+            "key": ref.key,
+            "event": event_object.event_name,
+        }
+        if not route.enabled:
+            summary.disabled += 1
+            log(
+                logging.WARNING,
+                "object.table_disabled",
+                new=outcome.new,
+                status=outcome.object.status,
+                note="recorded as pending; no run started while the table is disabled",
+                **fields,
+            )
+            return False
+        if outcome.new:
+            summary.recorded += 1
+            log(logging.INFO, "object.recorded", size=ref.size, **fields)
+            return True
+        summary.duplicates += 1
+        log(
+            logging.INFO,
+            "object.duplicate",
+            status=outcome.object.status,
+            first_seen=outcome.object.first_seen,
+            first_correlation_id=outcome.object.correlation_id,
+            **fields,
+        )
+        return outcome.object.status == PENDING
 
     def sweep(self, request: SweepRequest) -> dict[str, Any]:
         """Start runs for the enabled tables with pending (or orphaned running) objects, batched

@@ -1,7 +1,7 @@
 """Which table an object belongs to: the config table's routes, cached per Lambda container.
 
 Read with `config_store.scan_items` (the one reader of the config table) and matched with
-`contract.longest_prefix_match` (the rule `LakeConfig.match_key` uses at synth).
+`contract.longest_prefix_matches` (the rule `LakeConfig.match_key` uses at synth).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeloader.config_store import scan_items, truthy
-from lakeloader.contract import longest_prefix_match, normalise_prefix
+from lakeloader.contract import longest_prefix_matches, normalise_prefix
 from lakeloader.trigger.logs import log
 
 ROUTE_ATTRIBUTES = (
@@ -45,10 +45,11 @@ class TableRoute:
         return self.min_interval_seconds > 0
 
 
-def match_route(key: str, routes: list[TableRoute]) -> TableRoute | None:
-    """The route whose prefix is the longest prefix of ``key`` (disabled ones included:
-    a file under a disabled nested table belongs to that table, not to its parent)."""
-    return longest_prefix_match(key, routes, lambda route: route.prefix)
+def match_routes(key: str, routes: list[TableRoute]) -> list[TableRoute]:
+    """The routes whose prefix is the longest prefix of ``key`` (disabled ones included: a file under a
+    disabled nested table belongs to that table, not to its parent). Several when tables read one
+    prefix (a current table and its SCD2 history): each records the object and runs on its own."""
+    return longest_prefix_matches(key, routes, lambda route: route.prefix)
 
 
 def _enabled(item: Mapping[str, Any]) -> bool:
