@@ -10,6 +10,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from lakeloader.config.base import ConfigError, _Strict
+from lakeloader.config.sources import Discovery, SourceConfig, discover, raw_keys
 from lakeloader.config.table import TableConfig
 from lakeloader.contract import longest_prefix_matches
 
@@ -19,7 +20,11 @@ class LakeConfig(_Strict):
 
     raw_root: str = Field(default="examples/raw", description="Local folder or s3:// URI of the raw zone")
     warehouse: str = Field(default=".lakeloader/warehouse", description="Local folder or s3:// URI")
-    tables: list[TableConfig]
+    tables: list[TableConfig] = Field(default_factory=list)
+    sources: list[SourceConfig] = Field(
+        default_factory=list,
+        description="Every table under a raw prefix in one entry (docs/sources.md, a whole source)",
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> LakeConfig:
@@ -40,6 +45,27 @@ class LakeConfig(_Strict):
                     raise ValueError(f"{who} share the same {describe} {value!r}{same_prefix}")
                 seen[value] = table
         return self
+
+    @model_validator(mode="after")
+    def _unique_sources(self) -> LakeConfig:
+        seen: set[str] = set()
+        for source in self.sources:
+            if source.id in seen:
+                raise ValueError(f"two sources have the id {source.id!r}")
+            seen.add(source.id)
+        if not self.tables and not self.sources:
+            raise ValueError("give tables: [...] or sources: [...]")
+        return self
+
+    def with_found_tables(self, keys: list[str] | None = None) -> tuple[LakeConfig, Discovery]:
+        """This config with the tables its sources' prefixes hold today (`keys`: default, a listing of
+        raw_root) beside the declared ones, and what was found and held."""
+        if not self.sources:
+            return self, Discovery()
+        found = discover(
+            self.sources, self.tables, raw_keys(self.raw_root, self.sources) if keys is None else keys
+        )
+        return self.model_copy(update={"tables": [*self.tables, *found.found]}), found
 
     def table(self, table_id: str) -> TableConfig:
         for table in self.tables:
@@ -62,12 +88,13 @@ class LakeConfig(_Strict):
 
 def _describe_location(data: Any, loc: tuple[Any, ...]) -> str:
     """Turn pydantic's ('tables', 0, 'source', 'format') into "table 'crm.x' -> source.format"."""
-    if len(loc) >= 2 and loc[0] == "tables" and isinstance(loc[1], int):
+    if len(loc) >= 2 and loc[0] in ("tables", "sources") and isinstance(loc[1], int):
         table_id = None
-        tables = data.get("tables") if isinstance(data, dict) else None
+        tables = data.get(loc[0]) if isinstance(data, dict) else None
         if isinstance(tables, list) and loc[1] < len(tables) and isinstance(tables[loc[1]], dict):
             table_id = tables[loc[1]].get("id")
-        who = f"table {table_id!r}" if table_id else f"tables[{loc[1]}]"
+        kind = "table" if loc[0] == "tables" else "source"
+        who = f"{kind} {table_id!r}" if table_id else f"{loc[0]}[{loc[1]}]"
         field = ".".join(str(p) for p in loc[2:]) or "(table)"
         return f"{who} -> {field}"
     return ".".join(str(p) for p in loc) or "(top level)"
@@ -95,7 +122,7 @@ def load_config(path: str | Path) -> LakeConfig:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping with raw_root, warehouse and tables")
+        raise ConfigError(f"{path}: expected a mapping with raw_root, warehouse and tables (or sources)")
     return parse_config(data, origin=str(path))
 
 
