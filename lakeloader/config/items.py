@@ -12,11 +12,12 @@ import json
 from typing import Any
 
 from lakeloader.config import ConfigError, LakeConfig, TableConfig
-from lakeloader.config_store import PARTITION_KEY, scan_items
+from lakeloader.config_store import PARTITION_KEY, is_table_item, scan_items, source_item
 
 
 def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
-    """The config table's items for a validated config, in config order (plain Python values)."""
+    """The config table's items for a validated config, in config order (plain Python values): the
+    tables', then the sources' (the S3-arrival Lambda finds their tables as files arrive)."""
     return [
         {
             "table_id": table.id,
@@ -30,16 +31,17 @@ def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
             "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
         }
         for table in cfg.tables
-    ]
+    ] + [source_item(source.as_data()) for source in cfg.sources]
 
 
 def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> list[TableConfig]:
     """The table configs stored in the config table, validated, sorted by id.
 
-    An item whose ``config`` is not a valid TableConfig raises ConfigError naming the item.
+    An item whose ``config`` is not a valid TableConfig raises ConfigError naming the item. Sources'
+    items and found tables held for want of keys are not tables to load.
     """
     tables = []
-    for item in scan_items(table_name, client=client):
+    for item in filter(is_table_item, scan_items(table_name, client=client)):
         table_id = item.get(PARTITION_KEY, "<missing table_id>")
         raw = item.get("config")
         if not isinstance(raw, str):

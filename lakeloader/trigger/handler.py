@@ -22,10 +22,11 @@ from lakeloader.trigger.events import (
     SweepRequest,
     read_invocation,
 )
+from lakeloader.trigger.found import FoundTables
 from lakeloader.trigger.launch import Launcher, aws_client
 from lakeloader.trigger.logs import configure_logging, correlation_id, log
 from lakeloader.trigger.metrics import publish_pending_age
-from lakeloader.trigger.routes import TableRoute, cached_routes, match_routes
+from lakeloader.trigger.routes import Routes, TableRoute, cached_routes, match_routes
 from lakeloader.trigger.settings import TriggerSettings
 from lakeloader.trigger.starts import RunStarter, deferred
 from lakeloader.trigger.summary import RebuildSummary, Summary, SweepSummary
@@ -52,6 +53,7 @@ class Trigger:
         self.dynamodb = dynamodb or aws_client("dynamodb")
         self.clock = clock
         self.ledger = Ledger(self.dynamodb, settings.ledger_table, settings.runs_table, clock=clock)
+        self.found = FoundTables(self.dynamodb, settings.config_table, settings.ledger_table)
         self.starter = RunStarter(
             settings=settings,
             ledger=self.ledger,
@@ -59,10 +61,10 @@ class Trigger:
             clock=clock,
         )
 
-    def routes(self) -> list[TableRoute]:
+    def routes(self) -> Routes:
         return cached_routes(self.dynamodb, self.settings.config_table, self.settings.config_cache_seconds)
 
-    def _ignore_reason(self, event: ObjectEvent, routes: list[TableRoute]) -> str | None:
+    def _ignore_reason(self, event: ObjectEvent, routes: Routes) -> str | None:
         ref = event.ref
         if not event.created:
             return f"not an object-created event ({event.event_name or 'no event name'})"
@@ -71,7 +73,7 @@ class Trigger:
         if not ref.key or ref.key.endswith("/"):
             return "folder marker"
         name = ref.key.rsplit("/", 1)[-1]
-        if name == SUCCESS_MARKER and any(r.success_markers for r in match_routes(ref.key, routes)):
+        if name == SUCCESS_MARKER and any(r.success_markers for r in match_routes(ref.key, routes.tables)):
             return None  # it completes a snapshot folder (cdc: snapshot): recorded, and it starts a run
         if name.startswith(("_", ".")):
             return "hidden file (name starts with '_' or '.', which Spark skips)"
@@ -88,7 +90,7 @@ class Trigger:
             summary.ignored += 1
             log(logging.WARNING, "record.unrecognised", reason=problem)
 
-        routes = self.routes() if event.objects else []
+        routes = self.routes() if event.objects else Routes()
         to_start: dict[str, TableRoute] = {}
         for event_object in event.objects:
             ref = event_object.ref
@@ -98,11 +100,14 @@ class Trigger:
                 summary.ignored += 1
                 log(logging.INFO, "object.ignored", reason=reason, **where)
                 continue
-            matched = match_routes(ref.key, routes)
+            matched = match_routes(ref.key, routes.tables)
+            if found := self.found.claim(ref.key, routes, matched):  # a new table's first file
+                matched = [found]
             if not matched:
                 summary.unknown += 1
-                log(logging.WARNING, "object.unknown_prefix", known_prefixes=len(routes), **where)
+                log(logging.WARNING, "object.unknown_prefix", known_prefixes=len(routes.tables), **where)
                 continue
+            matched = [self.found.release(r, routes) if r.held else r for r in matched]
             if ref.key.rsplit("/", 1)[-1] == SUCCESS_MARKER:  # only cdc: snapshot tables take it
                 matched = [r for r in matched if r.success_markers]
             for route in matched:  # tables sharing a prefix: each its own ledger entry and run
@@ -126,6 +131,10 @@ class Trigger:
             "key": ref.key,
             "event": event_object.event_name,
         }
+        if route.held:
+            summary.held += 1
+            log(logging.WARNING, "object.table_held", new=outcome.new, reason=route.held, **fields)
+            return False
         if not route.enabled:
             summary.disabled += 1
             log(
@@ -157,7 +166,9 @@ class Trigger:
         tables only once their window has passed; publish each table's PendingAgeSeconds."""
         summary = SweepSummary(correlation_id=request.correlation_id)
         table_ids = request.table_ids
-        routes = [r for r in self.routes() if r.enabled and (not table_ids or r.table_id in table_ids)]
+        known = self.routes()
+        released = [self.found.release(r, known) if r.held else r for r in known.tables]
+        routes = [r for r in released if r.enabled and (not table_ids or r.table_id in table_ids)]
         now = self.clock()  # a batched table inside its window is not due, pending or not
         in_window = {
             r.table_id: opens_at
@@ -195,7 +206,7 @@ class Trigger:
         summary = RebuildSummary(correlation_id=request.correlation_id)
         routes = [
             dataclasses.replace(r, min_interval_seconds=0)
-            for r in self.routes()
+            for r in self.routes().tables
             if r.enabled and r.table_id in request.table_ids
         ]
         for table_id in sorted(set(request.table_ids) - {r.table_id for r in routes}):

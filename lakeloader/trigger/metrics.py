@@ -12,7 +12,7 @@ from datetime import datetime
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from lakeloader.contract import METRIC_DIMENSIONS, METRICS_NAMESPACE, PENDING_AGE_METRIC
+from lakeloader.contract import METRIC_DIMENSIONS, METRICS_NAMESPACE, PENDING_AGE_METRIC, TABLE_HELD_METRIC
 from lakeloader.ledger import LedgerObject
 
 
@@ -23,6 +23,18 @@ def pending_age_seconds(objects: Sequence[LedgerObject], now: float) -> float:
         return 0.0
     oldest = datetime.fromisoformat(min(arrivals).replace("Z", "+00:00")).timestamp()
     return max(0.0, now - oldest)
+
+
+def publish_table_held(ledger_table: str, table_id: str) -> None:
+    """TableHeld = 1, once: when the Lambda records a found table it cannot load (no keys)."""
+    with single_metric(
+        name=TABLE_HELD_METRIC,
+        unit=MetricUnit.Count,
+        value=1,
+        namespace=METRICS_NAMESPACE,
+        default_dimensions=dict(zip(METRIC_DIMENSIONS, (ledger_table, table_id), strict=True)),
+    ):
+        pass  # written when the block closes
 
 
 def publish_pending_age(

@@ -6,14 +6,15 @@ Read with `config_store.scan_items` (the one reader of the config table) and mat
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.config_store import scan_items, truthy
+from lakeloader.config_store import FOUND_BY, HELD, KIND_SOURCE, scan_items, truthy
 from lakeloader.contract import longest_prefix_matches, normalise_prefix
 from lakeloader.trigger.logs import log
 
@@ -25,6 +26,10 @@ ROUTE_ATTRIBUTES = (
     "min_interval_seconds",
     "execution_class",
     "success_markers",
+    "kind",
+    "source",
+    FOUND_BY,
+    HELD,
 )
 
 
@@ -39,10 +44,24 @@ class TableRoute:
     min_interval_seconds: int = 0  # the batching window; 0: arrivals start runs at once
     execution_class: str = "STANDARD"  # Glue: STANDARD | FLEX
     success_markers: bool = False  # cdc: snapshot: a _SUCCESS file completes a snapshot, so it is recorded
+    found_by: str = ""  # the source whose layout named it (lakeloader.discovery); "" for a declared table
+    held: str = ""  # found, and waiting for its key columns: why
 
     @property
     def batched(self) -> bool:
         return self.min_interval_seconds > 0
+
+
+@dataclass(frozen=True)
+class Routes:
+    """The config table as the trigger reads it: the tables' routes and the sources' entries (plain data
+    for lakeloader.discovery)."""
+
+    tables: list[TableRoute] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    def source(self, source_id: str) -> dict[str, Any] | None:
+        return next((s for s in self.sources if s.get("id") == source_id), None)
 
 
 def match_routes(key: str, routes: list[TableRoute]) -> list[TableRoute]:
@@ -82,13 +101,27 @@ def route_for(item: Mapping[str, Any]) -> TableRoute | None:
         min_interval_seconds=_window(item.get("min_interval_seconds")),
         execution_class=str(item.get("execution_class") or "STANDARD").strip().upper(),
         success_markers=item.get("success_markers") is True,
+        found_by=str(item.get(FOUND_BY) or ""),
+        held=str(item.get(HELD) or ""),
     )
 
 
-def load_routes(client: Any, config_table: str) -> list[TableRoute]:
-    """Every table's route, sorted by table id. Malformed items are logged and skipped."""
-    routes = []
+def load_routes(client: Any, config_table: str) -> Routes:
+    """Every table's route, sorted by table id, and the sources. Malformed items are logged and skipped."""
+    routes, sources = [], []
     for item in scan_items(config_table, client=client, attributes=ROUTE_ATTRIBUTES):
+        if item.get("kind") == KIND_SOURCE:
+            try:
+                sources.append(json.loads(item["source"]))
+            except (KeyError, TypeError, json.JSONDecodeError) as exc:
+                log(
+                    logging.ERROR,
+                    "config.item_invalid",
+                    config_table=config_table,
+                    item_table_id=item.get("table_id"),
+                    reason=f"source: {exc}",
+                )
+            continue
         route = route_for(item)
         if route is None:
             log(
@@ -100,10 +133,10 @@ def load_routes(client: Any, config_table: str) -> list[TableRoute]:
             )
             continue
         routes.append(route)
-    return routes
+    return Routes(routes, sources)
 
 
-_CACHE: dict[str, tuple[float, list[TableRoute]]] = {}
+_CACHE: dict[str, tuple[float, Routes]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -112,7 +145,7 @@ def clear_route_cache() -> None:
         _CACHE.clear()
 
 
-def cached_routes(client: Any, config_table: str, max_age_seconds: float) -> list[TableRoute]:
+def cached_routes(client: Any, config_table: str, max_age_seconds: float) -> Routes:
     """``load_routes`` cached per Lambda container for ``max_age_seconds``."""
     now = time.monotonic()
     with _CACHE_LOCK:
