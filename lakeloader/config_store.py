@@ -109,7 +109,13 @@ def source_item(source: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def found_item(
-    source_id: str, table_id: str, prefix: str, settings: Mapping[str, Any], held: str | None
+    source_id: str,
+    table_id: str,
+    prefix: str,
+    settings: Mapping[str, Any],
+    held: str | None,
+    *,
+    needs_keys: bool = False,
 ) -> dict[str, Any]:
     """The config item of a table a source's layout names (lakeloader.discovery.FoundTable)."""
     trigger = settings.get("trigger") or {}
@@ -122,7 +128,7 @@ def found_item(
         "execution_class": trigger.get("execution_class", "STANDARD"),
         **({"success_markers": True} if settings.get("source", {}).get("cdc") == "snapshot" else {}),
         FOUND_BY: source_id,
-        **({HELD: held} if held else {}),
+        **({HELD: held, "held_needs_keys": needs_keys} if held else {}),
         "config": json.dumps(settings, sort_keys=True),
     }
 

@@ -26,6 +26,8 @@ _LAYOUT_TOKEN = re.compile(r"<schema>|<table>|\*")
 KEYED_MODES = ("merge", "scd2")
 # Where a name from the raw zone may not be a catalog name: lower case, [a-z0-9_]
 _NOT_NAME = re.compile(r"[^a-z0-9_]")
+# A table id (lakeloader.config.TableConfig.id): what --table, the ledger and the config store key on
+TABLE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 
 
 def layout_problems(layout: str) -> list[str]:
@@ -77,6 +79,18 @@ class FoundTable:
     settings: dict[str, Any]
     held: str | None = None
     needs_keys: bool = False  # held for want of key columns: one line of the source's keys releases it
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> FoundTable:
+        """A held table as the config store keeps it (lakeloader.config_store.found_item)."""
+        return cls(
+            str(item.get("found_by", "")),
+            str(item["table_id"]),
+            str(item.get("prefix", "")),
+            {},
+            str(item.get("held") or "") or None,
+            needs_keys=item.get("held_needs_keys") is True,
+        )
 
     @property
     def keys_line(self) -> str:
@@ -175,5 +189,8 @@ def find_table(source: Mapping[str, Any], key: str) -> FoundTable | None:
         return None
     folder = prefix + rest[: match.end()]
     settings = table_settings(source, schema, table, folder)
+    if not TABLE_ID.match(table_id):
+        reason = f"{table_id!r} is not a table id: use letters, digits, '.', '_' and '-'"
+        return FoundTable(str(source["id"]), table_id, folder, settings, reason)
     held = held_reason(source, settings)
     return FoundTable(str(source["id"]), table_id, folder, settings, held, needs_keys=held is not None)

@@ -9,10 +9,13 @@ for the CDK app, the CLI and the Glue/EMR jobs only.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from lakeloader.config import ConfigError, LakeConfig, TableConfig
-from lakeloader.config_store import PARTITION_KEY, is_table_item, scan_items, source_item
+from lakeloader.config_store import FOUND_BY, PARTITION_KEY, is_table_item, scan_items, source_item
+
+log = logging.getLogger(__name__)
 
 
 def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
@@ -55,6 +58,11 @@ def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> 
         try:
             table = TableConfig.model_validate(data)
         except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            if item.get(FOUND_BY):  # a source's defaults that do not suit this one table: it alone waits
+                log.error(
+                    "dynamodb://%s: found table %r is not valid, not loaded: %s", table_name, table_id, exc
+                )
+                continue
             raise ConfigError(f"dynamodb://{table_name}: item {table_id!r}: {exc}") from None
         if table.id != table_id:
             raise ConfigError(

@@ -56,7 +56,14 @@ class FoundTables:
         return released
 
     def _register(self, found: FoundTable) -> TableRoute:
-        item = found_item(found.source_id, found.table_id, found.prefix, found.settings, found.held)
+        item = found_item(
+            found.source_id,
+            found.table_id,
+            found.prefix,
+            found.settings,
+            found.held,
+            needs_keys=found.needs_keys,
+        )
         if put_found_item(self.config_table, item, client=self.dynamodb):
             if found.held:
                 log(logging.WARNING, "table.held", table_id=found.table_id, hint=found.hint)

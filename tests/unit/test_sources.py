@@ -138,8 +138,9 @@ def test_a_found_table_whose_settings_do_not_validate_is_held_with_the_reason():
     assert [t.id for t in found.found] == ["hr.staff"]
     [held] = found.held
     assert held.hint == (
-        "hr.my staff: held ('hr.my staff': use letters, digits, '.', '_' and '-'); its files stay pending: "
-        "fix sources 'crm' -> defaults, or pin it with a tables: entry of id 'hr.my staff'"
+        "hr.my staff: held ('hr.my staff' is not a table id: use letters, digits, '.', '_' and '-'); its "
+        "files stay pending: fix sources 'crm' -> defaults, or pin it with a tables: entry of id "
+        "'hr.my staff'"
     )
 
 
