@@ -6,8 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from lakeloader.config.base import _Strict
-from lakeloader.contract import normalise_prefix
+from lakeloader.config.base import _Strict, raw_prefix
 from lakeloader.formats import FORMAT_NAMES
 
 
@@ -72,13 +71,7 @@ class Source(_Strict):
         description="Optional explicit column types (Spark SQL type names) used to read the files.",
     )
 
-    @field_validator("prefix")
-    @classmethod
-    def _normalise_prefix(cls, value: str) -> str:
-        value = normalise_prefix(value)
-        if not value:
-            raise ValueError("prefix must not be empty")
-        return value
+    _prefix = field_validator("prefix")(raw_prefix)
 
     @model_validator(mode="after")
     def _csv_only_for_csv(self) -> Source:

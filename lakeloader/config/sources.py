@@ -12,9 +12,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from lakeloader.config.base import _Strict
+from lakeloader.config.base import _Strict, raw_prefix
 from lakeloader.config.table import TableConfig
-from lakeloader.contract import normalise_prefix
 from lakeloader.discovery import DEFAULT_LAYOUT, FoundTable, find_table, layout_problems
 from lakeloader.formats import FORMAT_NAMES
 
@@ -53,13 +52,7 @@ class SourceConfig(_Strict):
         "merge or scd2 it is held (its files wait) until one is added",
     )
 
-    @field_validator("prefix")
-    @classmethod
-    def _normalise_prefix(cls, value: str) -> str:
-        value = normalise_prefix(value)
-        if not value:
-            raise ValueError("prefix must not be empty")
-        return value
+    _prefix = field_validator("prefix")(raw_prefix)
 
     @field_validator("layout")
     @classmethod
