@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         return 1 if any(check.passed is False for check in checks) else 0
     ledger = stage.ledger()
     if args.command == "status":
-        statuses = [operate.table_status(ledger, t) for t in tables]
+        statuses = operate.table_statuses(ledger, tables)
         held = stage.held_tables()
         print(operate.status_json(statuses) if args.json else operate.status_report(statuses))
         for table in held if not args.json else []:  # found by a source, waiting for their keys
