@@ -10,11 +10,12 @@ import dataclasses
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD
 from lakeloader.inputs import SUCCESS_MARKER
-from lakeloader.ledger import FAILED, PENDING, Ledger
+from lakeloader.ledger import FAILED, PENDING, Ledger, LedgerObject
 from lakeloader.trigger.events import (
     ObjectEvent,
     ObjectsArrived,
@@ -30,6 +31,8 @@ from lakeloader.trigger.routes import Routes, TableRoute, cached_routes, match_r
 from lakeloader.trigger.settings import TriggerSettings
 from lakeloader.trigger.starts import RunStarter, deferred
 from lakeloader.trigger.summary import RebuildSummary, Summary, SweepSummary
+
+SWEEP_THREADS = 16  # tables whose ledger items the sweep reads at once
 
 
 class TriggerError(RuntimeError):
@@ -170,16 +173,21 @@ class Trigger:
         released = [self.found.release(r, known) if r.held else r for r in known.tables]
         routes = [r for r in released if r.enabled and (not table_ids or r.table_id in table_ids)]
         now = self.clock()  # a batched table inside its window is not due, pending or not
-        in_window = {
-            r.table_id: opens_at
-            for r in routes
-            if r.batched
-            and (opens_at := self.ledger.window_opens_at(r.table_id, r.min_interval_seconds)) > now
-        }
-        open_objects = {
-            r.table_id: self.ledger.pending_objects(r.table_id, include_failed=True, include_orphaned=True)
-            for r in routes
-        }
+
+        def read(route: TableRoute) -> tuple[str, float, list[LedgerObject]]:
+            opens_at = (
+                self.ledger.window_opens_at(route.table_id, route.min_interval_seconds)
+                if route.batched
+                else 0.0
+            )
+            pending = self.ledger.pending_objects(route.table_id, include_failed=True, include_orphaned=True)
+            return route.table_id, opens_at, pending
+
+        # one or two queries a table: SWEEP_THREADS tables at a time (1,000 tables one by one take minutes)
+        with ThreadPoolExecutor(max_workers=SWEEP_THREADS) as pool:
+            read_back = list(pool.map(read, routes))
+        in_window = {table_id: opens_at for table_id, opens_at, _ in read_back if opens_at > now}
+        open_objects = {table_id: pending for table_id, _, pending in read_back}
         publish_pending_age(self.settings.ledger_table, open_objects, now)
         # failed files alone start no run (a failure that is not a file's would repeat every sweep);
         # the next run of their table retries them
