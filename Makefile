@@ -31,7 +31,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 SHELL := /bin/bash
 export TIMEFORMAT := set-up step took %1R s (%1U s user, %1S s system)
 
-.PHONY: setup test check lint unit spark infra e2e faults demo demo-local synth clean mutate bench-quick
+.PHONY: setup test check lint docs unit spark infra e2e faults demo demo-local synth clean mutate bench-quick
 
 setup: $(STAMP)
 
@@ -50,6 +50,12 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirement
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+
+# The docs site (mkdocs.yml: docs/ with the configuration and CLI references generated from the code) into
+# build/site, strict: a broken link or anchor, or a page left out of the navigation, fails (not with
+# --quiet: it hides the warnings strict mode counts). A few seconds.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
 
 # What `make test` runs: every test on the default runtime; on glue-6.0 the unit and Spark engine
 # suites and one S3 -> Lambda -> Glue run end to end (the layers above Spark are the same code).
@@ -72,7 +78,7 @@ export CPU_PROBE_PY
 # The machine, its load and free disk first: the per-module lines and durations are read against it.
 # Then the suite in two lanes (tests/lanes.py), one pytest-xdist worker each: spark and faults in one (but two Spark modules),
 # e2e, infra and unit in the other; no suite alone keeps two cores busy.
-test: lint
+test: lint docs
 	@echo "make test ($(RUNTIME)): $$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, load $$(cut -d' ' -f1-3 /proc/loadavg)," \
 	  "$$(df -h --output=avail "$${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free for temporary files (a run peaks near 2 GB there)," \
 	  "one core's speed: $$($(PY) -c "$$CPU_PROBE_PY") s for 10M steps of a Python loop"

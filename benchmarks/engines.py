@@ -35,7 +35,7 @@ COW = {
     "write.merge.mode": "copy-on-write",
     "write.update.mode": "copy-on-write",
     "write.delete.mode": "copy-on-write",
-}  # spelled out: a new lakeloader table defaults to merge-on-read (README "Performance")
+}  # spelled out: a new lakeloader table defaults to merge-on-read (docs/performance.md "Table defaults")
 DB = "bench"
 # A table's checksum: its rows, the sum of its keys, and the sum of its amounts in whole cents. Every
 # amount is a whole number of cents (benchmarks.data); a sum of the doubles themselves depends on the

@@ -65,6 +65,16 @@ def sources(lake: LakeConfig) -> dict[str, list[str]]:
     return {source: sorted(set(prefixes)) for source, prefixes in sorted(found.items())}
 
 
+def raw_folders(lake: LakeConfig) -> list[str]:
+    """The raw zone's source folders (`crm/`) of the tables, the canaries' too: what the jobs may read.
+
+    A folder, not each table's prefix: the grant stays one line per source however many tables lie
+    under it (and a table that appears there needs no deploy), where an ARN per table prefix overflowed
+    the job roles' policies past IAM's size limits at a few hundred tables (docs/scale.md). The S3
+    events are per source folder too (infra.triggers.event_prefixes)."""
+    return sorted({f"{source_of(table.source.prefix)}/" for table in lake.tables})
+
+
 def target_databases(lake: LakeConfig) -> list[str]:
     return sorted({table.target.database for table in lake.tables})
 
@@ -183,7 +193,7 @@ class Catalog(Construct):
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
         )
         self.crawler_role = role
-        prefixes = [p for source in schedules for p in by_source[source]]
+        prefixes = [f"{source}/" for source in schedules]  # a grant per source folder (raw_folders)
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadCrawledPrefixes",
@@ -283,8 +293,8 @@ class Catalog(Construct):
                 "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws-glue/crawlers*:*",
             ],
             reason=(
-                "Crawlers read only the configured table prefixes of the raw bucket (objects under each "
-                "prefix), write only tables of their own raw_<source> databases (table names come from the "
+                "Crawlers read only the source folders of the raw bucket they crawl (objects under each "
+                "folder), write only tables of their own raw_<source> databases (table names come from the "
                 "files), log only to Glue's crawler log groups (named by Glue per role and security "
                 "configuration), and use only the stage's key."
             ),

@@ -1,27 +1,35 @@
 """Config store: the DynamoDB tables (config, object ledger, run history) and the config sync.
 
 `config/tables.yaml` is validated at synth (by the stack) and its tables become the config
-table's items on deploy: a custom resource carries them as one JSON string property, so
-every config change changes the template and CloudFormation sends an Update; the sync
-Lambda puts every item and deletes items whose table left the config.
+table's items on deploy. The items travel as a file asset (JSON, uploaded with the stack's other
+assets), not in the template: a property holding them grew about 1.5 KiB a table, past
+CloudFormation's 1 MB template at about 600 tables (docs/scale.md). The custom resource names the
+asset's S3 object, whose key is its content hash, so every config change still changes the template
+and CloudFormation sends an Update; the sync Lambda reads the object, puts every item in batches of
+25 (BatchWriteItem) and deletes items whose table left the config.
 """
 
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from infra.functions import PythonFunction, lambda_source
 from infra.network import StageNetwork
+from infra.packaging import publish
 from infra.settings import Stage
 from infra.storage import removal_policy
 from lakeloader import contract
 from lakeloader.config import LakeConfig
 from lakeloader.config.items import config_items
-from lakeloader.config_store import items_json
+from lakeloader.config_store import ITEMS_FILE, items_json
 
 RUNS_TTL_ATTRIBUTE = "expires_at"
 # What the S3-arrival Lambda and the jobs do with the tables: read the config; record, claim and
@@ -80,6 +88,9 @@ class ConfigStore(Construct):
         self.runs_table = table("RunsTable", "runs", "run_id", ttl=RUNS_TTL_ATTRIBUTE)
 
         self.items = config_items(lake)
+        self.items_asset = s3_assets.Asset(
+            self, "Items", path=str(items_file(stage.resource_name("config-items"), items_json(self.items)))
+        )
         self.sync_function = PythonFunction(
             self,
             "SyncFunction",
@@ -102,6 +113,13 @@ class ConfigStore(Construct):
         key.grant(
             self.sync_function.role, "kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"
         )
+        self.sync_function.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadConfigItems",  # this deploy's items only: the asset's key is its content hash
+                actions=["s3:GetObject"],
+                resources=[self.items_asset.bucket.arn_for_objects(self.items_asset.s3_object_key)],
+            )
+        )
         self.sync = CustomResource(
             self,
             "Sync",
@@ -109,7 +127,8 @@ class ConfigStore(Construct):
             resource_type="Custom::LakeloaderConfigSync",
             properties={
                 "TableName": self.config_table.table_name,
-                "Items": items_json(self.items),
+                "ItemsBucket": self.items_asset.s3_bucket_name,
+                "ItemsKey": self.items_asset.s3_object_key,
                 # dev may drop its items with the stack; prod never deletes on Delete.
                 "PruneOnDelete": "false" if retain else "true",
             },
@@ -151,3 +170,9 @@ class ConfigStore(Construct):
                 resources=[self.ledger_table.table_arn, self.runs_table.table_arn],
             )
         )
+
+
+def items_file(name: str, text: str) -> Path:
+    """The items' JSON as a file of its own (`build/cdk-assets/<name>-<hash>/`), for the file asset."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return publish(name, digest, lambda out: (out / ITEMS_FILE).write_text(text)) / ITEMS_FILE

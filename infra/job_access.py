@@ -1,6 +1,7 @@
 """What the job roles of both engines (Glue, EMR Serverless) may reach in the lake.
 
-Objects under the configured tables' raw prefixes, the warehouse, the quarantine bucket, the
+Objects under the source folders of the configured tables' raw prefixes (infra.catalog.raw_folders),
+the warehouse, the quarantine bucket, the
 config/ledger/runs tables, the Iceberg tables of the stage's Glue databases, the stage's key and
 lakeloader's metrics namespace; nothing more (tests/infra/test_infra_iam_sufficient.py checks
 each action the jobs call is allowed).
@@ -49,7 +50,7 @@ def grant_lake_access(
     databases: list[str],
     raw_prefixes: list[str],
 ) -> None:
-    """What both engines' jobs touch: raw prefixes, warehouse, quarantine, tables, catalog, key."""
+    """What both engines' jobs touch: raw source folders, warehouse, quarantine, tables, catalog, key."""
     role.add_to_policy(
         iam.PolicyStatement(
             sid="ReadRawTablePrefixes",

@@ -10,13 +10,14 @@
 The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged`, `FilesQuarantined` and
 `ReconciliationMismatch`, and the sweep `PendingAgeSeconds`, to the `lakeloader` namespace
 (lakeloader.contract.METRICS_NAMESPACE) with the dimensions Ledger (this stage's ledger table) and
-TableId. Per table: an alarm on quarantined files, one on a commit that did not reconcile (merge and
-scd2 tables), and one on lag past the table's `trigger.freshness_minutes` where it is set.
+TableId; the sweep also `PendingAgeOverFreshness` for tables with `trigger.freshness_minutes`. One
+alarm each, over every table (Metrics Insights, grouped by TableId; the notification names the table):
+quarantined files, a commit that did not reconcile, lag past a table's freshness. Nothing here grows
+with the tables (docs/scale.md).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration
@@ -35,12 +36,12 @@ from constructs import Construct
 
 from infra.settings import Stage
 from infra.storage import LakeStorage
-from lakeloader.config import TableConfig
 from lakeloader.contract import (
     FILES_QUARANTINED_METRIC,
     METRIC_DIMENSIONS,
     METRICS_NAMESPACE,
     PENDING_AGE_METRIC,
+    PENDING_AGE_OVER_FRESHNESS_METRIC,
     RECONCILIATION_MISMATCH_METRIC,
 )
 
@@ -48,7 +49,6 @@ FIVE_MINUTES = Duration.minutes(5)
 GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]
 EMR_FAILED_STATES = ["FAILED"]
 PUBLISHER_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey*"]
-RECONCILED_MODES = ("merge", "scd2")  # the modes whose commits are reconciled (lakeloader.reconciliation)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,6 @@ class Monitoring(Construct):
         emr_application_id: str,
         maintenance: sfn.StateMachine,
         ledger_table_name: str,
-        tables: list[TableConfig],
     ) -> None:
         super().__init__(scope, construct_id)
         self._stage = stage
@@ -123,7 +122,7 @@ class Monitoring(Construct):
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         job_failures = self._job_failure_rules(topic, glue_jobs, emr_application_id)
         trigger_metrics = self._trigger_and_maintenance_alarms(arrival, dead_letter_queue, maintenance)
-        self._table_alarms(tables)
+        self._table_alarms()
         self._dashboard(arrival, job_failures, trigger_metrics)
 
     def _alarm(
@@ -270,47 +269,58 @@ class Monitoring(Construct):
         )
         return metrics
 
-    def _table_metric(self, table_id: str, metric_name: str, statistic: str) -> cloudwatch.Metric:
-        """A metric the jobs or the sweep publish for one table of this stage's ledger."""
-        return cloudwatch.Metric(
-            namespace=METRICS_NAMESPACE,
-            metric_name=metric_name,
-            dimensions_map=dict(zip(METRIC_DIMENSIONS, (self._ledger_table_name, table_id), strict=True)),
-            statistic=statistic,
+    def _per_table_query(self, metric_name: str, function: str) -> cloudwatch.MathExpression:
+        """A Metrics Insights query of one metric of every table of this stage's ledger, one time
+        series per table (`GROUP BY TableId`); the largest first, as a query returns at most 500."""
+        namespace, ledger_dimension, table_dimension = METRICS_NAMESPACE, *METRIC_DIMENSIONS
+        return cloudwatch.MathExpression(
+            expression=(
+                f'SELECT {function}("{metric_name}") '
+                f'FROM SCHEMA("{namespace}", "{ledger_dimension}", "{table_dimension}") '
+                f"WHERE \"{ledger_dimension}\" = '{self._ledger_table_name}' "
+                f'GROUP BY "{table_dimension}" ORDER BY {function}() DESC'
+            ),
             period=FIVE_MINUTES,
+            label=metric_name,
+            using_metrics={},
         )
 
-    def _table_alarms(self, tables: list[TableConfig]) -> None:
-        """Per table: quarantined files, a commit that did not reconcile, lag past its freshness_minutes."""
+    def _table_alarms(self) -> None:
+        """Quarantined files, a commit that did not reconcile, lag past a table's freshness_minutes: one
+        alarm each over every table of the stage, declared or found, however many there are.
+
+        Each is a CloudWatch alarm on a Metrics Insights query grouped by TableId: every table's time
+        series is a contributor that goes into ALARM and notifies the topic by itself, its TableId
+        among the notification's attributes ("Create a CloudWatch alarm based on a Metrics Insights
+        query", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create_Metrics_Insights_Alarm.html;
+        SNS at contributor level: "Acting on alarm changes",
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Acting_Alarm_Changes.html).
+        Per-table alarms cost three resources a table and stopped a stage at about 140 tables."""
         stage = self._stage
-        for table in tables:
-            self._alarm(
-                f"Quarantined{_construct_id(table.id)}",
-                f"quarantined-{table.id}",
-                self._table_metric(table.id, FILES_QUARANTINED_METRIC, "Sum"),
-                f"A raw file of {table.id} failed {stage.settings.max_attempts} times and is quarantined: "
-                f"lakeloader status --stage {stage.name} says why; fix it, then lakeloader requeue or skip.",
-            )
-            if table.mode in RECONCILED_MODES:
-                self._alarm(
-                    f"Reconciliation{_construct_id(table.id)}",
-                    f"reconciliation-{table.id}",
-                    self._table_metric(table.id, RECONCILIATION_MISMATCH_METRIC, "Sum"),
-                    f"A commit of {table.id} disagreed with what its files asked for "
-                    f"(reconcile.on_mismatch: {table.reconcile.on_mismatch}; alarm: published, fail: not "
-                    f"published): lakeloader status --stage {stage.name} shows its last reconciliation, "
-                    "the job's log what differed.",
-                )
-            if table.trigger.freshness_minutes:
-                self._alarm(
-                    f"Stale{_construct_id(table.id)}",
-                    f"stale-{table.id}",
-                    self._table_metric(table.id, PENDING_AGE_METRIC, "Maximum"),
-                    f"{table.id} has a file waiting longer than its freshness_minutes "
-                    f"({table.trigger.freshness_minutes}): lakeloader status --stage {stage.name}.",
-                    threshold=table.trigger.freshness_minutes * 60,
-                    evaluation_periods=3,  # the sweep measures it every 10-15 minutes
-                )
+        status = f"lakeloader status --stage {stage.name}"
+        self._alarm(
+            "QuarantinedAlarm",
+            "quarantined",
+            self._per_table_query(FILES_QUARANTINED_METRIC, "SUM"),
+            f"A raw file of the table this notification names (TableId) failed {stage.settings.max_attempts} "
+            f"times and is quarantined: {status} says why; fix it, then lakeloader requeue or skip.",
+        )
+        self._alarm(
+            "ReconciliationAlarm",
+            "reconciliation",
+            self._per_table_query(RECONCILIATION_MISMATCH_METRIC, "SUM"),
+            "A commit of the table this notification names (TableId; merge and scd2 tables) disagreed "
+            "with what its files asked for (reconcile.on_mismatch alarm: published; fail: not published): "
+            f"{status} shows its last reconciliation, the job's log what differed.",
+        )
+        self._alarm(
+            "StaleAlarm",
+            "stale",
+            self._per_table_query(PENDING_AGE_OVER_FRESHNESS_METRIC, "MAX"),
+            "The table this notification names (TableId) has a file waiting longer than its trigger."
+            f"freshness_minutes (the sweep's {PENDING_AGE_OVER_FRESHNESS_METRIC} reached 1): {status}.",
+            evaluation_periods=3,  # the sweep measures it every 10-15 minutes
+        )
 
     def _search(self, metric_name: str, label: str, statistic: str = "Sum") -> cloudwatch.MathExpression:
         """A metric of every table of this stage's ledger (a dashboard line per table)."""
@@ -396,8 +406,3 @@ class Monitoring(Construct):
             period=FIVE_MINUTES,
             label=label,
         )
-
-
-def _construct_id(table_id: str) -> str:
-    """`crm.customers` -> `CrmCustomers`: a construct id part that stays stable with the table id."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", table_id) if part)

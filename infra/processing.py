@@ -24,6 +24,8 @@ from infra.config_store import ConfigStore
 from infra.emr import EmrServerless
 from infra.glue_jobs import glue_conf_argument, lakeloader_glue_job
 from infra.job_access import grant_lake_access, lake_access_findings
+from infra.lineage import emr_captures, glue_captures, grant_post_events
+from infra.lineage import spark_conf as lineage_conf
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
 from infra.packaging import GLUE_WHEELS_SUFFIX, glue_wheels_zip, lakeloader_zip
@@ -83,6 +85,9 @@ class Processing(Construct):
             table_bucket=table_bucket,
         )
         self._grant_glue_temp_and_logs(storage)
+        lineage = stage.settings.lineage
+        grant_post_events(self.glue_role, lineage, aws_default=glue_captures(stage))
+        grant_post_events(self.emr_role, lineage, aws_default=emr_captures(stage))
         self._glue_jobs(
             stage=stage,
             storage=storage,
@@ -91,7 +96,9 @@ class Processing(Construct):
                 **{contract.glue_arg(name): value for name, value in required.items()},
                 **self._per_run_glue_arguments(catalog),
                 "--datalake-formats": "iceberg",
-                "--conf": glue_conf_argument(iceberg_conf),
+                "--conf": glue_conf_argument(
+                    iceberg_conf | lineage_conf(lineage, aws_default=glue_captures(stage))
+                ),
                 "--enable-job-insights": "true",
                 "--job-bookmark-option": "job-bookmark-disable",
                 "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
@@ -103,7 +110,7 @@ class Processing(Construct):
             stage=stage,
             storage=storage,
             catalog=catalog,
-            iceberg_conf=iceberg_conf,
+            iceberg_conf=iceberg_conf | lineage_conf(lineage, aws_default=emr_captures(stage)),
             required=required,
             network=network,
         )
@@ -381,13 +388,14 @@ class Processing(Construct):
                 "Action::kms:GenerateDataKey*",
             ],
             reason=(
-                "The Glue job role reaches only what the jobs use: objects under the configured table "
-                "prefixes of the raw bucket, the warehouse prefix of the curated bucket, the quarantine "
-                "bucket, its temp and Spark UI prefixes, the tables of the configured databases (created by "
-                "the jobs, so named at run time), Glue's job log groups (named by Glue per job run) and the "
-                "stage's key. CDK's grants for the script/library assets and the Spark UI prefix use S3 "
-                "action wildcards (Get*/List*) on those objects only, and CDK's Spark UI grant lets the role "
-                "use the stage's key (kms:ReEncrypt*, kms:GenerateDataKey*) for those objects."
+                "The Glue job role reaches only what the jobs use: objects under the source folders of "
+                "the configured tables in the raw bucket, the warehouse prefix of the curated bucket, the "
+                "quarantine bucket, its temp and Spark UI prefixes, the tables of the configured databases "
+                "(created by the jobs, so named at run time), Glue's job log groups (named by Glue per job "
+                "run) and the stage's key. CDK's grants for the script/library assets and the Spark UI "
+                "prefix use S3 action wildcards (Get*/List*) on those objects only, and CDK's Spark UI "
+                "grant lets the role use the stage's key (kms:ReEncrypt*, kms:GenerateDataKey*) for those "
+                "objects."
             ),
         )
         acknowledge_wildcards(
@@ -400,10 +408,10 @@ class Processing(Construct):
                 "Action::s3:List*",
             ],
             reason=(
-                "The EMR job role reaches only what the jobs use: objects under the configured table "
-                "prefixes of the raw bucket, the warehouse prefix of the curated bucket, the quarantine "
-                "bucket, the EMR log prefix, the tables of the configured databases (created by the jobs) "
-                "and the stage's key. CDK's read grants for the entry-point and library assets use S3 action "
-                "wildcards (Get*/List*) on those objects only."
+                "The EMR job role reaches only what the jobs use: objects under the source folders of the "
+                "configured tables in the raw bucket, the warehouse prefix of the curated bucket, the "
+                "quarantine bucket, the EMR log prefix, the tables of the configured databases (created by "
+                "the jobs) and the stage's key. CDK's read grants for the entry-point and library assets "
+                "use S3 action wildcards (Get*/List*) on those objects only."
             ),
         )

@@ -30,6 +30,7 @@ from infra.settings_access import ReaderSettings, WriterSettings, check_readers,
 from infra.settings_base import SettingsModel
 from infra.settings_emr import EmrSettings, emr_release_problem
 from infra.settings_encryption import EncryptionSettings
+from infra.settings_lineage import LINEAGE_DESCRIPTION, DataZoneLineage, LineageSetting
 from infra.settings_network import NetworkSettings
 from infra.settings_s3_tables import S3TablesSettings
 from lakeloader import runtimes
@@ -41,6 +42,11 @@ from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
 LONGEST_REGION = "ap-southeast-5"  # 14 characters, as long as any region name
 MAX_ROLE_NAME = 64
+
+
+# What AWS's default lineage capture sets, which a stage must not replace ("Lineage for Amazon EMR").
+AWS_LINEAGE_KEYS = ("spark.extraListeners",)
+TRANSPORT = "spark.openlineage.transport."
 
 
 class SettingsError(ValueError):
@@ -180,6 +186,7 @@ class StageSettings(SettingsModel):
         default=None,
         description="Run the jobs and functions in a VPC (docs/deploy.md#private-networks); default none",
     )
+    lineage: LineageSetting = Field(default="on", description=LINEAGE_DESCRIPTION)
     readers: list[ReaderSettings] = Field(
         default_factory=list,
         description="Roles that may query the tables, each with its own Athena workgroup (docs/query.md); "
@@ -230,6 +237,37 @@ class StageSettings(SettingsModel):
         problem = emr_release_problem(self.emr.release_label, self.runtime_row)
         if problem:
             raise field_error("emr.release_label", problem)
+        return self
+
+    @model_validator(mode="after")
+    def _datazone_where_aws_has_no_default(self) -> StageSettings:
+        """DataZone's transport would replace AWS's amazon_glue_api one, and a job that overrides the
+        transport sends AWS nothing ("Troubleshooting data lineage")."""
+        if isinstance(self.lineage, DataZoneLineage) and self.runtime_row.aws_lineage:
+            raise field_error(
+                "lineage.datazone_domain_id",
+                f"runtime {self.runtime} sends lineage to the Glue Data Catalog by default, and a DataZone "
+                'transport would override it: use lineage "on" there (DataZone is for runtimes without '
+                "AWS's default lineage, e.g. glue-5.1 and glue-6.0)",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _emr_keeps_aws_listener(self) -> StageSettings:
+        """On a release that captures lineage, emr.spark_defaults may not replace AWS's listener or its
+        transport: the runs would send nothing ("Troubleshooting data lineage")."""
+        if self.lineage == "off" or not runtimes.emr_captures_lineage(self.emr.release_label):
+            return self
+        touched = sorted(
+            k for k in self.emr.spark_defaults if k in AWS_LINEAGE_KEYS or k.startswith(TRANSPORT)
+        )
+        if touched:
+            raise field_error(
+                "emr.spark_defaults",
+                f"{', '.join(touched)} would replace the OpenLineage listener or transport that "
+                f"{self.emr.release_label} registers, and its runs would send no lineage: leave them out "
+                '(lineage "off" turns lineage off)',
+            )
         return self
 
     @property

@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from constructs import Construct
 
-from infra.catalog import Catalog
+from infra.catalog import Catalog, raw_folders
 from infra.config_store import ConfigStore
 from infra.emr import check_emr_tables
 from infra.erasure import ErasurePolicy
@@ -49,7 +49,7 @@ class LakeloaderStack(Stack):
             env=env,
         )
         self.stage = stage
-        users = lake  # the config's own tables: what the EMR and Flex checks and the alarms are about
+        users = lake  # the config's own tables: what the EMR and Flex checks are about
         lake = with_canaries(lake)  # `lakeloader verify` (lakeloader.cli.verify) lands its canary files here
         # (Dashboards: CloudFormation's tag support for them is too new for cfn-lint's schema; Glue
         # connections take no tags in CloudFormation.)
@@ -90,7 +90,7 @@ class LakeloaderStack(Stack):
             storage=self.storage,
             store=self.config_store,
             catalog=self.catalog,
-            raw_prefixes=sorted(t.source.prefix for t in lake.tables),
+            raw_prefixes=raw_folders(lake),
             network=self.network,
             table_bucket=self.table_bucket,
         )
@@ -151,7 +151,6 @@ class LakeloaderStack(Stack):
             emr_application_id=self.processing.emr.application.attr_application_id,
             maintenance=self.maintenance.state_machine,
             ledger_table_name=self.config_store.ledger_table.table_name,
-            tables=users.tables,  # a failed verify says so itself
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
         self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)

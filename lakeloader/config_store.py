@@ -8,6 +8,8 @@ One item per table, keyed by ``table_id``::
     engine    S     glue | emr
     min_interval_seconds  N   trigger.min_interval_seconds (the batching window; 0: none)
     execution_class       S   trigger.execution_class (STANDARD | FLEX)
+    success_markers       BOOL  cdc: snapshot only: the trigger records _SUCCESS files
+    freshness_seconds     N   trigger.freshness_minutes * 60, where set (the sweep's lag over it)
     config    S     JSON of TableConfig.model_dump(mode="json", by_alias=True)
 
 A `sources:` entry is one item too (``table_id`` ``source:<id>``, ``kind`` ``source``, its ``prefix``,
@@ -42,6 +44,7 @@ KIND_SOURCE = "source"
 FOUND_BY = "found_by"
 HELD = "held"
 _BATCH = 25  # DynamoDB BatchWriteItem limit
+ITEMS_FILE = "items.json"  # the deploy's items (items_json), a file asset the custom resource names
 _MAX_ATTEMPTS = 8
 
 
@@ -127,6 +130,11 @@ def found_item(
         "min_interval_seconds": int(trigger.get("min_interval_seconds", 0)),
         "execution_class": trigger.get("execution_class", "STANDARD"),
         **({"success_markers": True} if settings.get("source", {}).get("cdc") == "snapshot" else {}),
+        **(
+            {"freshness_seconds": trigger["freshness_minutes"] * 60}
+            if trigger.get("freshness_minutes")
+            else {}
+        ),
         FOUND_BY: source_id,
         **({HELD: held, "held_needs_keys": needs_keys} if held else {}),
         "config": json.dumps(settings, sort_keys=True),
@@ -250,26 +258,48 @@ def truthy(value: Any) -> bool:
     return str(value).strip().lower() in {"true", "1", "yes"}
 
 
-def apply_custom_resource_event(event: Mapping[str, Any], *, client: Any | None = None) -> tuple[str, dict]:
+def read_items(props: Mapping[str, Any], *, s3: Any | None = None) -> list[Any]:
+    """The items a Custom::LakeloaderConfigSync request carries: the JSON object at ``ItemsBucket``/
+    ``ItemsKey`` (the deploy's file asset), or an ``Items`` JSON property (stacks synthesized before
+    the items moved to an asset; an update's rollback sends their properties back)."""
+    if "ItemsKey" in props:
+        where = f"s3://{props.get('ItemsBucket')}/{props['ItemsKey']}"
+        if s3 is None:
+            import boto3
+
+            s3 = boto3.client("s3")
+        try:
+            text = s3.get_object(Bucket=props["ItemsBucket"], Key=props["ItemsKey"])["Body"].read()
+        except Exception as exc:
+            raise ConfigStoreError(f"{where}: the config items could not be read: {exc}") from None
+    else:
+        where, text = "Items property", props.get("Items") or "[]"
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigStoreError(f"{where} is not JSON: {exc}") from None
+    if not isinstance(items, list):
+        raise ConfigStoreError(f"{where} must be a JSON list")
+    return items
+
+
+def apply_custom_resource_event(
+    event: Mapping[str, Any], *, client: Any | None = None, s3: Any | None = None
+) -> tuple[str, dict]:
     """Carry out one Custom::LakeloaderConfigSync request; return (physical id, response data).
 
-    Properties: ``TableName``, ``Items`` (JSON list of config items) and ``PruneOnDelete``
-    ("true" in stages whose data may be destroyed). Create and Update put every item and
-    delete items whose table_id left the config; Delete removes the resource's items only
-    when PruneOnDelete is true (never in prod) and otherwise leaves the table untouched.
+    Properties: ``TableName``, ``ItemsBucket`` and ``ItemsKey`` (the S3 object of the JSON list of
+    config items; see read_items) and ``PruneOnDelete`` ("true" in stages whose data may be
+    destroyed). Create and Update put every item and delete items whose table_id left the config;
+    Delete removes the resource's items only when PruneOnDelete is true (never in prod) and otherwise
+    leaves the table untouched.
     """
     request = event["RequestType"]
     props = event.get("ResourceProperties", {})
     table_name = props["TableName"]
     physical_id = f"{table_name}/config-sync"
     if request in ("Create", "Update"):
-        try:
-            items = json.loads(props.get("Items") or "[]")
-        except json.JSONDecodeError as exc:
-            raise ConfigStoreError(f"Items property is not JSON: {exc}") from None
-        if not isinstance(items, list):
-            raise ConfigStoreError("Items property must be a JSON list")
-        result = sync_items(table_name, items, client=client)
+        result = sync_items(table_name, read_items(props, s3=s3), client=client)
         return physical_id, {"Put": len(result.put), "Deleted": len(result.deleted)}
     if request == "Delete":
         physical_id = event.get("PhysicalResourceId") or physical_id
@@ -277,7 +307,7 @@ def apply_custom_resource_event(event: Mapping[str, Any], *, client: Any | None 
             log.info("config table %s: Delete leaves the items in place (PruneOnDelete is false)", table_name)
             return physical_id, {"Put": 0, "Deleted": 0}
         try:
-            ids = [item["table_id"] for item in json.loads(props.get("Items") or "[]")]
+            ids = [item["table_id"] for item in read_items(props, s3=s3)]
             deleted = delete_items(table_name, ids, client=client)
         except Exception as exc:  # the table may already be gone; never block a stack deletion
             log.warning("config table %s: prune on delete skipped: %s", table_name, exc)

@@ -120,6 +120,9 @@ METRICS_NAMESPACE = "lakeloader"
 # Dimensions of the per-table metrics: the stage's ledger table name, then the table id.
 METRIC_DIMENSIONS = ("Ledger", "TableId")
 PENDING_AGE_METRIC = "PendingAgeSeconds"  # the sweep's, per table: the table's lag
+# the sweep's, per table with trigger.freshness_minutes: its lag / its freshness (1: at the limit), so
+# one alarm with one threshold covers tables of different freshness (infra.monitoring)
+PENDING_AGE_OVER_FRESHNESS_METRIC = "PendingAgeOverFreshness"
 FILES_QUARANTINED_METRIC = "FilesQuarantined"  # the drain's, per table
 # the drain's, per table: commits the table disagreed with (lakeloader.reconciliation), published or not
 RECONCILIATION_MISMATCH_METRIC = "ReconciliationMismatch"

@@ -31,6 +31,9 @@ class Runtime:
     emr_release_label: str
     # The Hadoop client that the runtime's PySpark bundles: hadoop-aws must be the same version.
     hadoop: str
+    # Whether AWS captures the jobs' lineage by default ("Lineage for AWS Glue ETL jobs": Glue 6.1+
+    # registers the OpenLineage listener with the amazon_glue_api transport): infra.lineage.
+    aws_lineage: bool
 
     @property
     def spark_line(self) -> str:
@@ -71,6 +74,7 @@ RUNTIMES = {
             python="3.11",
             emr_release_label="emr-7.12.0",
             hadoop="3.3.4",
+            aws_lineage=False,
         ),
         # "Migrating AWS Glue for Spark jobs to AWS Glue version 6.0"; emr-spark-8.1.0 bundles
         # Spark 4.1.1-amzn-0, Iceberg 1.11.0-amzn-0 and Python 3.11 and 3.13.
@@ -83,6 +87,7 @@ RUNTIMES = {
             python="3.13",
             emr_release_label="emr-spark-8.1.0",
             hadoop="3.4.2",
+            aws_lineage=False,
         ),
     )
 }
@@ -147,6 +152,15 @@ def emr_release(label: str) -> tuple[int, int, int]:
         raise ValueError(f"{label!r} is not an EMR release label (emr-7.12.0, emr-spark-8.1.0)")
     major, minor, patch = (int(part) for part in found.groups())
     return major, minor, patch
+
+
+# The first EMR release that captures Spark lineage by default ("Lineage for Amazon EMR").
+EMR_LINEAGE_RELEASE = (8, 2, 0)
+
+
+def emr_captures_lineage(label: str) -> bool:
+    """Whether EMR release `label` registers AWS's OpenLineage listener by default (emr-spark-8.2.0+)."""
+    return emr_release(label) >= EMR_LINEAGE_RELEASE
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -20,8 +20,10 @@ from lakeloader.config import load_config
 from lakeloader.contract import new_run_id
 from lakeloader.inputs import batch_order
 from lakeloader.jobs.load import assign_inputs, run_tables, summary_table
+from lakeloader.lineage import LineageLog, TableNaming
 from lakeloader.progress import stderr_progress
 from lakeloader.spark import SparkSettings, build_session
+from lakeloader_dev.emulator.demo import show_lineage
 from lakeloader_dev.jars import spark_conf
 
 
@@ -60,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = SparkSettings(warehouse=config.warehouse, app_name="lakeloader-demo", extra_conf=spark_conf())
     stderr_progress("starting Spark (local, Iceberg warehouse on disk)")
     spark = build_session(settings)
+    lineage = LineageLog(
+        workdir / "lineage.jsonl", TableNaming.hadoop_catalog(config.warehouse), config.raw_root
+    )
     failed = False
     for title, files in waves:
         print(f"\n=== {title}: {len(files)} file(s) land in the raw zone ===")
@@ -70,12 +75,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  + {file.name}")
         tables = config.select(None)
         results = run_tables(
-            spark, tables, assign_inputs(config, tables, None), catalog=settings.catalog, run_id=new_run_id()
+            spark,
+            tables,
+            assign_inputs(config, tables, None),
+            catalog=settings.catalog,
+            run_id=new_run_id(),
+            lineage=lineage,
         )
         print(summary_table(results))
         failed = failed or any(r.status == "failed" for r in results)
         _show(spark, settings.catalog, config)
     spark.stop()
+    show_lineage(lineage.path, config.tables[0].id)
     print(
         f"\nDone. Warehouse: {config.warehouse}. Query it with:\n"
         f"  lakeloader sql --config {args.config} --warehouse {config.warehouse} "

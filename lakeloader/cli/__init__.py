@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from lakeloader.cli import reconcile_verb, stage_verbs
-from lakeloader.cli.session import configure, json_default, spark_session
+from lakeloader.cli.session import configure, json_default, lineage_log, spark_session
 from lakeloader.config import ConfigError, LakeConfig
 from lakeloader.config.sources import Discovery, discover, raw_keys
 from lakeloader.errors import LakeloaderError
@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the reason, never loaded again; a new version of it (changed size or time) is a new file",
     )
     run.add_argument("--reason", metavar="TEXT", help="why the --skip files are given up")
+    run.add_argument(
+        "--lineage-file",
+        metavar="PATH",
+        help="append each table's OpenLineage events (START, then COMPLETE or FAIL) to this JSON-lines "
+        "file; default: the config's lineage.file, else none (docs/operate.md#lineage)",
+    )
 
     sql = commands.add_parser(
         "sql",
@@ -241,7 +247,15 @@ def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
     for table_id, files in skips.items():
         if files:
             skip_files(spark, catalog, table_id, files, run_id, args.reason, stderr_progress)
-    results = run_tables(spark, tables, inputs, catalog=catalog, run_id=run_id, log_consumed=True)
+    results = run_tables(
+        spark,
+        tables,
+        inputs,
+        catalog=catalog,
+        run_id=run_id,
+        log_consumed=True,
+        lineage=lineage_log(config, args.lineage_file),
+    )
     print(summary_table(results))
     _print_held(args.discovery)
     return 1 if any(r.status == "failed" for r in results) else 0
@@ -262,19 +276,33 @@ def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.actor import identity
+    from lakeloader.contract import new_run_id
     from lakeloader.jobs.erase import ErasureNotVerifiedError, erase
+    from lakeloader.jobs.load import output_schema
     from lakeloader.progress import stderr_progress
 
     table = config.table(args.table)
     who = identity()
     spark, catalog = spark_session(config, f"lakeloader-erase-{table.id}")
+    lineage = lineage_log(config)
+    run = lineage.start("erase", table, new_run_id()) if lineage else None
     try:
         result = erase(
             spark, table, catalog=catalog, keys=args.key, where=args.where, who=who, progress=stderr_progress
         )
-    except ErasureNotVerifiedError as exc:  # deleted, but history still holds rows: exit 1, not 2
-        print(f"lakeloader: error: {exc}", file=sys.stderr)
-        return 1
+    except LakeloaderError as exc:
+        if run is not None:
+            run.finish(status="failed", counts={}, error=str(exc))
+        if isinstance(exc, ErasureNotVerifiedError):  # deleted, but history still holds rows: exit 1, not 2
+            print(f"lakeloader: error: {exc}", file=sys.stderr)
+            return 1
+        raise
+    if run is not None:
+        run.finish(
+            status="ok",
+            counts={"deleted": result.rows_erased},
+            schema=output_schema(spark, catalog, table),
+        )
     print(result.describe())
     return 0
 
@@ -286,14 +314,16 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
     tables = config.select(args.table)
     stderr_progress(f"maintaining {len(tables)} table(s); starting Spark")
     spark, catalog = spark_session(config, "lakeloader-maintain")
-    results = maintain_tables(spark, tables, catalog=catalog, progress=stderr_progress)
+    results = maintain_tables(
+        spark, tables, catalog=catalog, progress=stderr_progress, lineage=lineage_log(config)
+    )
     print(summary_table(results))
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
 def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.contract import new_run_id
-    from lakeloader.jobs.load import assign_inputs, summary_table
+    from lakeloader.jobs.load import assign_inputs, finish_lineage, summary_table
     from lakeloader.jobs.rebuild import RebuildRefusedError, rebuild_table, reset_input_log
     from lakeloader.progress import stderr_progress
 
@@ -302,6 +332,8 @@ def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
     run_id = new_run_id()
     stderr_progress(f"rebuild {run_id}: {table.id} from {len(files)} raw file(s); starting Spark")
     spark, catalog = spark_session(config, f"lakeloader-rebuild-{run_id}")
+    lineage = lineage_log(config)
+    run = lineage.start("rebuild", table, run_id) if lineage else None
     try:
         result = rebuild_table(
             spark,
@@ -312,12 +344,17 @@ def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
             progress=stderr_progress,
             raw_zone_erased=args.raw_zone_erased,
         )
-    except RebuildRefusedError:
-        raise
-    except LakeloaderError as exc:  # bad input: the table failed to rebuild and is as it was
+    except LakeloaderError as exc:
+        if run is not None:
+            run.finish(status="failed", counts={}, error=str(exc))
+        if isinstance(exc, RebuildRefusedError):
+            raise
+        # bad input: the table failed to rebuild and is as it was
         print(f"lakeloader: error: {exc}", file=sys.stderr)
         return 1
     reset_input_log(spark, catalog, table.id, files, run_id)
+    if run is not None:
+        finish_lineage(spark, catalog, run, result)
     print(summary_table([result]))
     return 0
 

@@ -31,6 +31,12 @@ def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
             "execution_class": table.trigger.execution_class,
             # cdc: snapshot: the trigger records the _SUCCESS file that completes a snapshot folder
             **({"success_markers": True} if table.source.cdc == "snapshot" else {}),
+            # the sweep publishes the table's lag over it, which one alarm watches (infra.monitoring)
+            **(
+                {"freshness_seconds": table.trigger.freshness_minutes * 60}
+                if table.trigger.freshness_minutes
+                else {}
+            ),
             "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
         }
         for table in cfg.tables

@@ -15,11 +15,26 @@ from lakeloader.config.table import TableConfig
 from lakeloader.contract import longest_prefix_matches
 
 
+class LineageConfig(_Strict):
+    """Where local runs write their OpenLineage events (lakeloader.lineage)."""
+
+    file: str = Field(
+        min_length=1,
+        description="JSON-lines file each run appends its OpenLineage events to (START, then COMPLETE or "
+        "FAIL, per table and verb); relative to the working directory",
+    )
+
+
 class LakeConfig(_Strict):
     """The whole configuration file."""
 
     raw_root: str = Field(default="examples/raw", description="Local folder or s3:// URI of the raw zone")
     warehouse: str = Field(default=".lakeloader/warehouse", description="Local folder or s3:// URI")
+    lineage: LineageConfig | None = Field(
+        default=None,
+        description="OpenLineage events of local runs (`lakeloader run`, maintain, erase, rebuild) as JSON "
+        "lines; default none. On AWS the runtime's lineage capture is the stage setting `lineage`",
+    )
     tables: list[TableConfig] = Field(default_factory=list)
     sources: list[SourceConfig] = Field(
         default_factory=list,

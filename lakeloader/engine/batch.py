@@ -89,7 +89,7 @@ def apply_files(
         if log_consumed and unlogged:  # committed by a run that was killed before it logged them
             commit.log_inputs(spark, catalog, table.id, unlogged, run_id)
         files = [f for f in files if commit.file_id(f) not in consumed]
-    result.files = len(files)
+    result.files, result.read = len(files), [f.name for f in files]
     # cdc: snapshot: one snapshot folder per batch (jobs.load), ordered by its name unless snapshot_by
     folder = (
         snapshots.snapshot_folder(table, files[0].name) if files and table.source.cdc == "snapshot" else None

@@ -19,6 +19,7 @@ class BatchResult:
     """What one batch did to its table (the job's LoadResult extends it into a row of its run summary)."""
 
     files: int = 0  # the files read; those an earlier commit consumed are not counted
+    read: list[str] = field(default_factory=list)  # their names (relative to the raw root), for lineage
     changes: int = 0
     inserted: int = 0
     updated: int = 0
@@ -37,6 +38,7 @@ class BatchResult:
         for counted in COUNTED:
             setattr(self, counted, getattr(self, counted) + getattr(other, counted))
         self.snapshot_id = other.snapshot_id or self.snapshot_id
+        self.read.extend(other.read)
         self.notes.extend(other.notes)
         self.quality = combine_reports(self.quality, other.quality)
         self.reconciliation = reconciliation.combine(self.reconciliation, other.reconciliation)

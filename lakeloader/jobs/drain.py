@@ -24,7 +24,7 @@ from lakeloader.contract import (
 from lakeloader.engine import COUNTED, report_counts
 from lakeloader.inputs import InputFile
 from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
-from lakeloader.jobs.load import LoadResult
+from lakeloader.jobs.load import LoadResult, finish_lineage
 from lakeloader.jobs.rebuild import rebuild_table
 from lakeloader.ledger import (
     DEFAULT_MAX_ATTEMPTS,
@@ -34,6 +34,7 @@ from lakeloader.ledger import (
     Ledger,
     LedgerObject,
 )
+from lakeloader.lineage import LineageLog
 
 _CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients
 _CLOUDWATCH: list = []
@@ -62,6 +63,7 @@ def drain_table(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     rebuild: bool = False,
     raw_zone_erased: bool = False,
+    lineage: LineageLog | None = None,
 ) -> LoadResult:
     """Merge every pending object of one table, batch by batch, holding the table's run lock;
     with `rebuild`, first build the table again from every object it loaded or has to load
@@ -78,6 +80,7 @@ def drain_table(
     for dead in ledger.abandon_dead_runs(table.id, run_id):
         log_event("run_abandoned", table_id=table.id, run_id=dead, correlation_id=cid)
     ledger.start_run(table.id, run_id, cid)
+    run = lineage.start("rebuild" if rebuild else "ingest", table, run_id) if lineage else None
     total = LoadResult(table.id, status="skipped")
     quarantined = 0
 
@@ -159,6 +162,8 @@ def drain_table(
             objects=total.files,
         )
         ledger.release_lock(table.id, run_id)
+        if run is not None:
+            finish_lineage(spark, catalog, run, total)
     log_event("table_done", correlation_id=cid, **asdict(total))
     publish_metrics(total, ledger.ledger_table, quarantined)
     return total
@@ -272,6 +277,7 @@ def drain_tables(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     rebuild: bool = False,
     raw_zone_erased: bool = False,
+    lineage: LineageLog | None = None,
 ) -> list[LoadResult]:
     """`drain_table` for each table, `parallel` at a time in one Spark session; results in table order.
 
@@ -292,6 +298,7 @@ def drain_tables(
                 max_attempts=max_attempts,
                 rebuild=rebuild,
                 raw_zone_erased=raw_zone_erased,
+                lineage=lineage,
             )
         except Exception as exc:  # one table's failure never stops the others
             log_event("table_failed", table_id=table.id, correlation_id=cid, error=str(exc))

@@ -16,6 +16,7 @@ from lakeloader.engine import BatchResult, apply_batch
 from lakeloader.errors import LakeloaderError, blamed_files, root_cause
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile, list_inputs, resolve_paths
+from lakeloader.lineage import COUNTS, LineageLog, TableRun
 from lakeloader.progress import Progress, stderr_progress, text_table
 
 
@@ -81,9 +82,11 @@ def run_tables(
     run_id: str,
     progress: Progress = stderr_progress,
     log_consumed: bool = False,
+    lineage: LineageLog | None = None,
 ) -> list[LoadResult]:
     """Load each table in turn (`lakeloader run`, the demos); one table's failure never stops the
-    others. `log_consumed`: remember consumed files in the input log (runs that have no ledger)."""
+    others. `log_consumed`: remember consumed files in the input log (runs that have no ledger);
+    `lineage`: each table's START and COMPLETE/FAIL events go there."""
     results = []
     for position, table in enumerate(tables, start=1):
 
@@ -93,18 +96,43 @@ def run_tables(
         files = inputs.get(table.id, [])
         if log_consumed:
             files = _without_skipped(spark, table, files, catalog, table_progress)
-        results.append(
-            _load_setting_aside(
-                spark,
-                table,
-                files,
-                catalog=catalog,
-                run_id=run_id,
-                progress=table_progress,
-                log_consumed=log_consumed,
-            )
+        run = lineage.start("ingest", table, run_id) if lineage else None
+        result = _load_setting_aside(
+            spark,
+            table,
+            files,
+            catalog=catalog,
+            run_id=run_id,
+            progress=table_progress,
+            log_consumed=log_consumed,
         )
+        if run is not None:
+            finish_lineage(spark, catalog, run, result)
+        results.append(result)
     return results
+
+
+def finish_lineage(spark: SparkSession, catalog: str, run: TableRun, result: LoadResult) -> None:
+    """The table run's COMPLETE or FAIL event: its counts, the raw files it read, its snapshot and the
+    table's schema as it is now."""
+    run.finish(
+        status=result.status,
+        counts={name: getattr(result, name) for name in COUNTS},
+        raw_files=result.read,
+        snapshot_id=result.snapshot_id,
+        schema=output_schema(spark, catalog, run.table),
+        error=result.error,
+    )
+
+
+def output_schema(spark: SparkSession, catalog: str, table: TableConfig) -> list[tuple[str, str]] | None:
+    """The target's columns and Spark types, or None when the table does not exist (yet)."""
+    from lakeloader.s3_tables import target_name
+
+    name = target_name(spark, catalog, table)
+    if not spark.catalog.tableExists(name):
+        return None
+    return [(f.name, f.dataType.simpleString()) for f in spark.table(name).schema.fields]
 
 
 def skip_files(

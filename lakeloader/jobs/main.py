@@ -18,6 +18,7 @@ from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.jobs.drain import drain_tables, log_event
 from lakeloader.jobs.load import LoadResult
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
+from lakeloader.lineage import JOB_NAMESPACE, OPENLINEAGE_APP_NAME, open_log
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,12 +72,20 @@ class JobStart:
     cid: str
     dynamodb: Any
 
-    def spark(self, runtime: str, name: str) -> tuple[SparkSettings, SparkSession]:
-        """The run's session (named after what it runs) and the settings that name its catalog."""
+    def spark(self, runtime: str, name: str, verb: str) -> tuple[SparkSettings, SparkSession]:
+        """The run's session (named after what it runs) and the settings that name its catalog.
+
+        The OpenLineage listener that Glue 6.1+ and EMR 8.2+ (or the stage's DataZone setting) register
+        names its jobs after `spark.openlineage.appName`, else the app name, which holds this run's id:
+        `lakeloader.<verb>` keeps one job per verb and table across runs (the listener appends the
+        output table's name to it)."""
         from lakeloader.spark import SparkSettings, build_session
 
         settings = SparkSettings(
-            runtime=runtime, warehouse=self.config.warehouse, app_name=f"lakeloader-{name}-{self.cid}"
+            runtime=runtime,
+            warehouse=self.config.warehouse,
+            app_name=f"lakeloader-{name}-{self.cid}",
+            extra_conf={OPENLINEAGE_APP_NAME: f"{JOB_NAMESPACE}.{verb}"},
         )
         return settings, build_session(settings)
 
@@ -147,7 +156,8 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
     tables = job.config.select(wanted) if wanted else [] if table_ids else job.config.select(None)
     ledger = Ledger(job.dynamodb, args[contract.ARG_LEDGER_TABLE], args[contract.ARG_RUNS_TABLE])
     name = table_ids[0] if len(table_ids) == 1 else f"{len(table_ids)}-tables" if table_ids else "all"
-    settings, spark = job.spark(runtime, name)
+    settings, spark = job.spark(runtime, name, "rebuild" if rebuild["rebuild"] else "ingest")
+    lineage = open_log(None, warehouse=job.config.warehouse, raw_root=job.config.raw_root)
     results = unknown + drain_tables(
         spark,
         tables,
@@ -157,6 +167,7 @@ def ingest_main(args: Mapping[str, str], *, runtime: str) -> int:
         cid=job.cid,
         parallel=parallel,
         max_attempts=max_attempts,
+        lineage=lineage,
         **rebuild,
     )
     return _finish(results, summary_table(results))
@@ -176,12 +187,13 @@ def maintain_main(args: Mapping[str, str], *, runtime: str) -> int:
     job = _start(args)
     table_id = args.get(contract.ARG_TABLE_ID) or ""
     tables = job.config.select([table_id] if table_id else None)
-    settings, spark = job.spark(runtime, f"maintain-{table_id or 'all'}")
+    settings, spark = job.spark(runtime, f"maintain-{table_id or 'all'}", "maintain")
     results = maintain_tables(
         spark,
         tables,
         catalog=settings.catalog,
         progress=lambda m: log_event("progress", message=m, correlation_id=job.cid),
+        lineage=open_log(None, warehouse=job.config.warehouse, raw_root=job.config.raw_root),
     )
     for result in results:
         log_event("maintenance_done", correlation_id=job.cid, **asdict(result))

@@ -17,11 +17,13 @@ from pyspark.sql import SparkSession
 from lakeloader import iceberg, s3_tables
 from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
+from lakeloader.contract import new_run_id
 from lakeloader.engine import tombstones
 from lakeloader.errors import LakeloaderError, first_line
 from lakeloader.faults import crash_point
 from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.jobs import retention
+from lakeloader.lineage import LineageLog
 from lakeloader.progress import Progress, no_progress, text_table
 from lakeloader.spark import table_exists
 from lakeloader.sql import literal, timestamp_literal
@@ -263,18 +265,29 @@ def maintain_tables(
     *,
     catalog: str,
     progress: Progress = no_progress,
+    lineage: LineageLog | None = None,
 ) -> list[MaintenanceResult]:
+    """`maintain_table` for each table; one table's failure never stops the others. `lineage`: each
+    table's START and COMPLETE/FAIL events (job `lakeloader.maintain.<table>`, type MAINTENANCE)."""
+    from lakeloader.jobs.load import output_schema
+
     results = []
+    run_id = new_run_id()
     for position, table in enumerate(tables, start=1):
 
         def table_progress(message: str, _id: str = table.id, _n: int = position) -> None:
             progress(f"[{_n}/{len(tables)} {_id}] {message}")
 
+        run = lineage.start("maintain", table, run_id) if lineage else None
         try:
-            results.append(maintain_table(spark, table, catalog=catalog, progress=table_progress))
+            result = maintain_table(spark, table, catalog=catalog, progress=table_progress)
         except Exception as exc:  # one table's failure never stops the others
-            results.append(MaintenanceResult(table.id, status="failed", error=first_line(exc)))
+            result = MaintenanceResult(table.id, status="failed", error=first_line(exc))
             table_progress(f"failed: {first_line(exc)}")
+        if run is not None:
+            schema = output_schema(spark, catalog, table)
+            run.finish(status=result.status, counts={}, schema=schema, error=result.error)
+        results.append(result)
     return results
 
 

@@ -188,7 +188,8 @@ class Trigger:
             read_back = list(pool.map(read, routes))
         in_window = {table_id: opens_at for table_id, opens_at, _ in read_back if opens_at > now}
         open_objects = {table_id: pending for table_id, _, pending in read_back}
-        publish_pending_age(self.settings.ledger_table, open_objects, now)
+        freshness = {r.table_id: r.freshness_seconds for r in routes}
+        publish_pending_age(self.settings.ledger_table, open_objects, now, freshness)
         # failed files alone start no run (a failure that is not a file's would repeat every sweep);
         # the next run of their table retries them
         due = [

@@ -1,8 +1,10 @@
 """PendingAgeSeconds: how long each table's oldest file still to load has waited, measured by the
-sweep and written as CloudWatch embedded-metric log lines (no API call, no extra permission).
+sweep and written as CloudWatch embedded-metric log lines (no API call, no extra permission); and,
+for a table with `trigger.freshness_minutes`, PendingAgeOverFreshness: that wait over its freshness.
 
-Dimensions Ledger (the stage's ledger table: stages of one account never mix) and TableId; the
-stack alarms on it per table with `trigger.freshness_minutes` (infra.monitoring).
+Dimensions Ledger (the stage's ledger table: stages of one account never mix) and TableId. The stack
+has one alarm at PendingAgeOverFreshness >= 1 over every table (infra.monitoring): one threshold serves
+tables of any freshness.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ from datetime import datetime
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from lakeloader.contract import METRIC_DIMENSIONS, METRICS_NAMESPACE, PENDING_AGE_METRIC, TABLE_HELD_METRIC
+from lakeloader.contract import (
+    METRIC_DIMENSIONS,
+    METRICS_NAMESPACE,
+    PENDING_AGE_METRIC,
+    PENDING_AGE_OVER_FRESHNESS_METRIC,
+    TABLE_HELD_METRIC,
+)
 from lakeloader.ledger import LedgerObject
 
 
@@ -38,14 +46,30 @@ def publish_table_held(ledger_table: str, table_id: str) -> None:
 
 
 def publish_pending_age(
-    ledger_table: str, open_objects: Mapping[str, Sequence[LedgerObject]], now: float
+    ledger_table: str,
+    open_objects: Mapping[str, Sequence[LedgerObject]],
+    now: float,
+    freshness_seconds: Mapping[str, int],
 ) -> None:
+    """Each table's PendingAgeSeconds, and PendingAgeOverFreshness where `freshness_seconds` has the
+    table (its trigger.freshness_minutes in seconds)."""
     for table_id, objects in open_objects.items():
+        age = pending_age_seconds(objects, now)
+        dimensions = dict(zip(METRIC_DIMENSIONS, (ledger_table, table_id), strict=True))
         with single_metric(
             name=PENDING_AGE_METRIC,
             unit=MetricUnit.Seconds,
-            value=pending_age_seconds(objects, now),
+            value=age,
             namespace=METRICS_NAMESPACE,
-            default_dimensions=dict(zip(METRIC_DIMENSIONS, (ledger_table, table_id), strict=True)),
+            default_dimensions=dimensions,
         ):
             pass  # written when the block closes
+        if freshness_seconds.get(table_id):
+            with single_metric(
+                name=PENDING_AGE_OVER_FRESHNESS_METRIC,
+                unit=MetricUnit.NoUnit,
+                value=age / freshness_seconds[table_id],
+                namespace=METRICS_NAMESPACE,
+                default_dimensions=dimensions,
+            ):
+                pass

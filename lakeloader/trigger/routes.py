@@ -30,6 +30,7 @@ ROUTE_ATTRIBUTES = (
     "source",
     FOUND_BY,
     HELD,
+    "freshness_seconds",
 )
 
 
@@ -46,6 +47,7 @@ class TableRoute:
     success_markers: bool = False  # cdc: snapshot: a _SUCCESS file completes a snapshot, so it is recorded
     found_by: str = ""  # the source whose layout named it (lakeloader.discovery); "" for a declared table
     held: str = ""  # found, and waiting for its key columns: why
+    freshness_seconds: int = 0  # trigger.freshness_minutes * 60; 0: none (the sweep's lag metric over it)
 
     @property
     def batched(self) -> bool:
@@ -103,6 +105,7 @@ def route_for(item: Mapping[str, Any]) -> TableRoute | None:
         success_markers=item.get("success_markers") is True,
         found_by=str(item.get(FOUND_BY) or ""),
         held=str(item.get(HELD) or ""),
+        freshness_seconds=_window(item.get("freshness_seconds")),
     )
 
 

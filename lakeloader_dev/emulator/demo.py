@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from lakeloader import runtimes
+from lakeloader import lineage, runtimes
 from lakeloader.config import load_config
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.jobs.load import assign_inputs
@@ -124,7 +124,12 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
 
     say = Clock()
     runtime = runtimes.local()  # the stage runs on it: the emulator runs jobs on this venv's Spark only
-    config_path = str(demo_config(config_path, Path(".lakeloader/demo-emulator")))
+    workdir = Path(".lakeloader/demo-emulator")
+    config_path = str(demo_config(config_path, workdir))
+    # every Glue/EMR run of the stage appends its tables' OpenLineage events here (lakeloader.lineage)
+    lineage_file = (workdir / "lineage.jsonl").resolve()
+    lineage_file.unlink(missing_ok=True)
+    os.environ[lineage.FILE_ENV] = str(lineage_file)
     config = load_config(config_path)
     samples = _with_s3_tables_samples(assign_inputs(config, config.tables, None))
     ordered = {table_id: batch_order(files) for table_id, files in samples.items() if files}
@@ -171,6 +176,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
         _show_tables(stack, config, say, deployment.outputs.get("TableBucketArn"), emulator.runtime)
         print(f"\n{BOLD}Run history (DynamoDB {stack.runs_table}){RESET}")
         print(run_summary(latest_runs(stack, [t.id for t in config.tables])))
+        show_lineage(lineage_file, config.tables[0].id)
         lambdas = [i for i in emulator.journal.invocations if i.function.endswith("s3-arrival")]
         runs = emulator.journal.runs
         ok = sum(r.state in ("SUCCEEDED", "SUCCESS") for r in runs)
@@ -181,9 +187,17 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
             f"{time.monotonic() - say.start:.0f} s in all."
         )
     finally:
+        os.environ.pop(lineage.FILE_ENV, None)
         say("tearing down the emulator (its state was in memory)")
         emulator.stop()
     return 1 if failed else 0
+
+
+def show_lineage(path: Path, table_id: str) -> None:
+    """One table's lineage, as its runs' OpenLineage events tell it: raw prefix and files in, table out."""
+    print(f"\n{BOLD}Lineage of {table_id}{RESET}  {DIM}(OpenLineage events: {path}){RESET}")
+    found = lineage.describe(lineage.read_events(path), table_id) if path.is_file() else []
+    print("\n".join(found) if found else f"{RED}no lineage event of {table_id}{RESET}")
 
 
 def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeloader import runtimes
+from lakeloader import lineage, runtimes
 from lakeloader.spark import JARS_ENV
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.jars import spark_conf
@@ -46,6 +46,7 @@ _PASS_THROUGH = (
     "JAVA_HOME",
     "SPARK_LOCAL_IP",
     "LAKELOADER_CACHE",
+    lineage.FILE_ENV,  # the demo's and a user's lineage file (lakeloader.lineage)
 )
 
 

@@ -2,8 +2,8 @@
 
 Deployed by infra/config_store.py with what this file imports of `lakeloader` next to it
 (`config_store` and its codec: boto3 and the standard library only; no pydantic on Lambda).
-The resource passes the items as a JSON string property, so any config change changes the
-template and CloudFormation sends an Update.
+The resource names the items' S3 object (a file asset whose key is its content hash), so any
+config change changes the template and CloudFormation sends an Update.
 
 The function is the custom resource's service token, so it answers CloudFormation itself:
 a PUT of the result to the pre-signed ResponseURL.

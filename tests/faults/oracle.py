@@ -3,7 +3,7 @@
 A workload is a DMS source stream (a full load, then inserts, updates and deletes with
 `last_update_time` and `AR_H_CHANGE_SEQ`) cut into files, then delivered out of order: files
 shuffled, re-delivered, and DMS-style replays (a copy of an earlier stretch of the stream under a new
-name) arriving late. The expected table is computed from the files alone, by the rules the README
+name) arriving late. The expected table is computed from the files alone, by the rules docs/loading.md
 states (lakeloader.engine.sequence): the sequence tuple orders changes, NULL is the oldest, an equal tuple
 is the same change; a key's state is its newest change, and a change not newer than a key's delete
 is ignored (a tombstone), a newer one brings the key back.

@@ -67,6 +67,21 @@ def synthesize(outdir: Path, stage: str, **overrides: Any) -> Synth:
     )
 
 
+def config_items(built: Synth) -> list[dict[str, Any]]:
+    """The items the config sync writes, as deployed: the file asset its ItemsKey names, read from the
+    cloud assembly (the stack's asset manifest maps the S3 key to the staged file)."""
+    _, sync = built.resource("Custom::LakeloaderConfigSync")
+    key = sync["Properties"]["ItemsKey"]
+    assembly = built.template_path.parent
+    manifest = json.loads((assembly / f"{built.stack.artifact_id}.assets.json").read_text())
+    [source] = [
+        asset["source"]["path"]
+        for asset in manifest["files"].values()
+        if any(d["objectKey"] == key for d in asset["destinations"].values())
+    ]
+    return json.loads((assembly / source).read_text())
+
+
 def logical_ids(built: Synth, construct: str) -> list[str]:
     """The logical ids of the resources under one of the stack's constructs (`Network`, `Storage`):
     a deployed resource's identity, which a renamed construct changes (CloudFormation then replaces

@@ -7,15 +7,14 @@ from __future__ import annotations
 import json
 
 from lakeloader.canary import CANARY_DATABASE, CANARY_PREFIX, canary_table
-from tests.infra.cdk_helpers import join, statements
+from tests.infra.cdk_helpers import config_items, join, statements
 
 CANARIES = {"lakeloader_canary.glue": "glue", "lakeloader_canary.emr": "emr"}
 
 
 def test_every_stage_deploys_a_canary_table_per_engine_that_runs_at_once(stage_synth):
     """Even prod, whose defaults are a 900 s window and FLEX: a verify must not wait for them."""
-    _, resource = stage_synth.resource("Custom::LakeloaderConfigSync")
-    items = {i["table_id"]: i for i in json.loads(resource["Properties"]["Items"])}
+    items = {i["table_id"]: i for i in config_items(stage_synth)}
     for table_id, engine in CANARIES.items():
         item = items[table_id]
         assert (item["prefix"], item["engine"], item["enabled"]) == (
@@ -45,8 +44,7 @@ def test_both_engines_read_the_canary_prefixes_and_the_canary_database_exists(st
             if s.get("Sid") == "ReadRawTablePrefixes"
         ]
         resources = [join(r) for r in read["Resource"]]
-        for engine in CANARIES.values():
-            assert any(r.endswith(f"/{CANARY_PREFIX}{engine}/*") for r in resources), (role, resources)
+        assert any(r.endswith(f"/{CANARY_PREFIX}*") for r in resources), (role, resources)
     names = [
         join(d["Properties"]["DatabaseInput"]["Name"])
         for d in stage_synth.resources("AWS::Glue::Database").values()

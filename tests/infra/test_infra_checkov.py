@@ -102,7 +102,7 @@ def test_every_acknowledgement_silences_a_finding(synth, scanned, variant):
 
 
 def test_print_the_figures(scanned, capsys):
-    """The README's scanner figures (`pytest tests/infra/test_infra_checkov.py -s` prints them)."""
+    """docs/development.md's scanner figures (`pytest tests/infra/test_infra_checkov.py -s` prints them)."""
     with capsys.disabled():
         for variant in VARIANTS:
             checks = scanned[variant]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from aws_cdk.assertions import Match
@@ -11,7 +12,7 @@ from infra.app import config_path
 from infra.settings import with_stage_defaults
 from lakeloader.canary import with_canaries
 from lakeloader.config import TableConfig, load_config
-from tests.infra.cdk_helpers import as_list, statements
+from tests.infra.cdk_helpers import as_list, config_items, join, statements
 
 
 def table(synth, name: str) -> dict:
@@ -52,13 +53,13 @@ def test_tables_are_on_demand_with_pitr_and_the_stage_key(stage_synth):
     assert names == {f"lakeloader-{stage_synth.stage}-{n}" for n in ("config", "ledger", "runs")}
 
 
-def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth):
+def test_config_sync_carries_the_validated_config_as_a_file_asset(stage_synth):
     _, resource = stage_synth.resource("Custom::LakeloaderConfigSync")
     props = resource["Properties"]
     lake = with_stage_defaults(
         load_config(config_path(stage_synth.app)), stage_synth.stack.stage.settings.batching
     )
-    items = json.loads(props["Items"])
+    items = config_items(stage_synth)
     assert [i["table_id"] for i in items] == [
         *("crm.customers", "sales.order_lines", "inventory.products"),
         *("lakeloader_canary.glue", "lakeloader_canary.emr"),  # always (lakeloader.canary)
@@ -71,6 +72,18 @@ def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth
             table.enabled,
             table.engine,
         )
+    # the template names the object (the bootstrap's assets bucket, a key that is the content's hash)
+    # and carries no table: its size does not grow with the config (docs/scale.md)
+    assert set(props) == {
+        "ServiceToken",
+        "ServiceTimeout",
+        "TableName",
+        "ItemsBucket",
+        "ItemsKey",
+        "PruneOnDelete",
+    }
+    assert re.fullmatch(r"[0-9a-f]{64}\.json", props["ItemsKey"])
+    assert "cdk-hnb659fds-assets-" in join(props["ItemsBucket"])
     assert props["TableName"] == {"Ref": stage_synth.logical_id(stage_synth.stack.config_store.config_table)}
     assert props["ServiceToken"] == {
         "Fn::GetAtt": [stage_synth.logical_id(stage_synth.stack.config_store.sync_function.function), "Arn"]
@@ -78,14 +91,15 @@ def test_config_sync_carries_the_validated_config_as_a_json_property(stage_synth
     assert props["PruneOnDelete"] == ("true" if stage_synth.stage == "dev" else "false")
 
 
-def test_a_config_change_changes_the_template(synth, tmp_path):
+def test_a_config_change_changes_the_template(synth, dev, tmp_path):
     source = Path(__file__).resolve().parents[2] / "config" / "tables.yaml"
     changed = tmp_path / "tables.yaml"
     changed.write_text(source.read_text().replace("inventory/products/", "inventory/items/"))
-    items = json.loads(
-        synth("dev", config=str(changed)).resource("Custom::LakeloaderConfigSync")[1]["Properties"]["Items"]
-    )
-    assert {i["table_id"]: i["prefix"] for i in items}["inventory.products"] == "inventory/items/"
+    moved = synth("dev", config=str(changed))
+    prefixes = {i["table_id"]: i["prefix"] for i in config_items(moved)}
+    assert prefixes["inventory.products"] == "inventory/items/"
+    key = moved.resource("Custom::LakeloaderConfigSync")[1]["Properties"]["ItemsKey"]
+    assert key != dev.resource("Custom::LakeloaderConfigSync")[1]["Properties"]["ItemsKey"]  # an Update
 
 
 def test_sync_function_may_only_write_the_config_table(dev):
@@ -101,6 +115,10 @@ def test_sync_function_may_only_write_the_config_table(dev):
             "Resource": {"Fn::GetAtt": [table_id, "Arn"]},
         }
     ]
+    # and read this deploy's items object, no other
+    [s3] = [s for s in statements(dev, role_id) if any(a.startswith("s3:") for a in as_list(s["Action"]))]
+    key = dev.resource("Custom::LakeloaderConfigSync")[1]["Properties"]["ItemsKey"]
+    assert (s3["Action"], join(s3["Resource"]).endswith(f"/{key}")) == ("s3:GetObject", True)
     dev.template.has_resource_properties(
         "AWS::Lambda::Function",
         {"FunctionName": "lakeloader-dev-config-sync", "Runtime": "python3.12", "Handler": "handler.handler"},
@@ -114,9 +132,7 @@ def test_sync_function_may_only_write_the_config_table(dev):
 def test_the_stage_batches_and_runs_flex_the_tables_that_do_not_say_otherwise(stage_synth):
     """prod's defaults (cdk.json): a 900 s window and FLEX; a table's own trigger settings win."""
     _, resource = stage_synth.resource("Custom::LakeloaderConfigSync")
-    deployed = {
-        i["table_id"]: json.loads(i["config"])["trigger"] for i in json.loads(resource["Properties"]["Items"])
-    }
+    deployed = {i["table_id"]: json.loads(i["config"])["trigger"] for i in config_items(stage_synth)}
     batching = stage_synth.stack.stage.settings.batching
     expected = (900, "FLEX") if stage_synth.stage == "prod" else (0, "STANDARD")
     assert (batching.window_seconds, batching.execution_class) == expected
@@ -140,8 +156,7 @@ def test_a_config_of_one_source_deploys_its_entry_for_the_lambda(synth, tmp_path
         "    defaults: {sequence_by: last_update_time}\n    keys: {'*': [id]}\n"
     )
     synthesized = synth("dev", config=str(config))
-    items = json.loads(synthesized.resource("Custom::LakeloaderConfigSync")[1]["Properties"]["Items"])
-    [source] = [i for i in items if i["table_id"] == "source:erp"]
+    [source] = [i for i in config_items(synthesized) if i["table_id"] == "source:erp"]
     assert (source["kind"], source["prefix"]) == ("source", "erp/")
     entry = json.loads(source["source"])
     assert entry["keys"] == {"*": ["id"]} and entry["defaults"]["target"] == {"storage": "glue"}

@@ -104,11 +104,11 @@ def test_job_roles_reach_only_their_prefixes(dev, role):
     )
     allowed = {
         f"${{{raw}.Arn}}",
-        f"${{{raw}.Arn}}/crm/public/customers/*",
-        f"${{{raw}.Arn}}/inventory/products/*",
-        f"${{{raw}.Arn}}/sales/public/order_lines/*",
-        f"${{{raw}.Arn}}/lakeloader-canary/glue/*",  # the canary tables every stage deploys
-        f"${{{raw}.Arn}}/lakeloader-canary/emr/*",
+        # the tables' source folders, not each table's prefix: one grant a source (docs/scale.md)
+        f"${{{raw}.Arn}}/crm/*",
+        f"${{{raw}.Arn}}/inventory/*",
+        f"${{{raw}.Arn}}/sales/*",
+        f"${{{raw}.Arn}}/lakeloader-canary/*",  # the canary tables every stage deploys
         f"${{{curated}.Arn}}",
         f"${{{curated}.Arn}}/warehouse/*",
         f"${{{quarantine}.Arn}}",

@@ -22,7 +22,8 @@ policies with IAM's wildcard and condition rules (tests/infra/iam_eval.py):
   window_opens_at, claim_window, unclaim_window for batched tables); glue:StartJobRun (FLEX runs too:
   same action); emr-serverless:StartJobRun with iam:PassRole of the EMR role; its log group; its
   dead-letter queue.
-* Config sync Lambda (lakeloader.config_store.sync_items): Scan and BatchWriteItem.
+* Config sync Lambda (lakeloader.config_store.sync_items): Scan and BatchWriteItem; GetObject of the
+  items' file asset (read_items).
 * Maintenance state machine: the Glue .sync integration and sns:Publish on failure; the schedule's
   role starts the state machine.
 """
@@ -38,6 +39,7 @@ import pytest
 
 from lakeloader.contract import METRICS_NAMESPACE
 from lakeloader.engine.tombstones import SUFFIX as TOMBSTONES
+from tests.infra.cdk_helpers import config_items
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, matches, role_statements
 
 ARN = f"{REGION}:{ACCOUNT}"
@@ -75,8 +77,9 @@ def dynamodb_arn(table: str) -> str:
 class Stack:
     """The synthesized template with its intrinsics resolved, and lookups by what code receives."""
 
-    def __init__(self, template: dict[str, Any]) -> None:
+    def __init__(self, template: dict[str, Any], items: list[dict[str, Any]]) -> None:
         self.template = template
+        self.items = items  # the config sync's (a file asset the template names)
         self.resources: dict[str, dict[str, Any]] = template["Resources"]
         self.resolve = Resolver(template)
 
@@ -113,8 +116,7 @@ class Stack:
 
     def table_configs(self) -> list[dict[str, Any]]:
         """The table configs the config-sync custom resource writes (what the jobs and trigger read)."""
-        (sync,) = self.of_type("Custom::LakeloaderConfigSync").values()
-        return [json.loads(item["config"]) for item in json.loads(sync["Items"])]
+        return [json.loads(item["config"]) for item in self.items]
 
     def database_location(self, name: str) -> str:
         """The LocationUri of the stack's Glue database `name` (where Iceberg puts its tables)."""
@@ -304,6 +306,8 @@ def config_sync_needs(stack: Stack) -> dict[str, list[Need]]:
     ]  # fmt: skip
     table = stack.resolve(sync["TableName"])
     needs = dynamodb(stack, table, ["Scan", "BatchWriteItem"], "config_store.sync_items / delete_items")
+    items = f"arn:aws:s3:::{stack.resolve(sync['ItemsBucket'])}/{sync['ItemsKey']}"
+    needs.append(Need("s3:GetObject", items, "config_store.read_items: this deploy's items"))
     needs += kms(stack.table_key_arn(table), ["Encrypt", "GenerateDataKey"], "config table writes")
     needs += log_group_needs(stack, function, "the function's log lines")
     return {stack.role_id(function["Role"]): needs}
@@ -363,7 +367,7 @@ def missing(stack: Stack, needs: dict[str, list[Need]]) -> list[str]:
 
 @pytest.mark.parametrize("role", sorted(ROLE_NEEDS))
 def test_role_may_do_what_its_code_does(stage_synth, role):
-    stack = Stack(stage_synth.template_json)
+    stack = Stack(stage_synth.template_json, config_items(stage_synth))
     needs = ROLE_NEEDS[role](stack)
     assert needs and all(needs.values()), f"{role}: no role or no needs found"
     gaps = missing(stack, needs)

@@ -6,8 +6,6 @@ import json
 
 from aws_cdk.assertions import Match
 
-from infra.app import DEFAULT_CONFIG, REPO_ROOT
-from lakeloader.config import load_config
 from tests.infra.cdk_helpers import join, statements
 
 
@@ -95,12 +93,6 @@ def test_every_alarm_notifies_the_topic(stage_synth):
         for a in stage_synth.resources("AWS::CloudWatch::Alarm").values()
     }
     prefix = f"lakeloader-{stage_synth.stage}-"
-    tables = load_config(REPO_ROOT / DEFAULT_CONFIG).tables
-    per_table = [f"quarantined-{t.id}" for t in tables] + [
-        f"stale-{t.id}" for t in tables if t.trigger.freshness_minutes
-    ]
-    per_table += [f"reconciliation-{t.id}" for t in tables if t.mode in ("merge", "scd2")]
-    assert per_table and any(name.startswith("stale-") for name in per_table)
     stage_wide = [
         "emr-job-failures",
         "glue-job-failures",
@@ -109,66 +101,44 @@ def test_every_alarm_notifies_the_topic(stage_synth):
         "s3-arrival-errors",
         "s3-arrival-throttles",
     ]
-    assert sorted(alarms) == sorted(prefix + name for name in stage_wide + per_table)
+    every_table = ["quarantined", "reconciliation", "stale"]  # one alarm each, however many tables
+    assert sorted(alarms) == sorted(prefix + name for name in stage_wide + every_table)
     assert all(a["AlarmActions"] == [topic] for a in alarms.values())
     assert all(
         a["Threshold"] == 1 and a["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-        for name, a in alarms.items()
-        if "-stale-" not in name
+        for a in alarms.values()
     )
 
 
-def test_each_table_alarms_on_quarantined_files_and_on_lag_past_its_freshness(dev):
+def per_table_query(alarm: dict, ledger_ref: str) -> str:
+    """The Metrics Insights query of an alarm over every table, with its ledger's Ref as `<ledger>`."""
+    [query] = alarm["Metrics"]
+    assert (query["ReturnData"], query["Period"]) == (True, 300)
+    return join(query["Expression"]).replace("${" + ledger_ref + "}", "<ledger>")
+
+
+def test_one_alarm_per_metric_watches_every_table_of_the_stage_by_table_id(dev):
+    """Quarantined files, an unreconciled commit and lag past a table's freshness: each one alarm on a
+    Metrics Insights query of this stage's ledger grouped by TableId, so each table is a contributor
+    and its notification names it; the sweep publishes the lag over the freshness, so one threshold
+    (1) serves tables of any freshness_minutes (tests/unit/test_batching.py)."""
     alarms = {
         a["Properties"]["AlarmName"]: a["Properties"]
         for a in dev.resources("AWS::CloudWatch::Alarm").values()
     }
-    ledger = {"Ref": dev.logical_id(dev.stack.config_store.ledger_table)}
-    dimensions = [{"Name": "Ledger", "Value": ledger}, {"Name": "TableId", "Value": "crm.customers"}]
-    quarantined = alarms["lakeloader-dev-quarantined-crm.customers"]
-    assert watched(quarantined) == {
-        "Namespace": "lakeloader",
-        "MetricName": "FilesQuarantined",
-        "Dimensions": dimensions,
+    ledger = dev.logical_id(dev.stack.config_store.ledger_table)
+    where = 'FROM SCHEMA("lakeloader", "Ledger", "TableId") WHERE "Ledger" = \'<ledger>\' GROUP BY "TableId"'
+    expected = {
+        "quarantined": (f'SELECT SUM("FilesQuarantined") {where} ORDER BY SUM() DESC', 1),
+        "reconciliation": (f'SELECT SUM("ReconciliationMismatch") {where} ORDER BY SUM() DESC', 1),
+        "stale": (f'SELECT MAX("PendingAgeOverFreshness") {where} ORDER BY MAX() DESC', 3),
     }
-    assert (quarantined["Statistic"], quarantined["Threshold"]) == ("Sum", 1)
-    stale = alarms["lakeloader-dev-stale-crm.customers"]
-    assert watched(stale) == {
-        "Namespace": "lakeloader",
-        "MetricName": "PendingAgeSeconds",
-        "Dimensions": dimensions,
-    }
-    assert (stale["Statistic"], stale["Threshold"], stale["ComparisonOperator"]) == (
-        "Maximum",
-        60 * 60,
-        "GreaterThanOrEqualToThreshold",
-    )
-    assert not any(name.startswith("lakeloader-dev-stale-sales") for name in alarms)  # no freshness set
-
-
-def test_each_merged_table_alarms_on_a_commit_that_did_not_reconcile(dev):
-    alarms = {
-        a["Properties"]["AlarmName"]: a["Properties"]
-        for a in dev.resources("AWS::CloudWatch::Alarm").values()
-    }
-    ledger = {"Ref": dev.logical_id(dev.stack.config_store.ledger_table)}
-    dimensions = [{"Name": "Ledger", "Value": ledger}, {"Name": "TableId", "Value": "crm.customers"}]
-    mismatch = alarms["lakeloader-dev-reconciliation-crm.customers"]
-    assert watched(mismatch) == {
-        "Namespace": "lakeloader",
-        "MetricName": "ReconciliationMismatch",
-        "Dimensions": dimensions,
-    }
-    assert (mismatch["Statistic"], mismatch["Threshold"], mismatch["ComparisonOperator"]) == (
-        "Sum",
-        1,
-        "GreaterThanOrEqualToThreshold",
-    )
-    assert mismatch["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic.topic)}]
-    assert "reconcile.on_mismatch: alarm" in mismatch["AlarmDescription"]
-    tables = load_config(REPO_ROOT / DEFAULT_CONFIG).tables
-    unreconciled = [t.id for t in tables if t.mode not in ("merge", "scd2")]
-    assert not any(f"lakeloader-dev-reconciliation-{t}" in alarms for t in unreconciled)
+    for name, (query, periods) in expected.items():
+        alarm = alarms[f"lakeloader-dev-{name}"]
+        assert per_table_query(alarm, ledger) == query, name
+        assert (alarm["EvaluationPeriods"], alarm["TreatMissingData"]) == (periods, "notBreaching"), name
+        assert "this notification names (TableId" in alarm["AlarmDescription"], name
+    assert "reconcile.on_mismatch alarm" in alarms["lakeloader-dev-reconciliation"]["AlarmDescription"]
 
 
 def watched(alarm: dict) -> dict:

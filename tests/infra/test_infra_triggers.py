@@ -10,7 +10,7 @@ import pytest
 from infra.settings import SettingsError, resolve_stage
 from infra.triggers import check_batching_windows, event_prefixes
 from lakeloader.config import LakeConfig, parse_config
-from tests.infra.cdk_helpers import join, stage_settings
+from tests.infra.cdk_helpers import config_items, join, stage_settings
 
 
 def arrival(synth) -> dict:
@@ -245,8 +245,7 @@ def batched(synth, tmp_path_factory):
 def test_batching_reaches_the_lambda_and_the_config_items(batched):
     env = arrival(batched)["Environment"]["Variables"]
     assert env["TABLES_PER_RUN"] == "20"
-    _, sync = batched.resource("Custom::LakeloaderConfigSync")
-    items = {i["table_id"]: i for i in json.loads(sync["Properties"]["Items"])}
+    items = {i["table_id"]: i for i in config_items(batched)}
     # the Lambda reads the window and class from these attributes, without pydantic
     assert (items["crm.customers"]["min_interval_seconds"], items["crm.customers"]["execution_class"]) == (
         300,

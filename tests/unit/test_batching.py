@@ -25,7 +25,14 @@ from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
 from lakeloader.config_store import sync_items  # noqa: E402
-from lakeloader.contract import ARG_TABLE_ID, METRICS_NAMESPACE, glue_arg, new_run_id  # noqa: E402
+from lakeloader.contract import (  # noqa: E402
+    ARG_TABLE_ID,
+    METRICS_NAMESPACE,
+    PENDING_AGE_METRIC,
+    PENDING_AGE_OVER_FRESHNESS_METRIC,
+    glue_arg,
+    new_run_id,
+)
 from lakeloader.ledger import DONE, FAILED, PENDING, Ledger, ObjectRef  # noqa: E402
 from lakeloader.trigger import (  # noqa: E402
     ObjectsArrived,
@@ -56,14 +63,17 @@ def world(aws_endpoint: str, clock: ManualClock):
     trigger_module.clear_caches()
 
 
-def table(table_id: str, *, window: int = 0, execution_class: str = "STANDARD") -> dict:
+def table(
+    table_id: str, *, window: int = 0, execution_class: str = "STANDARD", freshness_minutes: int | None = None
+) -> dict:
     database, name = table_id.split(".")
+    trigger = {"min_interval_seconds": window, "execution_class": execution_class}
     return {
         "id": table_id,
         "source": {"prefix": f"{database}/{name}/", "format": "parquet", "cdc": "none"},
         "target": {"database": database, "table": name},
         "keys": ["id"],
-        "trigger": {"min_interval_seconds": window, "execution_class": execution_class},
+        "trigger": trigger | ({"freshness_minutes": freshness_minutes} if freshness_minutes else {}),
     }
 
 
@@ -265,8 +275,8 @@ def test_tables_per_run_must_be_a_whole_number_of_at_least_one(world):
             TriggerSettings.from_env(world.env(TABLES_PER_RUN=bad))
 
 
-def pending_ages(output: str) -> dict[tuple[str, str], float]:
-    """PendingAgeSeconds per (Ledger, TableId) from the embedded-metric lines a sweep wrote."""
+def pending_ages(output: str, metric: str = PENDING_AGE_METRIC) -> dict[tuple[str, str], float]:
+    """A metric per (Ledger, TableId) from the embedded-metric lines a sweep wrote (PendingAgeSeconds)."""
     ages = {}
     for line in output.splitlines():
         if '"_aws"' in line:
@@ -274,19 +284,27 @@ def pending_ages(output: str) -> dict[tuple[str, str], float]:
             (directive,) = record["_aws"]["CloudWatchMetrics"]
             assert directive["Namespace"] == METRICS_NAMESPACE
             assert directive["Dimensions"] == [["Ledger", "TableId"]]
-            ages[(record["Ledger"], record["TableId"])] = record["PendingAgeSeconds"][0]
+            if metric in record:
+                ages[(record["Ledger"], record["TableId"])] = record[metric][0]
     return ages
 
 
 def test_the_sweep_measures_each_tables_lag_and_failed_files_alone_start_no_run(world, clock, capsys):
-    deploy(world, table("a.busy"), table("a.idle"))
+    deploy(world, table("a.busy", freshness_minutes=20), table("a.idle"))
     trigger, sent = make_trigger(world, clock), starts(world)
     assert world.ledger.record_object("a.busy", ObjectRef(RAW, "a/busy/1.parquet", "e1"), correlation_id="c")
     clock.now += 600
     capsys.readouterr()
     swept = sweep(trigger, "sweep-1")
-    ages = pending_ages(capsys.readouterr().out)
-    assert ages == {(world.ledger_table, "a.busy"): 600.0, (world.ledger_table, "a.idle"): 0.0}
+    output = capsys.readouterr().out
+    assert pending_ages(output) == {
+        (world.ledger_table, "a.busy"): 600.0,
+        (world.ledger_table, "a.idle"): 0.0,
+    }
+    # the lag over the table's freshness (20 minutes), for the one alarm over every table; none for a
+    # table without freshness_minutes
+    over = pending_ages(output, PENDING_AGE_OVER_FRESHNESS_METRIC)
+    assert over == {(world.ledger_table, "a.busy"): 0.5}
     assert list(swept["started"]) == ["a.busy"] and len(sent) == 1
 
     # its run fails the file: it still counts as late, but alone it starts no run every sweep
@@ -297,7 +315,9 @@ def test_the_sweep_measures_each_tables_lag_and_failed_files_alone_start_no_run(
     world.ledger.release_lock("a.busy", run_id)
     clock.now += 600
     swept = sweep(trigger, "sweep-2")
-    assert pending_ages(capsys.readouterr().out)[(world.ledger_table, "a.busy")] == 1200.0
+    output = capsys.readouterr().out
+    assert pending_ages(output)[(world.ledger_table, "a.busy")] == 1200.0
+    assert pending_ages(output, PENDING_AGE_OVER_FRESHNESS_METRIC)[(world.ledger_table, "a.busy")] == 1.0
     assert swept["started"] == {} and len(sent) == 1
 
 

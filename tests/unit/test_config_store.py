@@ -68,12 +68,15 @@ def test_config_items_follow_the_contract(lake):
     assert [i["table_id"] for i in items] == [t.id for t in lake.tables]
     first = items[0]
     assert set(first) == {
-        "table_id", "prefix", "enabled", "engine", "min_interval_seconds", "execution_class", "config"
+        "table_id", "prefix", "enabled", "engine", "min_interval_seconds", "execution_class",
+        "freshness_seconds", "config"
     }  # fmt: skip
     assert first["prefix"] == "crm/public/customers/"
     assert first["enabled"] is True and first["engine"] == "glue"
     # the trigger settings ride as plain attributes: the arrival Lambda reads them without pydantic
     assert (first["min_interval_seconds"], first["execution_class"]) == (0, "STANDARD")
+    # trigger.freshness_minutes (60) in seconds, for the sweep's lag metric; only where it is set
+    assert first["freshness_seconds"] == 3600 and "freshness_seconds" not in items[1]
     assert json.loads(first["config"]) == lake.tables[0].model_dump(mode="json", by_alias=True)
     assert json.loads(items[1]["config"])["source"]["schema"]["unit_price"] == "decimal(10,2)"  # by alias
     # stable across processes (it is part of the template): the same text from another interpreter
@@ -175,12 +178,41 @@ def test_an_items_config_is_written_with_sorted_keys(lake):
         assert text == json.dumps(json.loads(text), sort_keys=True)
 
 
+ASSETS = "cdk-hnb659fds-assets-123456789012-us-east-1"
+
+
+def items_asset(text: str) -> dict:
+    """Upload the items as the deploy's file asset; the properties that name it."""
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=ASSETS)
+    key = f"{abs(hash(text)):x}.json"
+    s3.put_object(Bucket=ASSETS, Key=key, Body=text.encode())
+    return {"ItemsBucket": ASSETS, "ItemsKey": key}
+
+
 def event(request: str, items: list[dict], prune: str = "false", table: str = TABLE) -> dict:
     return {
         "RequestType": request,
-        "ResourceProperties": {"TableName": table, "Items": items_json(items), "PruneOnDelete": prune},
+        "ResourceProperties": {"TableName": table, **items_asset(items_json(items)), "PruneOnDelete": prune},
         "PhysicalResourceId": f"{table}/config-sync",
     }
+
+
+def test_custom_resource_reads_the_items_property_of_stacks_synthesized_before_the_asset(dynamodb, lake):
+    """An update's rollback sends the previous template's properties: inline Items, before 2026-12-02."""
+    inline = {"TableName": TABLE, "Items": items_json(config_items(lake)), "PruneOnDelete": "false"}
+    assert apply_custom_resource_event(
+        {"RequestType": "Update", "ResourceProperties": inline}, client=dynamodb
+    )[1] == {"Put": 3, "Deleted": 0}
+
+
+def test_custom_resource_names_the_items_object_it_cannot_read(dynamodb):
+    props = {"TableName": TABLE, "ItemsBucket": ASSETS, "ItemsKey": "gone.json"}
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=ASSETS)
+    with pytest.raises(
+        ConfigStoreError, match=f"s3://{ASSETS}/gone.json: the config items could not be read"
+    ):
+        apply_custom_resource_event({"RequestType": "Create", "ResourceProperties": props}, client=dynamodb)
 
 
 def test_custom_resource_create_update_delete(dynamodb, lake):
@@ -253,7 +285,7 @@ def cfn_event(url: str, request: str, items) -> dict:
         "ResourceProperties": {
             "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:lakeloader-dev-config-sync",
             "TableName": TABLE,
-            "Items": items if isinstance(items, str) else items_json(items),
+            **items_asset(items if isinstance(items, str) else items_json(items)),
             "PruneOnDelete": "true",
         },
     }
@@ -277,4 +309,4 @@ def test_handler_reports_failure_with_the_reason(dynamodb, cloudformation):
     load_handler().handler(cfn_event(url, "Update", "not json"), None)
     [response] = responses
     assert response["Status"] == "FAILED"
-    assert "Items property is not JSON" in response["Reason"]
+    assert f"s3://{ASSETS}/" in response["Reason"] and "is not JSON" in response["Reason"]

@@ -29,6 +29,7 @@ BASE_AT_ROOT = {
     "errors",
     "faults",
     "inputs",
+    "lineage",
     "next_step",
     "progress",
     "reader_grants",
