@@ -201,6 +201,13 @@ def test_event_prefixes_cover_the_sources_whose_tables_are_found_as_they_arrive(
         event_prefixes(stage_with(["crm/", "hr/"]), lake)
 
 
+def test_the_jobs_read_a_sources_folder():
+    from infra.catalog import raw_folders
+
+    lake = LAKE.model_copy(update={"sources": parse_config({"sources": [ERP]}).sources})
+    assert raw_folders(lake) == ["crm/", "erp/", "hr/"]
+
+
 def test_a_sources_found_tables_take_the_stages_batching_and_storage_unless_its_defaults_say():
     from infra.settings import with_stage_defaults
 
