@@ -57,11 +57,12 @@ def source_of(prefix: str) -> str:
 
 
 def sources(lake: LakeConfig) -> dict[str, list[str]]:
-    """Source folder -> the table prefixes under it, both sorted (not the canaries': nothing to crawl)."""
+    """Source folder -> the table prefixes under it, each once, both sorted (not the canaries': nothing to
+    crawl)."""
     found: dict[str, list[str]] = {}
     for table in (t for t in lake.tables if not is_canary(t)):
         found.setdefault(source_of(table.source.prefix), []).append(table.source.prefix)
-    return {source: sorted(prefixes) for source, prefixes in sorted(found.items())}
+    return {source: sorted(set(prefixes)) for source, prefixes in sorted(found.items())}
 
 
 def raw_folders(lake: LakeConfig) -> list[str]:
@@ -70,8 +71,10 @@ def raw_folders(lake: LakeConfig) -> list[str]:
     A folder, not each table's prefix: the grant stays one line per source however many tables lie
     under it (and a table that appears there needs no deploy), where an ARN per table prefix overflowed
     the job roles' policies past IAM's size limits at a few hundred tables (docs/scale.md). The S3
-    events are per source folder too (infra.triggers.event_prefixes)."""
-    return sorted({f"{source_of(table.source.prefix)}/" for table in lake.tables})
+    events are per source folder too (infra.triggers.event_prefixes). A `sources:` entry's folder is one:
+    its tables are found as their files arrive."""
+    prefixes = [t.source.prefix for t in lake.tables] + [s.prefix for s in lake.sources]
+    return sorted({f"{source_of(prefix)}/" for prefix in prefixes})
 
 
 def target_databases(lake: LakeConfig) -> list[str]:

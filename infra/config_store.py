@@ -147,6 +147,17 @@ class ConfigStore(Construct):
             )
         )
 
+    def grant_found_tables_write(self, role: iam.IRole) -> None:
+        """Let the S3-arrival Lambda record the tables a `sources:` entry finds (one conditional PutItem
+        per new or released table: lakeloader.trigger.found)."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="RecordFoundTables",
+                actions=["dynamodb:PutItem"],
+                resources=[self.config_table.table_arn],
+            )
+        )
+
     def grant_ledger_write(self, role: iam.IRole, *, batches: bool = False) -> None:
         """Let `role` record, claim and finish objects and runs; `batches`: also write in batches and
         describe the tables (the job roles' statement, named WriteLedgerAndRuns where the Lambda's is

@@ -35,6 +35,7 @@ from infra.settings_network import NetworkSettings
 from infra.settings_s3_tables import S3TablesSettings
 from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.config.sources import SourceConfig
 from lakeloader.config.target import s3_tables_problems
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 
@@ -365,7 +366,23 @@ def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings, *, storage
                 )
         return table
 
-    return lake.model_copy(update={"tables": [deployed(t) for t in lake.tables]})
+    def deployed_source(source: SourceConfig) -> SourceConfig:
+        """The same defaults for the tables a source finds, where its defaults leave them out."""
+        defaults = dict(source.defaults)
+        trigger = dict(defaults.get("trigger") or {})
+        trigger.setdefault("min_interval_seconds", batching.window_seconds)
+        if defaults.get("engine", "glue") == "glue":
+            trigger.setdefault("execution_class", batching.execution_class)
+        target = dict(defaults.get("target") or {})
+        target.setdefault("storage", storage)
+        return source.model_copy(update={"defaults": {**defaults, "trigger": trigger, "target": target}})
+
+    return lake.model_copy(
+        update={
+            "tables": [deployed(t) for t in lake.tables],
+            "sources": [deployed_source(s) for s in lake.sources],
+        }
+    )
 
 
 class Stage(SettingsModel):

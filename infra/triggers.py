@@ -24,7 +24,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.catalog import sources
+from infra.catalog import source_of, sources
 from infra.config_store import ConfigStore
 from infra.functions import PythonFunction, lambda_source
 from infra.nag import acknowledge
@@ -45,6 +45,7 @@ def event_prefixes(stage: Stage, lake: LakeConfig) -> list[str]:
     configured = stage.settings.raw_event_prefixes
     if not configured:
         wanted = [f"{source}/" for source in sources(lake)]
+        wanted += [source_of(s.prefix) + "/" for s in lake.sources]  # sources: entries find tables there
     else:
         wanted = [p.lstrip("/") for p in configured]
     wanted.append(CANARY_PREFIX)
@@ -56,6 +57,7 @@ def event_prefixes(stage: Stage, lake: LakeConfig) -> list[str]:
         if not any(prefix.startswith(outer) for outer in kept):
             kept.append(prefix)
     uncovered = [t.id for t in lake.tables if not any(t.source.prefix.startswith(p) for p in kept)]
+    uncovered += [f"source {s.id}" for s in lake.sources if not any(s.prefix.startswith(p) for p in kept)]
     if uncovered:
         raise SettingsError(
             f"cdk.json context lakeloader:stages.{stage.name}.raw_event_prefixes: tables "
@@ -167,6 +169,7 @@ class Triggers(Construct):
         self.function = self.arrival.function
         role = self.arrival.role
         store.grant_config_read(role)
+        store.grant_found_tables_write(role)
         store.grant_ledger_write(role)
         storage.grant_key_use(role)
         processing.grant_start_ingest(role)

@@ -12,6 +12,12 @@ One item per table, keyed by ``table_id``::
     freshness_seconds     N   trigger.freshness_minutes * 60, where set (the sweep's lag over it)
     config    S     JSON of TableConfig.model_dump(mode="json", by_alias=True)
 
+A `sources:` entry is one item too (``table_id`` ``source:<id>``, ``kind`` ``source``, its ``prefix``,
+and ``source``: the entry as JSON); the S3-arrival Lambda reads it to find tables. A table it found
+(lakeloader.discovery) is an ordinary table item written by the Lambda on the table's first file,
+with ``found_by`` (the source id) and, while its keys are unknown, ``held`` (why; ``enabled`` false).
+A deploy's sync leaves found items alone while their source is in the config.
+
 Standard library and boto3 only: the config-sync and S3-arrival Lambdas ship it without pydantic.
 The pydantic side (items from a validated config at synth, TableConfig objects back for the jobs)
 is `lakeloader.config.items`.
@@ -25,12 +31,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.dynamodb import decode_item, encode_item
+from botocore.exceptions import ClientError
+
+from lakeloader.dynamodb import decode_item, encode_item, is_condition_failure
 
 log = logging.getLogger(__name__)
 
 PARTITION_KEY = "table_id"
 ITEM_ATTRIBUTES = ("table_id", "prefix", "enabled", "engine", "config")
+SOURCE_ITEM_PREFIX = "source:"  # a sources: entry's item: "source:<id>" (no table id has a ':')
+KIND_SOURCE = "source"
+FOUND_BY = "found_by"
+HELD = "held"
 _BATCH = 25  # DynamoDB BatchWriteItem limit
 ITEMS_FILE = "items.json"  # the deploy's items (items_json), a file asset the custom resource names
 _MAX_ATTEMPTS = 8
@@ -78,6 +90,70 @@ def scan_items(
 def scan_table_ids(table_name: str, *, client: Any | None = None) -> list[str]:
     items = scan_items(table_name, client=client, attributes=(PARTITION_KEY,))
     return [item[PARTITION_KEY] for item in items]
+
+
+def is_table_item(item: Mapping[str, Any]) -> bool:
+    """A table that loads: not a source's item, not a found table held for want of keys."""
+    return item.get("kind") != KIND_SOURCE and not item.get(HELD)
+
+
+def source_item(source: Mapping[str, Any]) -> dict[str, Any]:
+    """The config item of one sources: entry (plain data, as lakeloader.discovery takes it)."""
+    defaults = source.get("defaults") or {}
+    return {
+        PARTITION_KEY: SOURCE_ITEM_PREFIX + str(source["id"]),
+        "kind": KIND_SOURCE,
+        "prefix": source["prefix"],
+        "enabled": True,
+        "engine": defaults.get("engine", "glue"),
+        "source": json.dumps(source, sort_keys=True),
+        "config": "{}",
+    }
+
+
+def found_item(
+    source_id: str,
+    table_id: str,
+    prefix: str,
+    settings: Mapping[str, Any],
+    held: str | None,
+    *,
+    needs_keys: bool = False,
+) -> dict[str, Any]:
+    """The config item of a table a source's layout names (lakeloader.discovery.FoundTable)."""
+    trigger = settings.get("trigger") or {}
+    return {
+        PARTITION_KEY: table_id,
+        "prefix": prefix,
+        "enabled": held is None,
+        "engine": settings.get("engine", "glue"),
+        "min_interval_seconds": int(trigger.get("min_interval_seconds", 0)),
+        "execution_class": trigger.get("execution_class", "STANDARD"),
+        **({"success_markers": True} if settings.get("source", {}).get("cdc") == "snapshot" else {}),
+        **(
+            {"freshness_seconds": trigger["freshness_minutes"] * 60}
+            if trigger.get("freshness_minutes")
+            else {}
+        ),
+        FOUND_BY: source_id,
+        **({HELD: held, "held_needs_keys": needs_keys} if held else {}),
+        "config": json.dumps(settings, sort_keys=True),
+    }
+
+
+def put_found_item(
+    table_name: str, item: Mapping[str, Any], *, client: Any, replace_held: bool = False
+) -> bool:
+    """Write a found table's item once: False when it is there already (another invocation found it
+    first). `replace_held`: overwrite the item only while it is held (its keys came)."""
+    condition = f"attribute_exists({HELD})" if replace_held else f"attribute_not_exists({PARTITION_KEY})"
+    try:
+        client.put_item(TableName=table_name, Item=encode_item(dict(item)), ConditionExpression=condition)
+    except ClientError as exc:
+        if is_condition_failure(exc):
+            return False
+        raise
+    return True
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -141,12 +217,29 @@ def sync_items(
     client = _client(client)
     items = validate_items(items)
     wanted = [item["table_id"] for item in items]
-    stale = sorted(set(scan_table_ids(table_name, client=client)) - set(wanted)) if prune else []
+    stale = sorted(_stale_ids(table_name, items, client)) if prune else []
     requests = [{"PutRequest": {"Item": encode_item(item)}} for item in items]
     requests += [{"DeleteRequest": {"Key": {PARTITION_KEY: {"S": table_id}}}} for table_id in stale]
     _batch_write(client, table_name, requests)
     log.info("config table %s: put %s, deleted %s", table_name, wanted, stale)
     return SyncResult(put=wanted, deleted=stale)
+
+
+def _stale_ids(table_name: str, items: list[dict[str, Any]], client: Any) -> set[str]:
+    """Items the config no longer has: not among `items`, and not a table found by a source `items`
+    still hold (the Lambda wrote it; the deploy knows nothing of it)."""
+    wanted = {item[PARTITION_KEY] for item in items}
+    sources = {
+        item[PARTITION_KEY].removeprefix(SOURCE_ITEM_PREFIX)
+        for item in items
+        if item.get("kind") == KIND_SOURCE
+    }
+    stored = scan_items(table_name, client=client, attributes=(PARTITION_KEY, FOUND_BY))
+    return {
+        item[PARTITION_KEY]
+        for item in stored
+        if item[PARTITION_KEY] not in wanted and item.get(FOUND_BY) not in sources
+    }
 
 
 def delete_items(table_name: str, table_ids: Iterable[str], *, client: Any | None = None) -> list[str]:

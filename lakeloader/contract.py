@@ -97,15 +97,19 @@ def normalise_prefix(prefix: str) -> str:
     return prefix if prefix.endswith("/") else prefix + "/"
 
 
-def longest_prefix_match(key: str, items: Iterable[T], prefix_of: Callable[[T], str]) -> T | None:
-    """The item whose (non-empty) prefix is the longest prefix of `key`; on a tie, the first one."""
+def longest_prefix_matches(key: str, items: Iterable[T], prefix_of: Callable[[T], str]) -> list[T]:
+    """The items whose (non-empty) prefix is the longest prefix of `key`, in their order: several when
+    tables share one prefix (a current table and its SCD2 history read the same files)."""
     key = key.lstrip("/")
-    best: T | None = None
+    best: list[T] = []
     best_length = 0
     for item in items:
         prefix = prefix_of(item)
-        if prefix and key.startswith(prefix) and len(prefix) > best_length:
-            best, best_length = item, len(prefix)
+        if not prefix or not key.startswith(prefix) or len(prefix) < best_length:
+            continue
+        if len(prefix) > best_length:
+            best, best_length = [], len(prefix)
+        best.append(item)
     return best
 
 
@@ -122,6 +126,8 @@ PENDING_AGE_OVER_FRESHNESS_METRIC = "PendingAgeOverFreshness"
 FILES_QUARANTINED_METRIC = "FilesQuarantined"  # the drain's, per table
 # the drain's, per table: commits the table disagreed with (lakeloader.reconciliation), published or not
 RECONCILIATION_MISMATCH_METRIC = "ReconciliationMismatch"
+# the S3-arrival Lambda's, per table, once: a table a source found cannot load until its keys are given
+TABLE_HELD_METRIC = "TableHeld"
 
 # --- Iceberg in Spark ---------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Any
 from lakeloader.cli import reconcile_verb, stage_verbs
 from lakeloader.cli.session import configure, json_default, lineage_log, spark_session
 from lakeloader.config import ConfigError, LakeConfig
+from lakeloader.config.sources import Discovery, discover, raw_keys
 from lakeloader.errors import LakeloaderError
 
 DESCRIPTION = """\
@@ -28,6 +29,7 @@ disk; the same code runs on AWS Glue and EMR Serverless.
 
 examples:
   lakeloader tables --config config/tables.yaml
+  lakeloader discover --config config/tables.yaml --source crm   # what a sources: entry would load
   lakeloader run    --config config/tables.yaml
   lakeloader run    --config config/tables.yaml --table crm.customers --input examples/raw/crm
   lakeloader sql    --config config/tables.yaml "SELECT * FROM crm.customers ORDER BY customer_id"
@@ -115,6 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_argument("--config", required=True, metavar="FILE", help="table configuration (YAML)")
     tables.add_argument("--json", action="store_true", help="print the validated config as JSON")
 
+    discover_verb = commands.add_parser(
+        "discover",
+        help="list the tables a source's raw prefix holds today (a dry run, no Spark)",
+        description="List the tables the raw files under one sources: entry name today: each table's id, "
+        "folder, file count and keys, and the tables held (no keys known) with the line that releases "
+        "them. Nothing is written.",
+    )
+    discover_verb.add_argument("--config", required=True, metavar="FILE", help="table configuration (YAML)")
+    discover_verb.add_argument("--source", required=True, metavar="ID", help="the sources: entry's id")
+    discover_verb.add_argument("--raw-root", help="override the config's raw_root (folder or s3:// URI)")
+
     erase = commands.add_parser(
         "erase",
         help="GDPR erasure: delete a data subject's rows and purge them from history",
@@ -183,13 +196,37 @@ def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
         print(json.dumps(config.model_dump(mode="json", by_alias=True), indent=2))
         return 0
     print(f"raw_root: {config.raw_root}\nwarehouse: {config.warehouse}")
+    found = {t.id for t in args.discovery.found}
     for table in config.tables:
-        state = "" if table.enabled else " (disabled)"
+        state = ("" if table.enabled else " (disabled)") + (" (found)" if table.id in found else "")
         print(
             f"- {table.id}{state}: {table.source.prefix} ({table.source.format}, cdc {table.source.cdc}) -> "
             f"{table.qualified_target} keys={table.keys} mode={table.mode} "
             f"schema_evolution={table.schema_evolution}"
         )
+    _print_held(args.discovery)
+    return 0
+
+
+def _print_held(discovery: Discovery) -> None:
+    for held in discovery.held:
+        print(f"! {held.hint}")
+
+
+def _cmd_discover(config: LakeConfig, args: argparse.Namespace) -> int:
+    source = next((s for s in config.sources if s.id == args.source), None)
+    if source is None:
+        known = ", ".join(s.id for s in config.sources) or "none"
+        raise ConfigError(f"unknown source {args.source!r}; the config's sources: {known}")
+    discovery = discover([source], config.tables, raw_keys(config.raw_root, [source]))
+    print(f"source {source.id}: {config.raw_root.rstrip('/')}/{source.prefix} (layout {source.layout})")
+    for table in discovery.found:
+        print(
+            f"- {table.id}: {table.source.prefix} {discovery.files[table.id]} file(s) -> "
+            f"{table.qualified_target} keys={table.keys} mode={table.mode}"
+        )
+    _print_held(discovery)
+    print(f"{len(discovery.found)} table(s) to load, {len(discovery.held)} held")
     return 0
 
 
@@ -220,6 +257,7 @@ def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
         lineage=lineage_log(config, args.lineage_file),
     )
     print(summary_table(results))
+    _print_held(args.discovery)
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
@@ -358,8 +396,9 @@ def _main(argv: list[str]) -> int:
             return stage_verbs.rebuild(args)
         if args.command == "reconcile":
             return reconcile_verb.run(args)
-        config = configure(args)
+        config = configure(args, find_tables=args.command not in ("sql", "discover"))
         handler = {
+            "discover": _cmd_discover,
             "tables": _cmd_tables,
             "run": _cmd_run,
             "sql": _cmd_sql,

@@ -15,21 +15,20 @@ if TYPE_CHECKING:
     from lakeloader.cli.stage import DeployedStage
 
 
-def configure(args: argparse.Namespace) -> LakeConfig:
-    """The config file with the command line's overrides: warehouse, raw root, database prefix."""
+def configure(args: argparse.Namespace, *, find_tables: bool = True) -> LakeConfig:
+    """The config file with the command line's overrides: warehouse, raw root, database prefix; with
+    `find_tables`, the tables its sources hold today beside the declared ones (what was found and
+    held: `args.discovery`)."""
     from lakeloader import next_step
 
     config = load_config(args.config)
+    if getattr(args, "raw_root", None):
+        config = config.model_copy(update={"raw_root": args.raw_root})
+    if find_tables:
+        config, args.discovery = config.with_found_tables()
     warehouse = ["--warehouse", args.warehouse] if getattr(args, "warehouse", None) else []
     next_step.address("--config", args.config, *warehouse)  # a hint's command acts on the same tables
-    overrides: dict[str, Any] = {
-        k: v
-        for k, v in (
-            ("warehouse", getattr(args, "warehouse", None)),
-            ("raw_root", getattr(args, "raw_root", None)),
-        )
-        if v
-    }
+    overrides: dict[str, Any] = {"warehouse": args.warehouse} if getattr(args, "warehouse", None) else {}
     if getattr(args, "database_prefix", ""):
         from lakeloader.jobs.main import with_database_prefix
 

@@ -17,6 +17,7 @@ from lakeloader.ledger import Ledger
 
 if TYPE_CHECKING:
     from lakeloader.config import TableConfig
+    from lakeloader.discovery import FoundTable
 
 
 class StageNotFoundError(LookupError):
@@ -79,6 +80,15 @@ class DeployedStage:
 
     def ledger(self) -> Ledger:
         return Ledger(boto3.client("dynamodb"), self.ledger_table, self.runs_table)
+
+    def held_tables(self) -> list[FoundTable]:
+        """Tables a source found that wait for their key columns (lakeloader.trigger.found)."""
+        from lakeloader.config_store import FOUND_BY, HELD, scan_items
+        from lakeloader.discovery import FoundTable
+
+        attributes = ("table_id", "prefix", FOUND_BY, HELD, "held_needs_keys")
+        items = scan_items(self.config_table, client=boto3.client("dynamodb"), attributes=attributes)
+        return [FoundTable.from_item(item) for item in items if item.get(HELD)]
 
     def tables(self) -> list[TableConfig]:
         """The table config as deployed (the config table), not as the local file may say."""

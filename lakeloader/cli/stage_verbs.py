@@ -200,9 +200,12 @@ def run(args: argparse.Namespace) -> int:
         return 1 if any(check.passed is False for check in checks) else 0
     ledger = stage.ledger()
     if args.command == "status":
-        statuses = [operate.table_status(ledger, t) for t in tables]
+        statuses = operate.table_statuses(ledger, tables)
+        held = stage.held_tables()
         print(operate.status_json(statuses) if args.json else operate.status_report(statuses))
-        return 0 if all(s.healthy for s in statuses) else 1
+        for table in held if not args.json else []:  # found by a source, waiting for their keys
+            print(f"! {table.hint}")
+        return 0 if all(s.healthy for s in statuses) and not held else 1
     if args.command == "backfill":
         since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None
         result = operate.backfill(

@@ -6,6 +6,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from lakeloader.contract import normalise_prefix
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -15,3 +17,11 @@ class ConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def raw_prefix(value: str) -> str:
+    """A raw-zone prefix as the Lambda routes keys (contract.normalise_prefix); never empty."""
+    value = normalise_prefix(value)
+    if not value:
+        raise ValueError("prefix must not be empty")
+    return value

@@ -9,14 +9,18 @@ for the CDK app, the CLI and the Glue/EMR jobs only.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from lakeloader.config import ConfigError, LakeConfig, TableConfig
-from lakeloader.config_store import PARTITION_KEY, scan_items
+from lakeloader.config_store import FOUND_BY, PARTITION_KEY, is_table_item, scan_items, source_item
+
+log = logging.getLogger(__name__)
 
 
 def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
-    """The config table's items for a validated config, in config order (plain Python values)."""
+    """The config table's items for a validated config, in config order (plain Python values): the
+    tables', then the sources' (the S3-arrival Lambda finds their tables as files arrive)."""
     return [
         {
             "table_id": table.id,
@@ -36,16 +40,17 @@ def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
             "config": json.dumps(table.model_dump(mode="json", by_alias=True), sort_keys=True),
         }
         for table in cfg.tables
-    ]
+    ] + [source_item(source.as_data()) for source in cfg.sources]
 
 
 def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> list[TableConfig]:
     """The table configs stored in the config table, validated, sorted by id.
 
-    An item whose ``config`` is not a valid TableConfig raises ConfigError naming the item.
+    An item whose ``config`` is not a valid TableConfig raises ConfigError naming the item. Sources'
+    items and found tables held for want of keys are not tables to load.
     """
     tables = []
-    for item in scan_items(table_name, client=client):
+    for item in filter(is_table_item, scan_items(table_name, client=client)):
         table_id = item.get(PARTITION_KEY, "<missing table_id>")
         raw = item.get("config")
         if not isinstance(raw, str):
@@ -60,6 +65,11 @@ def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> 
             # `cdk synth` checked the declared types for the stage's runtime
             table = TableConfig.model_validate(data, context={"runtime": "any"})
         except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            if item.get(FOUND_BY):  # a source's defaults that do not suit this one table: it alone waits
+                log.error(
+                    "dynamodb://%s: found table %r is not valid, not loaded: %s", table_name, table_id, exc
+                )
+                continue
             raise ConfigError(f"dynamodb://{table_name}: item {table_id!r}: {exc}") from None
         if table.id != table_id:
             raise ConfigError(

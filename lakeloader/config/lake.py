@@ -12,8 +12,9 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from lakeloader.config.base import ConfigError, _Strict
+from lakeloader.config.sources import Discovery, SourceConfig, discover, raw_keys
 from lakeloader.config.table import TableConfig
-from lakeloader.contract import longest_prefix_match
+from lakeloader.contract import longest_prefix_matches
 from lakeloader.runtimes import Runtime
 
 
@@ -37,24 +38,52 @@ class LakeConfig(_Strict):
         description="OpenLineage events of local runs (`lakeloader run`, maintain, erase, rebuild) as JSON "
         "lines; default none. On AWS the runtime's lineage capture is the stage setting `lineage`",
     )
-    tables: list[TableConfig]
+    tables: list[TableConfig] = Field(default_factory=list)
+    sources: list[SourceConfig] = Field(
+        default_factory=list,
+        description="Every table under a raw prefix in one entry (docs/sources.md, a whole source)",
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> LakeConfig:
-        for attr, describe in (
-            (lambda t: t.id, "id"),
-            (lambda t: t.qualified_target.lower(), "target"),
-            (lambda t: t.source.prefix, "source.prefix"),
-        ):
-            seen: dict[str, str] = {}
+        """Ids and targets are unique. Tables may share a source.prefix (each records the prefix's files
+        in its own ledger entries): a current table and its SCD2 history read one CDC feed."""
+        for attr, describe in ((lambda t: t.id, "id"), (lambda t: t.qualified_target.lower(), "target")):
+            seen: dict[str, TableConfig] = {}
             for table in self.tables:
                 value = attr(table)
                 if value in seen:
-                    raise ValueError(
-                        f"tables {seen[value]!r} and {table.id!r} share the same {describe} {value!r}"
+                    first = seen[value]
+                    same_prefix = (
+                        " and source.prefix (tables may share a prefix only when their targets differ)"
+                        if describe == "target" and first.source.prefix == table.source.prefix
+                        else ""
                     )
-                seen[value] = table.id
+                    who = f"tables {first.id!r} and {table.id!r}"
+                    raise ValueError(f"{who} share the same {describe} {value!r}{same_prefix}")
+                seen[value] = table
         return self
+
+    @model_validator(mode="after")
+    def _unique_sources(self) -> LakeConfig:
+        seen: set[str] = set()
+        for source in self.sources:
+            if source.id in seen:
+                raise ValueError(f"two sources have the id {source.id!r}")
+            seen.add(source.id)
+        if not self.tables and not self.sources:
+            raise ValueError("give tables: [...] or sources: [...]")
+        return self
+
+    def with_found_tables(self, keys: list[str] | None = None) -> tuple[LakeConfig, Discovery]:
+        """This config with the tables its sources' prefixes hold today (`keys`: default, a listing of
+        raw_root) beside the declared ones, and what was found and held."""
+        if not self.sources:
+            return self, Discovery()
+        found = discover(
+            self.sources, self.tables, raw_keys(self.raw_root, self.sources) if keys is None else keys
+        )
+        return self.model_copy(update={"tables": [*self.tables, *found.found]}), found
 
     def table(self, table_id: str) -> TableConfig:
         for table in self.tables:
@@ -69,19 +98,21 @@ class LakeConfig(_Strict):
             return [self.table(t) for t in table_ids]
         return [t for t in self.tables if t.enabled]
 
-    def match_key(self, key: str) -> TableConfig | None:
-        """The table whose source prefix is the longest prefix of a raw object key (the Lambda's rule)."""
-        return longest_prefix_match(key, self.tables, lambda t: t.source.prefix)
+    def match_key(self, key: str) -> list[TableConfig]:
+        """The tables whose source prefix is the longest prefix of a raw object key (the Lambda's rule):
+        several when tables read one prefix into different targets (a table and its SCD2 history)."""
+        return longest_prefix_matches(key, self.tables, lambda t: t.source.prefix)
 
 
 def _describe_location(data: Any, loc: tuple[Any, ...]) -> str:
     """Turn pydantic's ('tables', 0, 'source', 'format') into "table 'crm.x' -> source.format"."""
-    if len(loc) >= 2 and loc[0] == "tables" and isinstance(loc[1], int):
+    if len(loc) >= 2 and loc[0] in ("tables", "sources") and isinstance(loc[1], int):
         table_id = None
-        tables = data.get("tables") if isinstance(data, dict) else None
+        tables = data.get(loc[0]) if isinstance(data, dict) else None
         if isinstance(tables, list) and loc[1] < len(tables) and isinstance(tables[loc[1]], dict):
             table_id = tables[loc[1]].get("id")
-        who = f"table {table_id!r}" if table_id else f"tables[{loc[1]}]"
+        kind = "table" if loc[0] == "tables" else "source"
+        who = f"{kind} {table_id!r}" if table_id else f"{loc[0]}[{loc[1]}]"
         field = ".".join(str(p) for p in loc[2:]) or "(table)"
         return f"{who} -> {field}"
     return ".".join(str(p) for p in loc) or "(top level)"
@@ -134,7 +165,7 @@ def load_config(path: str | Path, *, runtime: Runtime | None = None) -> LakeConf
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping with raw_root, warehouse and tables")
+        raise ConfigError(f"{path}: expected a mapping with raw_root, warehouse and tables (or sources)")
     return parse_config(data, origin=str(path), runtime=runtime)
 
 

@@ -7,9 +7,8 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from lakeloader import runtimes
-from lakeloader.config.base import _Strict
+from lakeloader.config.base import _Strict, raw_prefix
 from lakeloader.config.types import TypeSyntaxError, check_type, valid_forms
-from lakeloader.contract import normalise_prefix
 from lakeloader.formats import FORMAT_NAMES
 
 
@@ -98,13 +97,7 @@ class Source(_Strict):
                 )
         return value
 
-    @field_validator("prefix")
-    @classmethod
-    def _normalise_prefix(cls, value: str) -> str:
-        value = normalise_prefix(value)
-        if not value:
-            raise ValueError("prefix must not be empty")
-        return value
+    _prefix = field_validator("prefix")(raw_prefix)
 
     @model_validator(mode="after")
     def _csv_only_for_csv(self) -> Source:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -20,6 +19,7 @@ from lakeloader.config.policies import (
 from lakeloader.config.rules import QualityConfig
 from lakeloader.config.source import Source
 from lakeloader.config.target import Scd2Options, Target, s3_tables_problems
+from lakeloader.discovery import TABLE_ID
 from lakeloader.formats import source_format
 
 ARRIVAL_ORDER = "none"  # sequence_by: none -- no column orders changes; the file and row order do
@@ -126,7 +126,7 @@ class TableConfig(_Strict):
     @field_validator("id")
     @classmethod
     def _id_shape(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$", value):
+        if not TABLE_ID.match(value):
             raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-'")
         return value
 

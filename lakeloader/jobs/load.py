@@ -50,18 +50,18 @@ def assign_inputs(
         found: dict[str, list[InputFile]] = {}
         for table in tables:
             files = list_inputs(config.raw_root, table.source.prefix)
-            # A nested prefix belongs to the table with the longest match.
-            found[table.id] = [
-                f for f in files if (m := config.match_key(f.name)) is not None and m.id == table.id
-            ]
+            # A nested prefix belongs to the table(s) with the longest match.
+            found[table.id] = [f for f in files if table in config.match_key(f.name)]
         return found
     assigned: dict[str, list[InputFile]] = {t.id: [] for t in tables}
     unmatched = []
     for file in resolve_paths(given, config.raw_root):
-        match = config.match_key(file.name)
-        if match is not None and match.id in wanted:
-            assigned[match.id].append(file)
-        elif len(tables) == 1:
+        matched = [t.id for t in config.match_key(file.name) if t.id in wanted]
+        for table_id in matched:
+            assigned[table_id].append(file)
+        if matched:
+            continue
+        if len(tables) == 1:
             assigned[tables[0].id].append(file)
         else:
             unmatched.append(file.name)

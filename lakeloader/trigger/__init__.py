@@ -9,7 +9,7 @@ flow and its retry guarantees are described in docs/ledger_and_trigger.md.
 from lakeloader.trigger.events import ObjectsArrived, RebuildRequest, SweepRequest, read_invocation
 from lakeloader.trigger.handler import Trigger, TriggerError, handle_event
 from lakeloader.trigger.launch import clear_clients
-from lakeloader.trigger.routes import TableRoute, clear_route_cache, match_route
+from lakeloader.trigger.routes import TableRoute, clear_route_cache, match_routes
 from lakeloader.trigger.settings import TriggerSettings, TriggerSettingsError
 
 
@@ -30,6 +30,6 @@ __all__ = [
     "TriggerSettings",
     "clear_caches",
     "handle_event",
-    "match_route",
+    "match_routes",
     "read_invocation",
 ]

@@ -10,11 +10,12 @@ import dataclasses
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD
 from lakeloader.inputs import SUCCESS_MARKER
-from lakeloader.ledger import FAILED, PENDING, Ledger
+from lakeloader.ledger import FAILED, PENDING, Ledger, LedgerObject
 from lakeloader.trigger.events import (
     ObjectEvent,
     ObjectsArrived,
@@ -22,13 +23,16 @@ from lakeloader.trigger.events import (
     SweepRequest,
     read_invocation,
 )
+from lakeloader.trigger.found import FoundTables
 from lakeloader.trigger.launch import Launcher, aws_client
 from lakeloader.trigger.logs import configure_logging, correlation_id, log
 from lakeloader.trigger.metrics import publish_pending_age
-from lakeloader.trigger.routes import TableRoute, cached_routes, match_route
+from lakeloader.trigger.routes import Routes, TableRoute, cached_routes, match_routes
 from lakeloader.trigger.settings import TriggerSettings
 from lakeloader.trigger.starts import RunStarter, deferred
 from lakeloader.trigger.summary import RebuildSummary, Summary, SweepSummary
+
+SWEEP_THREADS = 16  # tables whose ledger items the sweep reads at once
 
 
 class TriggerError(RuntimeError):
@@ -52,6 +56,7 @@ class Trigger:
         self.dynamodb = dynamodb or aws_client("dynamodb")
         self.clock = clock
         self.ledger = Ledger(self.dynamodb, settings.ledger_table, settings.runs_table, clock=clock)
+        self.found = FoundTables(self.dynamodb, settings.config_table, settings.ledger_table)
         self.starter = RunStarter(
             settings=settings,
             ledger=self.ledger,
@@ -59,10 +64,10 @@ class Trigger:
             clock=clock,
         )
 
-    def routes(self) -> list[TableRoute]:
+    def routes(self) -> Routes:
         return cached_routes(self.dynamodb, self.settings.config_table, self.settings.config_cache_seconds)
 
-    def _ignore_reason(self, event: ObjectEvent, routes: list[TableRoute]) -> str | None:
+    def _ignore_reason(self, event: ObjectEvent, routes: Routes) -> str | None:
         ref = event.ref
         if not event.created:
             return f"not an object-created event ({event.event_name or 'no event name'})"
@@ -71,7 +76,7 @@ class Trigger:
         if not ref.key or ref.key.endswith("/"):
             return "folder marker"
         name = ref.key.rsplit("/", 1)[-1]
-        if name == SUCCESS_MARKER and (route := match_route(ref.key, routes)) and route.success_markers:
+        if name == SUCCESS_MARKER and any(r.success_markers for r in match_routes(ref.key, routes.tables)):
             return None  # it completes a snapshot folder (cdc: snapshot): recorded, and it starts a run
         if name.startswith(("_", ".")):
             return "hidden file (name starts with '_' or '.', which Spark skips)"
@@ -88,7 +93,7 @@ class Trigger:
             summary.ignored += 1
             log(logging.WARNING, "record.unrecognised", reason=problem)
 
-        routes = self.routes() if event.objects else []
+        routes = self.routes() if event.objects else Routes()
         to_start: dict[str, TableRoute] = {}
         for event_object in event.objects:
             ref = event_object.ref
@@ -98,39 +103,18 @@ class Trigger:
                 summary.ignored += 1
                 log(logging.INFO, "object.ignored", reason=reason, **where)
                 continue
-            route = match_route(ref.key, routes)
-            if route is None:
+            matched = match_routes(ref.key, routes.tables)
+            if found := self.found.claim(ref.key, routes, matched):  # a new table's first file
+                matched = [found]
+            if not matched:
                 summary.unknown += 1
-                log(logging.WARNING, "object.unknown_prefix", known_prefixes=len(routes), **where)
+                log(logging.WARNING, "object.unknown_prefix", known_prefixes=len(routes.tables), **where)
                 continue
-            outcome = self.ledger.record(route.table_id, ref, correlation_id=event.correlation_id)
-            fields = {"table_id": route.table_id, "object_id": outcome.object.object_id, **where}
-            if not route.enabled:
-                summary.disabled += 1
-                log(
-                    logging.WARNING,
-                    "object.table_disabled",
-                    new=outcome.new,
-                    status=outcome.object.status,
-                    note="recorded as pending; no run started while the table is disabled",
-                    **fields,
-                )
-                continue
-            if outcome.new:
-                summary.recorded += 1
-                log(logging.INFO, "object.recorded", size=ref.size, **fields)
-                to_start[route.table_id] = route
-            else:
-                summary.duplicates += 1
-                log(
-                    logging.INFO,
-                    "object.duplicate",
-                    status=outcome.object.status,
-                    first_seen=outcome.object.first_seen,
-                    first_correlation_id=outcome.object.correlation_id,
-                    **fields,
-                )
-                if outcome.object.status == PENDING:
+            matched = [self.found.release(r, routes) if r.held else r for r in matched]
+            if ref.key.rsplit("/", 1)[-1] == SUCCESS_MARKER:  # only cdc: snapshot tables take it
+                matched = [r for r in matched if r.success_markers]
+            for route in matched:  # tables sharing a prefix: each its own ledger entry and run
+                if self._record(route, event_object, summary):
                     to_start[route.table_id] = route
 
         for table_id in sorted(r.table_id for r in to_start.values() if r.batched):
@@ -138,23 +122,72 @@ class Trigger:
             summary.add(table_id, deferred(table_id, "batching_window", min_interval_seconds=window))
         return self._start(sorted(to_start.values(), key=lambda r: r.table_id), summary)
 
+    def _record(self, route: TableRoute, event_object: ObjectEvent, summary: Summary) -> bool:
+        """Record one object for one table; True when the table's run should start (the object is
+        pending and the table enabled)."""
+        ref = event_object.ref
+        outcome = self.ledger.record(route.table_id, ref, correlation_id=summary.correlation_id)
+        fields = {
+            "table_id": route.table_id,
+            "object_id": outcome.object.object_id,
+            "bucket": ref.bucket,
+            "key": ref.key,
+            "event": event_object.event_name,
+        }
+        if route.held:
+            summary.held += 1
+            log(logging.WARNING, "object.table_held", new=outcome.new, reason=route.held, **fields)
+            return False
+        if not route.enabled:
+            summary.disabled += 1
+            log(
+                logging.WARNING,
+                "object.table_disabled",
+                new=outcome.new,
+                status=outcome.object.status,
+                note="recorded as pending; no run started while the table is disabled",
+                **fields,
+            )
+            return False
+        if outcome.new:
+            summary.recorded += 1
+            log(logging.INFO, "object.recorded", size=ref.size, **fields)
+            return True
+        summary.duplicates += 1
+        log(
+            logging.INFO,
+            "object.duplicate",
+            status=outcome.object.status,
+            first_seen=outcome.object.first_seen,
+            first_correlation_id=outcome.object.correlation_id,
+            **fields,
+        )
+        return outcome.object.status == PENDING
+
     def sweep(self, request: SweepRequest) -> dict[str, Any]:
         """Start runs for the enabled tables with pending (or orphaned running) objects, batched
         tables only once their window has passed; publish each table's PendingAgeSeconds."""
         summary = SweepSummary(correlation_id=request.correlation_id)
         table_ids = request.table_ids
-        routes = [r for r in self.routes() if r.enabled and (not table_ids or r.table_id in table_ids)]
+        known = self.routes()
+        released = [self.found.release(r, known) if r.held else r for r in known.tables]
+        routes = [r for r in released if r.enabled and (not table_ids or r.table_id in table_ids)]
         now = self.clock()  # a batched table inside its window is not due, pending or not
-        in_window = {
-            r.table_id: opens_at
-            for r in routes
-            if r.batched
-            and (opens_at := self.ledger.window_opens_at(r.table_id, r.min_interval_seconds)) > now
-        }
-        open_objects = {
-            r.table_id: self.ledger.pending_objects(r.table_id, include_failed=True, include_orphaned=True)
-            for r in routes
-        }
+
+        def read(route: TableRoute) -> tuple[str, float, list[LedgerObject]]:
+            opens_at = (
+                self.ledger.window_opens_at(route.table_id, route.min_interval_seconds)
+                if route.batched
+                else 0.0
+            )
+            pending = self.ledger.pending_objects(route.table_id, include_failed=True, include_orphaned=True)
+            return route.table_id, opens_at, pending
+
+        # one or two queries a table: SWEEP_THREADS tables at a time (1,000 tables one by one take minutes)
+        with ThreadPoolExecutor(max_workers=SWEEP_THREADS) as pool:
+            read_back = list(pool.map(read, routes))
+        in_window = {table_id: opens_at for table_id, opens_at, _ in read_back if opens_at > now}
+        open_objects = {table_id: pending for table_id, _, pending in read_back}
         freshness = {r.table_id: r.freshness_seconds for r in routes}
         publish_pending_age(self.settings.ledger_table, open_objects, now, freshness)
         # failed files alone start no run (a failure that is not a file's would repeat every sweep);
@@ -182,7 +215,7 @@ class Trigger:
         summary = RebuildSummary(correlation_id=request.correlation_id)
         routes = [
             dataclasses.replace(r, min_interval_seconds=0)
-            for r in self.routes()
+            for r in self.routes().tables
             if r.enabled and r.table_id in request.table_ids
         ]
         for table_id in sorted(set(request.table_ids) - {r.table_id for r in routes}):

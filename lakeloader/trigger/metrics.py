@@ -19,6 +19,7 @@ from lakeloader.contract import (
     METRICS_NAMESPACE,
     PENDING_AGE_METRIC,
     PENDING_AGE_OVER_FRESHNESS_METRIC,
+    TABLE_HELD_METRIC,
 )
 from lakeloader.ledger import LedgerObject
 
@@ -30,6 +31,18 @@ def pending_age_seconds(objects: Sequence[LedgerObject], now: float) -> float:
         return 0.0
     oldest = datetime.fromisoformat(min(arrivals).replace("Z", "+00:00")).timestamp()
     return max(0.0, now - oldest)
+
+
+def publish_table_held(ledger_table: str, table_id: str) -> None:
+    """TableHeld = 1, once: when the Lambda records a found table it cannot load (no keys)."""
+    with single_metric(
+        name=TABLE_HELD_METRIC,
+        unit=MetricUnit.Count,
+        value=1,
+        namespace=METRICS_NAMESPACE,
+        default_dimensions=dict(zip(METRIC_DIMENSIONS, (ledger_table, table_id), strict=True)),
+    ):
+        pass  # written when the block closes
 
 
 def publish_pending_age(

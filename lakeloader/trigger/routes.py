@@ -1,20 +1,21 @@
 """Which table an object belongs to: the config table's routes, cached per Lambda container.
 
 Read with `config_store.scan_items` (the one reader of the config table) and matched with
-`contract.longest_prefix_match` (the rule `LakeConfig.match_key` uses at synth).
+`contract.longest_prefix_matches` (the rule `LakeConfig.match_key` uses at synth).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.config_store import scan_items, truthy
-from lakeloader.contract import longest_prefix_match, normalise_prefix
+from lakeloader.config_store import FOUND_BY, HELD, KIND_SOURCE, scan_items, truthy
+from lakeloader.contract import longest_prefix_matches, normalise_prefix
 from lakeloader.trigger.logs import log
 
 ROUTE_ATTRIBUTES = (
@@ -25,6 +26,10 @@ ROUTE_ATTRIBUTES = (
     "min_interval_seconds",
     "execution_class",
     "success_markers",
+    "kind",
+    "source",
+    FOUND_BY,
+    HELD,
     "freshness_seconds",
 )
 
@@ -40,6 +45,8 @@ class TableRoute:
     min_interval_seconds: int = 0  # the batching window; 0: arrivals start runs at once
     execution_class: str = "STANDARD"  # Glue: STANDARD | FLEX
     success_markers: bool = False  # cdc: snapshot: a _SUCCESS file completes a snapshot, so it is recorded
+    found_by: str = ""  # the source whose layout named it (lakeloader.discovery); "" for a declared table
+    held: str = ""  # found, and waiting for its key columns: why
     freshness_seconds: int = 0  # trigger.freshness_minutes * 60; 0: none (the sweep's lag metric over it)
 
     @property
@@ -47,10 +54,23 @@ class TableRoute:
         return self.min_interval_seconds > 0
 
 
-def match_route(key: str, routes: list[TableRoute]) -> TableRoute | None:
-    """The route whose prefix is the longest prefix of ``key`` (disabled ones included:
-    a file under a disabled nested table belongs to that table, not to its parent)."""
-    return longest_prefix_match(key, routes, lambda route: route.prefix)
+@dataclass(frozen=True)
+class Routes:
+    """The config table as the trigger reads it: the tables' routes and the sources' entries (plain data
+    for lakeloader.discovery)."""
+
+    tables: list[TableRoute] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    def source(self, source_id: str) -> dict[str, Any] | None:
+        return next((s for s in self.sources if s.get("id") == source_id), None)
+
+
+def match_routes(key: str, routes: list[TableRoute]) -> list[TableRoute]:
+    """The routes whose prefix is the longest prefix of ``key`` (disabled ones included: a file under a
+    disabled nested table belongs to that table, not to its parent). Several when tables read one
+    prefix (a current table and its SCD2 history): each records the object and runs on its own."""
+    return longest_prefix_matches(key, routes, lambda route: route.prefix)
 
 
 def _enabled(item: Mapping[str, Any]) -> bool:
@@ -83,14 +103,28 @@ def route_for(item: Mapping[str, Any]) -> TableRoute | None:
         min_interval_seconds=_window(item.get("min_interval_seconds")),
         execution_class=str(item.get("execution_class") or "STANDARD").strip().upper(),
         success_markers=item.get("success_markers") is True,
+        found_by=str(item.get(FOUND_BY) or ""),
+        held=str(item.get(HELD) or ""),
         freshness_seconds=_window(item.get("freshness_seconds")),
     )
 
 
-def load_routes(client: Any, config_table: str) -> list[TableRoute]:
-    """Every table's route, sorted by table id. Malformed items are logged and skipped."""
-    routes = []
+def load_routes(client: Any, config_table: str) -> Routes:
+    """Every table's route, sorted by table id, and the sources. Malformed items are logged and skipped."""
+    routes, sources = [], []
     for item in scan_items(config_table, client=client, attributes=ROUTE_ATTRIBUTES):
+        if item.get("kind") == KIND_SOURCE:
+            try:
+                sources.append(json.loads(item["source"]))
+            except (KeyError, TypeError, json.JSONDecodeError) as exc:
+                log(
+                    logging.ERROR,
+                    "config.item_invalid",
+                    config_table=config_table,
+                    item_table_id=item.get("table_id"),
+                    reason=f"source: {exc}",
+                )
+            continue
         route = route_for(item)
         if route is None:
             log(
@@ -102,10 +136,10 @@ def load_routes(client: Any, config_table: str) -> list[TableRoute]:
             )
             continue
         routes.append(route)
-    return routes
+    return Routes(routes, sources)
 
 
-_CACHE: dict[str, tuple[float, list[TableRoute]]] = {}
+_CACHE: dict[str, tuple[float, Routes]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -114,7 +148,7 @@ def clear_route_cache() -> None:
         _CACHE.clear()
 
 
-def cached_routes(client: Any, config_table: str, max_age_seconds: float) -> list[TableRoute]:
+def cached_routes(client: Any, config_table: str, max_age_seconds: float) -> Routes:
     """``load_routes`` cached per Lambda container for ``max_age_seconds``."""
     now = time.monotonic()
     with _CACHE_LOCK:

@@ -145,3 +145,20 @@ def test_the_stage_batches_and_runs_flex_the_tables_that_do_not_say_otherwise(st
             if "execution_class" in given or table.engine != "glue"
             else expected[1]
         )
+
+
+def test_a_config_of_one_source_deploys_its_entry_for_the_lambda(synth, tmp_path):
+    """A stage whose config is one `sources:` entry: the sync carries the source's item (the Lambda
+    finds its tables from it), and its folder is an event prefix of the raw bucket."""
+    config = tmp_path / "tables.yaml"
+    config.write_text(
+        "sources:\n  - id: erp\n    prefix: erp/\n    cdc: dms\n"
+        "    defaults: {sequence_by: last_update_time}\n    keys: {'*': [id]}\n"
+    )
+    synthesized = synth("dev", config=str(config))
+    [source] = [i for i in config_items(synthesized) if i["table_id"] == "source:erp"]
+    assert (source["kind"], source["prefix"]) == ("source", "erp/")
+    entry = json.loads(source["source"])
+    assert entry["keys"] == {"*": ["id"]} and entry["defaults"]["target"] == {"storage": "glue"}
+    notifications = json.dumps(synthesized.resources("Custom::S3BucketNotifications"))
+    assert '"erp/"' in notifications

@@ -16,11 +16,12 @@ policies with IAM's wildcard and condition rules (tests/infra/iam_eval.py):
   KMS key of each bucket and table it touches; its own script and the lakeloader library.
 * EMR job role: the same lake access, for the arguments the arrival Lambda passes (EMR_EXTRA_ARGS),
   plus its entry point, the library in spark.submit.pyFiles and the application's S3 logs.
-* S3-arrival Lambda (lakeloader.trigger): config Scan (load_routes); ledger PutItem/GetItem/Query
-  (record, get_object, has_pending); runs GetItem/PutItem/UpdateItem/DeleteItem (get_lock,
-  reserve_start, note_engine_run, release_lock; window_opens_at, claim_window, unclaim_window for
-  batched tables); glue:StartJobRun (FLEX runs too: same action); emr-serverless:StartJobRun with
-  iam:PassRole of the EMR role; its log group; its dead-letter queue.
+* S3-arrival Lambda (lakeloader.trigger): config Scan (load_routes), PutItem/GetItem (found tables);
+  ledger PutItem/GetItem/Query (record, get_object, has_pending); runs
+  GetItem/PutItem/UpdateItem/DeleteItem (get_lock, reserve_start, note_engine_run, release_lock;
+  window_opens_at, claim_window, unclaim_window for batched tables); glue:StartJobRun (FLEX runs too:
+  same action); emr-serverless:StartJobRun with iam:PassRole of the EMR role; its log group; its
+  dead-letter queue.
 * Config sync Lambda (lakeloader.config_store.sync_items): Scan and BatchWriteItem; GetObject of the
   items' file asset (read_items).
 * Maintenance state machine: the Glue .sync integration and sns:Publish on failure; the schedule's
@@ -261,6 +262,7 @@ def arrival_needs(stack: Stack) -> dict[str, list[Need]]:
     function = stack.lambda_with_env("EMR_EXTRA_ARGS")
     env = arrival_env(stack)
     needs = dynamodb(stack, env["CONFIG_TABLE"], ["Scan"], "trigger.load_routes")
+    needs += dynamodb(stack, env["CONFIG_TABLE"], ["PutItem", "GetItem"], "trigger.found: found tables")
     needs += dynamodb(
         stack, env["LEDGER_TABLE"], ["PutItem", "GetItem", "Query"], "Ledger.record/has_pending"
     )

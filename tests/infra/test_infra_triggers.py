@@ -191,6 +191,37 @@ def test_event_prefixes_must_cover_every_table():
         event_prefixes(stage_with(["crm/"]), LAKE)
 
 
+ERP = {"id": "erp", "prefix": "erp/dms/", "cdc": "dms", "defaults": {"sequence_by": "last_update_time"}}
+
+
+def test_event_prefixes_cover_the_sources_whose_tables_are_found_as_they_arrive():
+    lake = LAKE.model_copy(update={"sources": parse_config({"sources": [ERP]}).sources})
+    assert event_prefixes(stage_with([]), lake) == ["crm/", "erp/", "hr/", "lakeloader-canary/"]
+    with pytest.raises(SettingsError, match="tables source erp lie outside"):
+        event_prefixes(stage_with(["crm/", "hr/"]), lake)
+
+
+def test_the_jobs_read_a_sources_folder():
+    from infra.catalog import raw_folders
+
+    lake = LAKE.model_copy(update={"sources": parse_config({"sources": [ERP]}).sources})
+    assert raw_folders(lake) == ["crm/", "erp/", "hr/"]
+
+
+def test_a_sources_found_tables_take_the_stages_batching_and_storage_unless_its_defaults_say():
+    from infra.settings import with_stage_defaults
+
+    given = {**ERP, "defaults": {**ERP["defaults"], "trigger": {"min_interval_seconds": 60}}}
+    lake = parse_config({"sources": [given]})
+    batching = stage_with([]).settings.batching.model_copy(
+        update={"window_seconds": 300, "execution_class": "FLEX"}
+    )
+    [source] = with_stage_defaults(lake, batching, storage="s3_tables").sources
+    assert source.defaults["trigger"] == {"min_interval_seconds": 60, "execution_class": "FLEX"}
+    assert source.defaults["target"] == {"storage": "s3_tables"}
+    assert source.defaults["sequence_by"] == "last_update_time"
+
+
 # --- batched arrivals ----------------------------------------------------------------------
 
 BATCHING = {"tables_per_run": 20, "parallel_tables": 8, "job_run_queuing": True}

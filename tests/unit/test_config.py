@@ -163,7 +163,11 @@ def test_every_problem_is_listed_at_once():
     [
         (table(), "tables 'crm.customers' and 'crm.customers' share the same id"),
         (table(id="crm.other", source={"prefix": "y/"}), "share the same target 'crm.customers'"),
-        (table(id="crm.other", target={"database": "crm", "table": "other"}), "share the same source.prefix"),
+        (
+            table(id="crm.other"),
+            "share the same target 'crm.customers' and source.prefix (tables may share a prefix only when "
+            "their targets differ)",
+        ),
     ],
 )
 def test_duplicates_across_tables_are_rejected(second, expected):
@@ -186,7 +190,7 @@ def test_unreadable_files_give_one_clear_line(tmp_path):
 def test_source_prefix_is_normalised_like_the_lambda_routes_keys(given):
     config = parse_config({"tables": [table(source={"prefix": given})]})
     assert config.tables[0].source.prefix == "crm/x/"
-    assert config.match_key("/crm/x/LOAD1.parquet").id == "crm.customers"
+    assert [t.id for t in config.match_key("/crm/x/LOAD1.parquet")] == ["crm.customers"]
 
 
 @pytest.mark.parametrize("given", ["", "  ", "/"])
@@ -204,9 +208,28 @@ def test_longest_prefix_wins_when_prefixes_nest():
             ]
         }
     )
-    assert config.match_key("crm/public/customers/LOAD1.parquet").id == "customers"
-    assert config.match_key("crm/public/orders/LOAD1.parquet").id == "all"
-    assert config.match_key("hr/x.parquet") is None
+    assert [t.id for t in config.match_key("crm/public/customers/LOAD1.parquet")] == ["customers"]
+    assert [t.id for t in config.match_key("crm/public/orders/LOAD1.parquet")] == ["all"]
+    assert config.match_key("hr/x.parquet") == []
+
+
+SCD2_HISTORY = {  # the README's SCD2 example: a history table over the shipped crm.customers' prefix
+    "id": "crm.customers_history",
+    "source": {"prefix": "crm/public/customers/", "format": "parquet", "cdc": "dms"},
+    "target": {"database": "crm", "table": "customers_history"},
+    "keys": ["customer_id"],
+    "sequence_by": "last_update_time",
+    "mode": "scd2",
+}
+
+
+def test_a_table_and_its_history_share_one_prefix():
+    shipped = yaml.safe_load((ROOT / "config" / "tables.yaml").read_text())
+    shipped["tables"].append(SCD2_HISTORY)
+    config = parse_config(shipped)
+    matched = config.match_key("crm/public/customers/LOAD00000001.parquet")
+    assert [t.id for t in matched] == ["crm.customers", "crm.customers_history"]
+    assert [t.mode for t in matched] == ["merge", "scd2"]
 
 
 def test_unknown_table_selection_lists_the_known_ones():

@@ -247,7 +247,7 @@ def yaml_problems() -> list[str]:
                     f"{path.relative_to(REPO)}:{line}: a YAML block that does not parse ({error})"
                 )
                 continue
-            if isinstance(value, dict) and "tables" in value:
+            if isinstance(value, dict) and ("tables" in value or "sources" in value):  # a whole file
                 bad = unknown_keys(schema, schema, value, "")
             elif isinstance(value, list | dict):
                 bad = unknown_keys(schema, table, value if isinstance(value, dict) else value[0], "tables[]")

@@ -24,6 +24,7 @@ BASE_AT_ROOT = {
     "columns",
     "config_store",
     "contract",
+    "discovery",
     "dynamodb",
     "errors",
     "faults",

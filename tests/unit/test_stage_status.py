@@ -172,3 +172,27 @@ def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage
     lines = operate.status_report([customers, vip]).splitlines()
     cells = [line[lines[0].index("reconciled") :] for line in lines]
     assert cells == ["reconciled", "ok 2 2026-03-02T09:00:00.000Z", "MISMATCH 1/1 2026-03-02T09:00:00.000Z"]
+
+
+def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys):
+    """A table a source found without keys (lakeloader.trigger.found) is not a table to load: status
+    lists it under the table, with the one line that releases it, and exits 1."""
+    from lakeloader.config_store import found_item, put_found_item
+
+    held = found_item(
+        "erp",
+        "app.orders",
+        "erp/app/orders/",
+        {"id": "app.orders"},
+        "mode merge needs key columns and no entry of the source's keys matches",
+        needs_keys=True,
+    )
+    put_found_item(stage.deployed.config_table, held, client=boto3.client("dynamodb"))
+
+    code, out = stage.cli(capsys, "status", "--table", "crm.customers")
+
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "! app.orders: held (mode merge needs key columns and no entry of the source's keys matches); its "
+        "files stay pending: add under sources 'erp' -> keys: \"app.orders\": [<key column>, ...]"
+    )

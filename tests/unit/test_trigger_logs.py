@@ -118,6 +118,7 @@ def test_an_invocation_logs_each_record_what_became_of_it_and_a_summary(world: W
             "duplicates": 0,
             "unknown": 1,
             "disabled": 1,
+            "held": 0,
             "ignored": 3,
             "started": {"crm.customers": run_id},
             "deferred": [],

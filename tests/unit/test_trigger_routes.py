@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from lakeloader import contract
 from lakeloader import trigger as trigger_module
-from lakeloader.ledger import PENDING
-from lakeloader.trigger import TableRoute, match_route
+from lakeloader.ledger import FAILED, PENDING, SKIPPED
+from lakeloader.trigger import TableRoute, match_routes
 from lakeloader.trigger.routes import route_for
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, RAW, World, context, log_lines, s3_event, s3_record
@@ -71,12 +71,12 @@ def test_longest_prefix_wins_with_nested_prefixes(world: World):
     assert sorted(summary["started"]) == ["crm.all", "crm.customers"]
 
 
-def test_match_route_normalises():
+def test_match_routes_normalises():
     routes = [TableRoute("a", "x/"), TableRoute("b", "x/y/"), TableRoute("c", "z/", enabled=False)]
-    assert match_route("x/y/f", routes).table_id == "b"
-    assert match_route("/x/f", routes).table_id == "a"
-    assert match_route("x", routes) is None
-    assert match_route("z/f", routes).table_id == "c"
+    assert [r.table_id for r in match_routes("x/y/f", routes)] == ["b"]
+    assert [r.table_id for r in match_routes("/x/f", routes)] == ["a"]
+    assert match_routes("x", routes) == []
+    assert [r.table_id for r in match_routes("z/f", routes)] == ["c"]
     assert contract.normalise_prefix("/crm/public") == "crm/public/"
 
 
@@ -125,3 +125,52 @@ def test_an_item_without_a_table_id_or_a_prefix_has_no_route():
         {"table_id": "a", "prefix": "/"},
     ):
         assert route_for(item) is None, item
+
+
+def test_tables_sharing_a_prefix_each_record_the_object_and_start_their_run(world: World):
+    """A current table and its SCD2 history over one CDC prefix: one ledger entry and one run each, and
+    what happens to one table's entry leaves the other's as it is."""
+    world.add_table("crm.customers", CUSTOMERS)
+    world.add_table("crm.customers_history", CUSTOMERS)
+    world.add_table("crm.all", "crm/")  # a shorter prefix still loses
+    key = CUSTOMERS + "20240501-1200.parquet"
+    summary = HANDLER(s3_event(s3_record(key)), context("req-s"))
+    assert (summary["records"], summary["recorded"]) == (1, 2)
+    assert sorted(summary["started"]) == ["crm.customers", "crm.customers_history"]
+    assert sorted(r["Arguments"]["--lakeloader_table_id"] for r in world.glue_runs()) == [
+        "crm.customers",
+        "crm.customers_history",
+    ]
+    assert world.ledger.objects("crm.all") == []
+    [current] = world.ledger.objects("crm.customers")
+    [history] = world.ledger.objects("crm.customers_history")
+    assert (current.key, current.status) == (history.key, history.status) == (key, PENDING)
+
+    # the history's run fails on the file, then a user skips it there: the current table's entry is
+    # untouched and its run still takes the file
+    run = "run-history"
+    assert world.ledger.acquire_lock("crm.customers_history", run)
+    batch = world.ledger.next_batch("crm.customers_history", run)
+    world.ledger.finish("crm.customers_history", batch, run, FAILED, "bad row")
+    [failed] = world.ledger.objects("crm.customers_history")
+    world.ledger.skip("crm.customers_history", [failed], note="test: given up on the history only")
+    assert [o.status for o in world.ledger.objects("crm.customers_history")] == [SKIPPED]
+    assert [o.status for o in world.ledger.objects("crm.customers")] == [PENDING]
+    assert world.ledger.acquire_lock("crm.customers", "run-current")  # takes over the trigger's start
+    assert [o.key for o in world.ledger.next_batch("crm.customers", "run-current")] == [key]
+
+
+def test_a_success_marker_goes_only_to_the_snapshot_table_of_a_shared_prefix(world: World):
+    world.add_table("crm.customers", CUSTOMERS)
+    world.dynamodb.put_item(
+        TableName=world.config_table,
+        Item={
+            "table_id": {"S": "crm.customers_snapshots"},
+            "prefix": {"S": CUSTOMERS},
+            "success_markers": {"BOOL": True},
+            "config": {"S": "{}"},
+        },
+    )
+    summary = HANDLER(s3_event(s3_record(CUSTOMERS + "2024-05-01/_SUCCESS")), context())
+    assert list(summary["started"]) == ["crm.customers_snapshots"]
+    assert world.ledger.objects("crm.customers") == []

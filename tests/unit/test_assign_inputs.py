@@ -1,0 +1,55 @@
+"""`lakeloader run`'s files per table (lakeloader.jobs.load.assign_inputs): tables that share a prefix
+each get its files, found under raw_root or named with --input; a file no selected table claims is
+refused when several tables run."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakeloader.config import parse_config
+from lakeloader.errors import LakeloaderError
+from lakeloader.jobs.load import assign_inputs
+
+
+def table(table_id: str, prefix: str, target: str, mode: str = "append") -> dict:
+    return {
+        "id": table_id,
+        "source": {"prefix": prefix},
+        "target": {"database": "crm", "table": target},
+        "mode": mode,
+    }
+
+
+@pytest.fixture
+def config(tmp_path):
+    for name in ("crm/c/LOAD1.parquet", "crm/c/2026/x.parquet", "crm/c/nested/y.parquet", "hr/z.parquet"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"PAR1")
+    return parse_config(
+        {
+            "raw_root": str(tmp_path),
+            "tables": [
+                table("current", "crm/c/", "current"),
+                table("history", "crm/c/", "history"),
+                table("nested", "crm/c/nested/", "nested"),
+            ],
+        }
+    )
+
+
+def test_tables_sharing_a_prefix_each_get_its_files(config, tmp_path):
+    found = assign_inputs(config, config.tables, None)
+    names = {table_id: sorted(f.name for f in files) for table_id, files in found.items()}
+    assert names == {
+        "current": ["crm/c/2026/x.parquet", "crm/c/LOAD1.parquet"],
+        "history": ["crm/c/2026/x.parquet", "crm/c/LOAD1.parquet"],
+        "nested": ["crm/c/nested/y.parquet"],
+    }
+    given = assign_inputs(config, config.tables, [str(tmp_path / "crm/c/LOAD1.parquet")])
+    assert {t: [f.name for f in files] for t, files in given.items()} == {
+        "current": ["crm/c/LOAD1.parquet"],
+        "history": ["crm/c/LOAD1.parquet"],
+        "nested": [],
+    }
+    with pytest.raises(LakeloaderError, match="match no selected table's source.prefix"):
+        assign_inputs(config, config.tables, [str(tmp_path / "hr/z.parquet")])
