@@ -170,9 +170,13 @@ def verify(args: argparse.Namespace) -> int:
         print(result.failure.describe(), flush=True)
     for removed in result.removed:
         print(f"removed {removed}")
+    for error in result.cleanup_errors:
+        print(f"FAIL cleanup: {error}")
+    if result.cleanup_errors:
+        print("the canary is partly left: the next verify removes it once the error is fixed")
     if args.keep:
         print("kept the canary (--keep): the next verify without --keep removes it")
-    return 1 if result.failure is not None else 0
+    return 1 if result.failure is not None or result.cleanup_errors else 0
 
 
 def _say(line: str) -> None:
