@@ -22,6 +22,7 @@ from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.settings import Stage, check_flex_tables
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
+from infra.verify_access import VerifyAccess
 from infra.writers import Writers
 from lakeloader.canary import with_canaries
 from lakeloader.config import LakeConfig
@@ -152,6 +153,19 @@ class LakeloaderStack(Stack):
             maintenance=self.maintenance.state_machine,
             ledger_table_name=self.config_store.ledger_table.table_name,
             tables=users.tables,  # a failed verify says so itself
+        )
+        self.verify_access = VerifyAccess(
+            self,
+            "VerifyAccess",
+            stage=stage,
+            storage=self.storage,
+            store=self.config_store,
+            catalog=self.catalog,
+            processing=self.processing,
+            dead_letter_queue_arn=self.triggers.dead_letter_queue.queue_arn,
+            arrival=self.triggers.function,
+            topic_arn=self.alarm_topic.topic.topic_arn,
+            readers=self.readers,
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
         self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)
