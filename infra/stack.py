@@ -19,6 +19,7 @@ from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing
 from infra.readers import Readers
 from infra.s3_tables import TableBucket, s3_tables_namespaces
+from infra.s3_tables_teardown import TableBucketTeardown
 from infra.settings import Stage, check_flex_tables
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
@@ -72,6 +73,10 @@ class LakeloaderStack(Stack):
         self.table_bucket = None  # target.storage: s3_tables
         if s3_tables_namespaces(lake):
             self.table_bucket = TableBucket(self, "S3Tables", stage=stage, lake=lake, storage=self.storage)
+            if not stage.settings.retain:  # a dev stage's bucket goes with the stack: empty it first
+                TableBucketTeardown(
+                    self, "S3TablesTeardown", stage=stage, bucket=self.table_bucket, key=self.storage.key
+                )
         self.config_store = ConfigStore(
             self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key, network=self.network
         )

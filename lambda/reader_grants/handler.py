@@ -11,42 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-import urllib.request
 from typing import Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from lakeloader import contract, reader_grants
+from lakeloader.cfn_response import send_response
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))
 # CloudFormation takes 4 KB of response in all: the ungranted lines keep to this much of it.
 UNGRANTED_DATA_LIMIT = 2500
-
-
-def send_response(event: dict[str, Any], status: str, data: dict, reason: str = "") -> None:
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": (reason or f"see CloudWatch Logs for request {event.get('RequestId')}")[:3000],
-            "PhysicalResourceId": event.get("PhysicalResourceId")
-            or f"{event['LogicalResourceId']}/reader-grants",
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "NoEcho": False,
-            "Data": data,
-        }
-    ).encode()
-    request = urllib.request.Request(
-        event["ResponseURL"],
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - pre-signed CloudFormation URL
-        log.info("CloudFormation answered %s", response.status)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -61,7 +37,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     except Exception as exc:
         log.exception("reader grants failed")
         if "ResponseURL" in event:
-            send_response(event, "FAILED", {}, reason=f"reader grants failed: {exc}")
+            send_response(event, "FAILED", {}, reason=f"reader grants failed: {exc}", name="reader-grants")
             return {}
         raise
     log.info(json.dumps(result))
@@ -79,5 +55,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if ungranted:
             data["Ungranted"] = "; ".join(ungranted)[:UNGRANTED_DATA_LIMIT]
             log.warning("ungranted (see `lakeloader doctor` for the commands): %s", data["Ungranted"])
-        send_response(event, "SUCCESS", data)
+        send_response(event, "SUCCESS", data, name="reader-grants")
     return result
