@@ -1,6 +1,6 @@
 """Answer CloudFormation for a custom resource backed by one of the stack's own Lambdas (the
-reader-grants and table-bucket-teardown handlers): a PUT of the result to the request's pre-signed
-ResponseURL. Standard library only."""
+config-sync, reader-grants and table-bucket-teardown handlers): a PUT of the result to the
+request's pre-signed ResponseURL. Standard library only."""
 
 from __future__ import annotations
 
@@ -12,14 +12,19 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def send_response(event: dict[str, Any], status: str, data: dict, reason: str = "", name: str = "") -> None:
+def own_physical_id(event: dict[str, Any], name: str) -> str:
+    """The request's physical id, or `<logical id>/<name>` on a Create."""
+    return event.get("PhysicalResourceId") or f"{event['LogicalResourceId']}/{name}"
+
+
+def send_response(event: dict[str, Any], status: str, physical_id: str, data: dict, reason: str = "") -> None:
     """`status` SUCCESS or FAILED, with `data` (GetAtt) and, for FAILED, the `reason` CloudFormation
-    shows; the physical id is the request's own, or `<logical id>/<name>` on a Create."""
+    shows."""
     body = json.dumps(
         {
             "Status": status,
             "Reason": (reason or f"see CloudWatch Logs for request {event.get('RequestId')}")[:3000],
-            "PhysicalResourceId": event.get("PhysicalResourceId") or f"{event['LogicalResourceId']}/{name}",
+            "PhysicalResourceId": physical_id,
             "StackId": event["StackId"],
             "RequestId": event["RequestId"],
             "LogicalResourceId": event["LogicalResourceId"],

@@ -17,7 +17,7 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from lakeloader import contract, reader_grants
-from lakeloader.cfn_response import send_response
+from lakeloader.cfn_response import own_physical_id, send_response
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))
@@ -37,7 +37,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     except Exception as exc:
         log.exception("reader grants failed")
         if "ResponseURL" in event:
-            send_response(event, "FAILED", {}, reason=f"reader grants failed: {exc}", name="reader-grants")
+            send_response(
+                event,
+                "FAILED",
+                own_physical_id(event, "reader-grants"),
+                {},
+                reason=f"reader grants failed: {exc}",
+            )
             return {}
         raise
     log.info(json.dumps(result))
@@ -55,5 +61,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if ungranted:
             data["Ungranted"] = "; ".join(ungranted)[:UNGRANTED_DATA_LIMIT]
             log.warning("ungranted (see `lakeloader doctor` for the commands): %s", data["Ungranted"])
-        send_response(event, "SUCCESS", data, name="reader-grants")
+        send_response(event, "SUCCESS", own_physical_id(event, "reader-grants"), data)
     return result

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 
 from lakeloader import table_bucket_teardown
-from lakeloader.cfn_response import send_response
+from lakeloader.cfn_response import own_physical_id, send_response
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))
@@ -23,8 +23,14 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         result = table_bucket_teardown.handle(event, s3tables=boto3.client("s3tables"))
     except Exception as exc:
         log.exception("emptying the table bucket failed")
-        send_response(event, "FAILED", {}, reason=f"emptying the table bucket failed: {exc}", name=NAME)
+        send_response(
+            event,
+            "FAILED",
+            own_physical_id(event, NAME),
+            {},
+            reason=f"emptying the table bucket failed: {exc}",
+        )
         return {}
     log.info(json.dumps(result))
-    send_response(event, "SUCCESS", {"Deleted": str(len(result["deleted"]))}, name=NAME)
+    send_response(event, "SUCCESS", own_physical_id(event, NAME), {"Deleted": str(len(result["deleted"]))})
     return result
