@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
@@ -73,17 +73,17 @@ class AlarmTopic(Construct):
             master_key=key,
             enforce_ssl=True,
         )
-        # CloudWatch alarms and EventBridge rules publish to the encrypted topic (Amazon SNS's "Enable
-        # compatibility between event sources from AWS services and encrypted topics"). The alarms'
-        # statement is held to this account; EventBridge's request to the key carries no
-        # aws:SourceAccount, so a condition on it would drop every failure notification silently.
+        # CloudWatch alarms and EventBridge rules publish to the encrypted topic: each principal's statement
+        # is the one Amazon SNS documents ("Enable compatibility between event sources from AWS services
+        # and encrypted topics"), with no condition. The topic's own policy decides who may publish; a
+        # condition the page does not show (aws:SourceAccount) is one AWS does not promise to send, and
+        # a request without it would drop every notification silently.
         storage.allow_on_key(
             iam.PolicyStatement(
-                sid="AllowAlarmsOfThisAccount",
+                sid="AllowCloudWatchAlarms",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=PUBLISHER_KEY_ACTIONS,
                 resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
             )
         )
         storage.allow_on_key(

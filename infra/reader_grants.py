@@ -24,7 +24,9 @@ Grants on the tables of the stage's S3 Tables table bucket are in the federated 
 (S3 Tables creates them through its own API), so the deploy and the hourly run apply them. The Lambda
 reads their federated catalog entries (IAM), but CloudFormation cannot give it the grant option there
 (AWS::LakeFormation::PrincipalPermissions takes a 12-digit catalog id only): a data lake administrator
-grants it once (docs/query.md, "S3 Tables tables"); until then those grants fail and the others apply.
+grants it once (docs/query.md, "S3 Tables tables"); until then those grants are reported as ungranted
+(the custom resource's data, the ReaderGrantsUngranted metric, `lakeloader doctor`), the others
+apply, and the deploy succeeds: no grant fails it.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class ReaderGrants(Construct):
             self,
             "Function",
             stage=stage,
-            name="reader-grants",
+            name=reader_grants.FUNCTION_NAME,
             description="Applies readers' Lake Formation grants on tables by name once each table exists",
             source_dir=lambda_source("reader_grants"),
             key=key,

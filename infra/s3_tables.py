@@ -99,10 +99,7 @@ class TableBucket(Construct):
                 principals=[iam.ServicePrincipal(MAINTENANCE_PRINCIPAL)],
                 actions=["kms:GenerateDataKey", "kms:Decrypt"],
                 resources=["*"],
-                conditions={
-                    "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"{bucket_arn}/*"},
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                },
+                conditions={"StringLike": {"kms:EncryptionContext:aws:s3:arn": f"{bucket_arn}/*"}},
             )
         )
 

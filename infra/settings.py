@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from infra.settings_access import ReaderSettings, WriterSettings, check_readers, check_writers
+from infra.settings_access import ROLE_ARN, ReaderSettings, WriterSettings, check_readers, check_writers
 from infra.settings_base import SettingsModel
 from infra.settings_emr import EmrSettings, emr_release_problem
 from infra.settings_encryption import EncryptionSettings
@@ -196,6 +196,12 @@ class StageSettings(SettingsModel):
         default_factory=list,
         description="Roles that land files in the raw bucket (a DMS endpoint, an S3 sink), each with its "
         "prefixes (docs/sources.md); [] (default): none",
+    )
+    verify_role_arn: str | None = Field(
+        default=None,
+        pattern=ROLE_ARN,
+        description="The role you run `lakeloader verify` as: the stack attaches the verify policy to it "
+        "and, in Lake Formation mode, grants it DROP and SELECT on the canary tables (docs/deploy.md#verify)",
     )
     query_results_expiration_days: int = Field(
         default=7, ge=1, description="Days the readers' Athena query results are kept"

@@ -4,6 +4,7 @@ files), and the checks across a stage's list of them."""
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -54,6 +55,13 @@ class WriterSettings(SettingsModel):
         min_length=1,
         description='Raw-bucket key prefixes it writes under, each ending in "/" (a DMS endpoint\'s '
         "BucketFolder, a sink's topics.dir)",
+    )
+
+    kind: Literal["dms", "kafka_connect", "other"] = Field(
+        default="other",
+        description='What writes: "dms" (a DMS endpoint\'s S3 target: ListBucket of the whole bucket, as '
+        'DMS\'s prerequisites grant it), "kafka_connect" (an S3 sink connector: it also lists and '
+        'resumes its multipart uploads), "other" (default: write under the prefixes, list them)',
     )
 
     @field_validator("prefixes")

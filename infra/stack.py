@@ -19,9 +19,11 @@ from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing
 from infra.readers import Readers
 from infra.s3_tables import TableBucket, s3_tables_namespaces
+from infra.s3_tables_teardown import TableBucketTeardown
 from infra.settings import Stage, check_flex_tables
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
+from infra.verify_access import VerifyAccess
 from infra.writers import Writers
 from lakeloader.canary import with_canaries
 from lakeloader.config import LakeConfig
@@ -71,6 +73,10 @@ class LakeloaderStack(Stack):
         self.table_bucket = None  # target.storage: s3_tables
         if s3_tables_namespaces(lake):
             self.table_bucket = TableBucket(self, "S3Tables", stage=stage, lake=lake, storage=self.storage)
+            if not stage.settings.retain:  # a dev stage's bucket goes with the stack: empty it first
+                TableBucketTeardown(
+                    self, "S3TablesTeardown", stage=stage, bucket=self.table_bucket, key=self.storage.key
+                )
         self.config_store = ConfigStore(
             self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key, network=self.network
         )
@@ -151,6 +157,19 @@ class LakeloaderStack(Stack):
             emr_application_id=self.processing.emr.application.attr_application_id,
             maintenance=self.maintenance.state_machine,
             ledger_table_name=self.config_store.ledger_table.table_name,
+        )
+        self.verify_access = VerifyAccess(
+            self,
+            "VerifyAccess",
+            stage=stage,
+            storage=self.storage,
+            store=self.config_store,
+            catalog=self.catalog,
+            processing=self.processing,
+            dead_letter_queue_arn=self.triggers.dead_letter_queue.queue_arn,
+            arrival=self.triggers.function,
+            topic_arn=self.alarm_topic.topic.topic_arn,
+            readers=self.readers,
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
         self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)

@@ -117,6 +117,8 @@ def longest_prefix_matches(key: str, items: Iterable[T], prefix_of: Callable[[T]
 
 # CloudWatch namespace the jobs and the Lambda publish to and the dashboard reads.
 METRICS_NAMESPACE = "lakeloader"
+# The reader-grants Lambda's count of grants it could not apply (lambda/reader_grants), per invocation.
+READER_GRANTS_UNGRANTED_METRIC = "ReaderGrantsUngranted"
 # Dimensions of the per-table metrics: the stage's ledger table name, then the table id.
 METRIC_DIMENSIONS = ("Ledger", "TableId")
 PENDING_AGE_METRIC = "PendingAgeSeconds"  # the sweep's, per table: the table's lag

@@ -21,6 +21,18 @@ CreateTable, so no Glue event names them: the deploy and the hourly pass apply t
 account's S3 Tables integration shows the namespace or the table in that catalog they wait.
 
 Granting what is already granted changes nothing in Lake Formation, so each path may repeat another.
+
+A grant that cannot be applied never fails the deploy (a failed custom resource rolls the whole stack
+back, and some grants can only be given after a first successful deploy: the grant option in the
+S3 Tables federated catalog needs the function's role to exist). Each grant ends in one outcome, with
+the error code AWS answered and its message: granted; waiting (not found: its table has not been
+created yet, or the account's S3 Tables integration does not show it); denied (AccessDeniedException on
+the catalog lookup: the function may not see the catalog); no_grant_option (AccessDeniedException from
+GrantPermissions, which IAM allows the function: Lake Formation refuses because the function holds no
+grant option there); failed (any other error code of Glue's or Lake Formation's API). The Lambda puts
+them in its custom resource's response data and its `ReaderGrantsUngranted` metric, and
+`lakeloader doctor` names each ungranted grant with the administrator's command that applies it
+(`grant_command`).
 Standard library and boto3 only: the Lambda ships it as plain Python.
 """
 
@@ -32,8 +44,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 log = logging.getLogger(__name__)
 
+# The function is `<project>-<stage>-reader-grants` (the stack's name, then this): doctor finds it so.
+FUNCTION_NAME = "reader-grants"
 ENV_GRANTS = "READER_GRANTS"
 ENV_CATALOG_ID = "CATALOG_ID"
 GLUE_SOURCE = "aws.glue"
@@ -42,6 +58,17 @@ TABLE_CREATED = "CreateTable"
 SCHEDULED_DETAIL_TYPE = "Scheduled Event"
 # What CloudFormation's custom resource passes (the same JSON as the environment's).
 PROPERTY_GRANTS = "Grants"
+# Outcomes of one grant (the keys of `apply`'s result); the last three are ungranted.
+GRANTED, WAITING, DENIED, NO_GRANT_OPTION, FAILED = (
+    "granted",
+    "waiting",
+    "denied",
+    "no_grant_option",
+    "failed",
+)
+UNGRANTED = (DENIED, NO_GRANT_OPTION, FAILED)
+NOT_FOUND = "EntityNotFoundException"
+ACCESS_DENIED = "AccessDeniedException"
 
 
 @dataclass(frozen=True)
@@ -110,17 +137,48 @@ def decode(text: str | None) -> list[TableGrant]:
     return [TableGrant.from_json(row) for row in json.loads(text or "[]")]
 
 
-def exists(glue: Any, grant: TableGrant, account_catalog_id: str) -> bool:
-    """Whether the grant's table (or database) is in its catalog yet."""
+def error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+
+
+def described(grant: TableGrant, exc: ClientError) -> str:
+    """The grant and what AWS answered, as one readable line."""
+    message = str(exc.response.get("Error", {}).get("Message", "")).strip()
+    return f"{grant}: {error_code(exc)}" + (f": {message}" if message else "")
+
+
+def lookup(glue: Any, grant: TableGrant, account_catalog_id: str) -> ClientError | None:
+    """None when the grant's table (or database) is in its catalog; else the error that says why not."""
     where = {"CatalogId": grant.catalog_id(account_catalog_id)} if grant.catalog else {}
     try:
         if grant.table is None:
             glue.get_database(**where, Name=grant.database)
         else:
             glue.get_table(**where, DatabaseName=grant.database, Name=grant.table)
-    except glue.exceptions.EntityNotFoundException:
-        return False
-    return True
+    except ClientError as exc:
+        return exc
+    return None
+
+
+def lookup_outcome(exc: ClientError) -> str:
+    """What a failed catalog lookup means for the grant: it waits for its table, or it is ungranted."""
+    return {NOT_FOUND: WAITING, ACCESS_DENIED: DENIED}.get(error_code(exc), FAILED)
+
+
+def grant_outcome(exc: ClientError) -> str:
+    """What a failed GrantPermissions means. IAM lets the function call it on any resource, so an
+    AccessDeniedException is Lake Formation's: the function holds no grant option on that resource."""
+    return {NOT_FOUND: WAITING, ACCESS_DENIED: NO_GRANT_OPTION}.get(error_code(exc), FAILED)
+
+
+def grant_command(grant: TableGrant, account_catalog_id: str) -> str:
+    """The one AWS CLI command a data lake administrator runs to apply `grant` by hand."""
+    resource = json.dumps(grant.resource(account_catalog_id), separators=(",", ":"), sort_keys=True)
+    return (
+        f"aws lakeformation grant-permissions --catalog-id {grant.catalog_id(account_catalog_id)} "
+        f"--principal DataLakePrincipalIdentifier={grant.principal} --resource '{resource}' "
+        f"--permissions {' '.join(grant.permissions)}"
+    )
 
 
 def apply(
@@ -132,31 +190,54 @@ def apply(
     tables: set[tuple[str, str]] | None = None,
 ) -> dict[str, list[str]]:
     """Grant each of `grants` (those of the Glue-created `tables` only, when given) whose table exists;
-    the others wait for their table. Returns {"granted": [...], "waiting": [...]} as readable lines."""
-    done: dict[str, list[str]] = {"granted": [], "waiting": []}
+    the others wait for their table. Returns {"granted": [...], "waiting": [...]} as readable lines, and
+    each ungranted outcome (UNGRANTED) that occurred, its lines naming the error AWS answered."""
+    done: dict[str, list[str]] = {GRANTED: [], WAITING: []}
     for grant in grants:
         if tables is not None and (grant.catalog or (grant.database, grant.table) not in tables):
             continue
-        if not exists(glue, grant, catalog_id):
-            done["waiting"].append(str(grant))
+        missing = lookup(glue, grant, catalog_id)
+        if missing is not None:
+            outcome = lookup_outcome(missing)
+            done.setdefault(outcome, []).append(
+                str(grant) if outcome == WAITING else described(grant, missing)
+            )
             continue
-        lakeformation.grant_permissions(
-            CatalogId=grant.catalog_id(catalog_id),
-            Principal={"DataLakePrincipalIdentifier": grant.principal},
-            Resource=grant.resource(catalog_id),
-            Permissions=list(grant.permissions),
-            PermissionsWithGrantOption=[],
-        )
-        done["granted"].append(str(grant))
+        try:
+            lakeformation.grant_permissions(
+                CatalogId=grant.catalog_id(catalog_id),
+                Principal={"DataLakePrincipalIdentifier": grant.principal},
+                Resource=grant.resource(catalog_id),
+                Permissions=list(grant.permissions),
+                PermissionsWithGrantOption=[],
+            )
+        except ClientError as exc:
+            outcome = grant_outcome(exc)
+            done.setdefault(outcome, []).append(str(grant) if outcome == WAITING else described(grant, exc))
+            log.warning("not granted (%s): %s", outcome, described(grant, exc))
+            continue
+        done[GRANTED].append(str(grant))
         log.info("granted %s", grant)
     return done
 
 
-def revoke(grants: Iterable[TableGrant], *, lakeformation: Any, glue: Any, catalog_id: str) -> list[str]:
-    """Revoke each of `grants` whose table exists (a table that is gone took its grants with it)."""
-    revoked = []
+def ungranted(result: Mapping[str, Any]) -> list[str]:
+    """The lines of `apply`'s result whose grant is not applied for a reason other than its table."""
+    return [line for outcome in UNGRANTED for line in result.get(outcome, [])]
+
+
+def revoke(
+    grants: Iterable[TableGrant], *, lakeformation: Any, glue: Any, catalog_id: str
+) -> dict[str, list[str]]:
+    """Revoke each of `grants` whose table exists (a table that is gone took its grants with it).
+    Returns {"revoked": [...]}, and "unrevoked" with the error of each revoke AWS refused: a stack's
+    delete or update does not fail on a grant either."""
+    done: dict[str, list[str]] = {"revoked": []}
     for grant in grants:
-        if not exists(glue, grant, catalog_id):
+        missing = lookup(glue, grant, catalog_id)
+        if missing is not None:
+            if lookup_outcome(missing) != WAITING:
+                done.setdefault("unrevoked", []).append(described(grant, missing))
             continue
         try:
             lakeformation.revoke_permissions(
@@ -166,12 +247,15 @@ def revoke(grants: Iterable[TableGrant], *, lakeformation: Any, glue: Any, catal
                 Permissions=list(grant.permissions),
                 PermissionsWithGrantOption=[],
             )
-        except lakeformation.exceptions.InvalidInputException as exc:  # not granted (any more)
-            log.info("nothing to revoke for %s: %s", grant, exc)
+        except ClientError as exc:
+            if error_code(exc) == "InvalidInputException":  # not granted (any more)
+                log.info("nothing to revoke for %s: %s", grant, exc)
+            else:
+                done.setdefault("unrevoked", []).append(described(grant, exc))
             continue
-        revoked.append(str(grant))
+        done["revoked"].append(str(grant))
         log.info("revoked %s", grant)
-    return revoked
+    return done
 
 
 def created_tables(event: Mapping[str, Any]) -> set[tuple[str, str]] | None:
@@ -193,12 +277,12 @@ def handle(
     if request:  # CloudFormation
         current = decode((event.get("ResourceProperties") or {}).get(PROPERTY_GRANTS))
         if request == "Delete":
-            return {"revoked": revoke(current, lakeformation=lakeformation, glue=glue, catalog_id=catalog_id)}
+            return revoke(current, lakeformation=lakeformation, glue=glue, catalog_id=catalog_id)
         result: dict[str, Any] = {}
         if request == "Update":
             old = decode((event.get("OldResourceProperties") or {}).get(PROPERTY_GRANTS))
             dropped = [g for g in old if g not in set(current)]
-            result["revoked"] = revoke(dropped, lakeformation=lakeformation, glue=glue, catalog_id=catalog_id)
+            result = revoke(dropped, lakeformation=lakeformation, glue=glue, catalog_id=catalog_id)
         return result | apply(current, lakeformation=lakeformation, glue=glue, catalog_id=catalog_id)
     tables = created_tables(event)
     if tables is None and event.get("detail-type") != SCHEDULED_DETAIL_TYPE:

@@ -1,48 +1,76 @@
 """What `lakeloader verify` leaves behind, removed: its canary files, the canary tables' ledger and
 run items, and the canary tables. Only canary resources (lakeloader.canary); boto3 only, so it runs
-from the CLI against a stage or an emulator like the rest of verify."""
+from the CLI against a stage or an emulator like the rest of verify.
+
+Each removal is a step of its own: one AWS refuses (no permission to drop a table Lake Formation
+guards, a bucket policy) is reported with its error, and the others still run. The caller reports
+them beside verify's own result, which a cleanup never replaces."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from lakeloader import canary
 from lakeloader.cli.stage import DeployedStage
 
 
-def remove_canary(stage: DeployedStage, keys: list[str]) -> list[str]:
+@dataclass
+class CanaryRemoval:
+    """What a cleanup removed, and each removal that failed with the error AWS answered."""
+
+    removed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def step(self, what: str, remove: Callable[[], str | None]) -> None:
+        """`remove()`: its line for `removed` (None: nothing there); an AWS error is kept in `errors`."""
+        try:
+            done = remove()
+        except (BotoCoreError, ClientError) as exc:
+            self.errors.append(f"{what}: {type(exc).__name__}: {exc}")
+            return
+        if done:
+            self.removed.append(done)
+
+
+def remove_canary(stage: DeployedStage, keys: list[str]) -> CanaryRemoval:
     """Remove what a verify left: its raw files (every version), the canary tables' ledger and run
     items (their locks too: a run that never started must not hold the next verify back), and the
-    canary tables with their files. Only canary resources; returns what it removed."""
+    canary tables with their files. Only canary resources."""
     s3, dynamodb, glue = boto3.client("s3"), boto3.client("dynamodb"), boto3.client("glue")
-    removed = []
-    for key in keys:
+    result = CanaryRemoval()
+
+    def raw_file(key: str) -> str:
         versions = s3.list_object_versions(Bucket=stage.raw_bucket, Prefix=key)
         for version in [*versions.get("Versions", []), *versions.get("DeleteMarkers", [])]:
             if version["Key"] == key:
                 s3.delete_object(Bucket=stage.raw_bucket, Key=key, VersionId=version["VersionId"])
-        removed.append(f"s3://{stage.raw_bucket}/{key}")
-    for table_name in (stage.ledger_table, stage.runs_table):
+        return f"s3://{stage.raw_bucket}/{key}"
+
+    def items(table_name: str, engine: str) -> str | None:
         sort_key = "object_id" if table_name == stage.ledger_table else "run_id"
-        for engine in canary.CANARY_ENGINES:
-            pages = dynamodb.get_paginator("query").paginate(
-                TableName=table_name,
-                KeyConditionExpression="table_id = :t",
-                ExpressionAttributeValues={":t": {"S": canary.canary_id(engine)}},
-                ProjectionExpression="table_id, #s",
-                ExpressionAttributeNames={"#s": sort_key},
-            )
-            items = [item for page in pages for item in page.get("Items", [])]
-            for item in items:
-                dynamodb.delete_item(TableName=table_name, Key=item)
-            if items:
-                removed.append(f"{len(items)} item(s) of {canary.canary_id(engine)} in {table_name}")
+        pages = dynamodb.get_paginator("query").paginate(
+            TableName=table_name,
+            KeyConditionExpression="table_id = :t",
+            ExpressionAttributeValues={":t": {"S": canary.canary_id(engine)}},
+            ProjectionExpression="table_id, #s",
+            ExpressionAttributeNames={"#s": sort_key},
+        )
+        found = [item for page in pages for item in page.get("Items", [])]
+        for item in found:
+            dynamodb.delete_item(TableName=table_name, Key=item)
+        return f"{len(found)} item(s) of {canary.canary_id(engine)} in {table_name}" if found else None
+
     database = stage.glue_database(canary.CANARY_DATABASE)
-    for engine in canary.CANARY_ENGINES:
+
+    def table(engine: str) -> str | None:
         try:
             location = glue.get_table(DatabaseName=database, Name=engine)["Table"]["StorageDescriptor"]
         except glue.exceptions.EntityNotFoundException:
-            continue
+            return None
         glue.delete_table(DatabaseName=database, Name=engine)
         bucket, _, prefix = location.get("Location", "").removeprefix("s3://").partition("/")
         if bucket and prefix:
@@ -51,5 +79,16 @@ def remove_canary(stage: DeployedStage, keys: list[str]) -> list[str]:
             ):
                 for obj in page.get("Contents", []):
                     s3.delete_object(Bucket=bucket, Key=obj["Key"])
-        removed.append(f"Glue table {database}.{engine} and its files")
-    return removed
+        return f"Glue table {database}.{engine} and its files"
+
+    for key in keys:
+        result.step(f"canary file s3://{stage.raw_bucket}/{key}", lambda key=key: raw_file(key))
+    for table_name in (stage.ledger_table, stage.runs_table):
+        for engine in canary.CANARY_ENGINES:
+            result.step(
+                f"items of {canary.canary_id(engine)} in {table_name}",
+                lambda table_name=table_name, engine=engine: items(table_name, engine),
+            )
+    for engine in canary.CANARY_ENGINES:
+        result.step(f"Glue table {database}.{engine}", lambda engine=engine: table(engine))
+    return result

@@ -83,3 +83,56 @@ def lake_formation_checks(
             )
         )
     return checks
+
+
+def reader_grant_checks(
+    function_name: str, *, functions: Any = None, glue: Any = None, lakeformation: Any = None
+) -> list[Precondition]:
+    """Each reader grant on a table by name (the reader-grants Lambda's `READER_GRANTS`), checked as Lake
+    Formation holds it: granted; waiting for its table's first run (not a failure); or ungranted, with
+    the data lake administrator's one command that applies it. A stage without that Lambda (IAM mode,
+    or no such grant) has none."""
+    from botocore.exceptions import ClientError
+
+    from lakeloader import reader_grants
+
+    functions = functions or boto3.client("lambda")
+    try:
+        environment = functions.get_function_configuration(FunctionName=function_name).get("Environment", {})
+    except functions.exceptions.ResourceNotFoundException:
+        return []
+    except ClientError as exc:
+        code = reader_grants.error_code(exc)
+        fix = f"allow lambda:GetFunctionConfiguration on {function_name} to the role you run doctor with"
+        return [Precondition("reader grants", False, f"cannot read {function_name}: {code}", fix)]
+    variables = environment.get("Variables", {})
+    catalog_id = variables[reader_grants.ENV_CATALOG_ID]
+    glue = glue or boto3.client("glue")
+    lakeformation = lakeformation or boto3.client("lakeformation")
+    checks = []
+    for grant in reader_grants.decode(variables.get(reader_grants.ENV_GRANTS)):
+        name = f"reader grant {grant}"
+        missing = reader_grants.lookup(glue, grant, catalog_id)
+        if missing is not None and reader_grants.lookup_outcome(missing) == reader_grants.WAITING:
+            checks.append(
+                Precondition(name, None, "waits for its table's first run (the Lambda grants it then)")
+            )
+            continue
+        if missing is not None:
+            detail = f"not granted: {reader_grants.error_code(missing)} on the catalog lookup"
+        else:
+            try:
+                held = lakeformation.list_permissions(
+                    CatalogId=grant.catalog_id(catalog_id),
+                    Principal={"DataLakePrincipalIdentifier": grant.principal},
+                    Resource=grant.resource(catalog_id),
+                )["PrincipalResourcePermissions"]
+            except ClientError as exc:
+                held, detail = [], f"not granted: {reader_grants.error_code(exc)} on listing its permissions"
+            else:
+                detail = "not granted"
+            if set(grant.permissions) <= {p for h in held for p in h["Permissions"]}:
+                checks.append(Precondition(name, True, "granted"))
+                continue
+        checks.append(Precondition(name, False, detail, reader_grants.grant_command(grant, catalog_id)))
+    return checks

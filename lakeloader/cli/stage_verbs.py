@@ -170,9 +170,13 @@ def verify(args: argparse.Namespace) -> int:
         print(result.failure.describe(), flush=True)
     for removed in result.removed:
         print(f"removed {removed}")
+    for error in result.cleanup_errors:
+        print(f"FAIL cleanup: {error}")
+    if result.cleanup_errors:
+        print("the canary is partly left: the next verify removes it once the error is fixed")
     if args.keep:
         print("kept the canary (--keep): the next verify without --keep removes it")
-    return 1 if result.failure is not None else 0
+    return 1 if result.failure is not None or result.cleanup_errors else 0
 
 
 def _say(line: str) -> None:
@@ -192,10 +196,13 @@ def run(args: argparse.Namespace) -> int:
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     tables = _tables(stage, args)
     if args.command == "doctor":
-        from lakeloader.cli.doctor import lake_formation_checks
+        from lakeloader import reader_grants
+        from lakeloader.cli.doctor import lake_formation_checks, reader_grant_checks
 
         databases = sorted({stage.glue_database(t.target.database) for t in tables})
         checks = lake_formation_checks(stage.warehouse, databases)
+        # readers' grants on tables by name (a Lake Formation mode stage with readers has the function)
+        checks += reader_grant_checks(f"{stack_name(args.stage, args.project)}-{reader_grants.FUNCTION_NAME}")
         print("\n".join(check.line() for check in checks))
         return 1 if any(check.passed is False for check in checks) else 0
     ledger = stage.ledger()

@@ -65,6 +65,7 @@ class Verification:
     passed: list[str] = field(default_factory=list)
     failure: HopFailed | None = None
     removed: list[str] = field(default_factory=list)
+    cleanup_errors: list[str] = field(default_factory=list)  # beside the result, never instead of it
 
 
 def stack_outputs(stack: str) -> dict[str, str]:
@@ -422,7 +423,12 @@ def verify(
         result.failure = failure
     except (BotoCoreError, ClientError) as exc:  # refused or unreachable: the hop under way failed
         result.failure = HopFailed(*verifier.current, f"{type(exc).__name__}: {exc}")
-    finally:
+    finally:  # after the hops, whatever they did: a cleanup error is reported beside them, never raised
         if not keep:
-            result.removed = remove_canary(stage, verifier.landed)
+            try:
+                removal = remove_canary(stage, verifier.landed)
+            except Exception as exc:  # noqa: BLE001 - the hops' result stands, the cleanup's error beside it
+                result.cleanup_errors.append(f"cleanup: {type(exc).__name__}: {exc}")
+            else:
+                result.removed, result.cleanup_errors = removal.removed, removal.errors
     return result

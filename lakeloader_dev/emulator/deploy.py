@@ -323,6 +323,7 @@ def deploy(
     resources = {
         r["LogicalResourceId"]: r.get("PhysicalResourceId", "")
         for r in cfn.describe_stack_resources(StackName=name)["StackResources"]
+        if "LogicalResourceId" in r  # moto lists a resource type it does not model without one
     }
     deployment = Deployment(name, stack_id, outputs, resources, time.monotonic() - started)
     _say(progress, f"stack {name} is {described['StackStatus']} ({deployment.seconds:.0f} s)")

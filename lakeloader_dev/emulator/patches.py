@@ -49,6 +49,7 @@ from lakeloader_dev.emulator.emr_runner import run_emr_job
 from lakeloader_dev.emulator.glue_runner import run_glue_job
 from lakeloader_dev.emulator.patches_catalog import (
     patch_events_lambda_targets,
+    patch_glue_s3_tables_federation,
     patch_glue_table_events,
     patch_lakeformation_regrant,
 )
@@ -105,6 +106,7 @@ def apply(runtime: Any, port: int) -> None:
     _patch_s3_bucket_versioning()
     patch_lakeformation_regrant()
     patch_glue_table_events()
+    patch_glue_s3_tables_federation()
     patch_events_lambda_targets(current_runtime)
     _APPLIED = True
 

@@ -104,3 +104,43 @@ def patch_events_lambda_targets(runtime: Callable[[], Any]) -> None:
             invoke_async(runtime(), fn, dict(original_event), trigger="events")
 
     Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]
+
+
+# The S3 Tables federation of the Glue Data Catalog ---------------------------------------
+
+# What the federated catalog `<account>:s3tablescatalog/<bucket>` answers Glue's GetCatalog,
+# GetDatabase and GetTable: None, as moto does (it ignores CatalogId: a namespace is "not found", the
+# account's S3 Tables integration being off), or an error code, e.g. "AccessDeniedException" (the
+# integration on, and the caller not allowed to see it). A test sets it through `federation_answers`.
+FEDERATION: dict[str, str | None] = {"answer": None}
+FEDERATED_CATALOG = ":s3tablescatalog"
+
+
+def federation_answers(code: str | None) -> None:
+    """Make the S3 Tables federated catalog answer `code` to every lookup (None: moto's own answer)."""
+    FEDERATION["answer"] = code
+
+
+def patch_glue_s3_tables_federation() -> None:
+    from moto.glue.exceptions import GlueClientError
+    from moto.glue.responses import GlueResponse
+
+    if getattr(GlueResponse.get_table, "lakeloader", False):
+        return
+
+    def answering(original: Callable[..., Any]) -> Callable[..., Any]:
+        def lookup(self: Any) -> Any:
+            catalog = str(self.parameters.get("CatalogId") or "")
+            code = FEDERATION["answer"]
+            if code and FEDERATED_CATALOG in catalog:
+                raise GlueClientError(
+                    code, f"not authorized to access catalog {catalog} (the emulator's answer)"
+                )
+            return original(self)
+
+        lookup.lakeloader = True  # type: ignore[attr-defined]
+        return lookup
+
+    for name in ("get_catalog", "get_database", "get_table"):
+        if hasattr(GlueResponse, name):
+            setattr(GlueResponse, name, answering(getattr(GlueResponse, name)))

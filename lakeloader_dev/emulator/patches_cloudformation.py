@@ -7,6 +7,10 @@ FAILED answers (-> the stack goes CREATE_FAILED with the reason). ``Custom::S3Au
 Node.js provider; the emulator runs Python only) is answered natively: Create/Update need no work,
 and the emulator's state is discarded on ``down``.
 
+On a stack delete moto sends custom resources nothing either -> each custom resource of the stack gets
+CloudFormation's Delete request first (the last created first), and one that fails leaves the stack
+DELETE_FAILED with the reason, its resources in place, as CloudFormation does.
+
 On a stack update moto sends custom resources nothing (it has no update for them) and leaves None in
 place of any resource whose type it cannot update -> a changed custom resource gets
 CloudFormation's Update request (old and new properties), a failed one leaves the stack
@@ -139,6 +143,8 @@ def patch_custom_resources(runtime: Callable[[], Any]) -> None:
 
     CloudFormationResponse.process_cfn_response = process_cfn_response  # type: ignore[method-assign]
     _patch_stack_updates(runtime)
+    _patch_stack_deletes(runtime)
+    _patch_role_deletes()
 
 
 _UPDATING: set[str] = set()  # ids of the stacks an update is applying
@@ -219,3 +225,74 @@ class _ThreadingShim:
 
 def _threading_module(_thread_class: Any) -> Any:
     return threading
+
+
+def _patch_stack_deletes(runtime: Callable[[], Any]) -> None:
+    from moto.awslambda.utils import get_backend as lambda_backend
+    from moto.cloudformation.models import CloudFormationBackend
+
+    original_delete = CloudFormationBackend.delete_stack
+
+    def custom_resources_deleted(stack: Any) -> bool:
+        """Send each custom resource of `stack` its Delete, the last created first; False on a failure."""
+        CFN_FAILURES.pop(stack.stack_id, None)
+        _UPDATING.add(stack.stack_id)  # the handlers' answers change no status (as an Update's)
+        try:
+            for resource in reversed(list(stack.custom_resources.values())):
+                props = getattr(resource, "properties", None) or {}
+                if resource.resource_type in NATIVE_CUSTOM_RESOURCES or "ServiceToken" not in props:
+                    continue
+                fn = lambda_backend(stack.account_id, stack.region_name).get_function(props["ServiceToken"])
+                event = {
+                    "RequestType": "Delete",
+                    "ServiceToken": props["ServiceToken"],
+                    "ResponseURL": f"http://127.0.0.1:{os.environ['MOTO_PORT']}"
+                    f"/cloudformation_{stack.region_name}/cfnresponse?stack={stack.stack_id}",
+                    "StackId": stack.stack_id,
+                    "RequestId": str(uuid.uuid4()),
+                    "LogicalResourceId": resource.logical_id,
+                    "ResourceType": resource.resource_type,
+                    "PhysicalResourceId": resource.physical_resource_id,
+                    "ResourceProperties": props,
+                }
+                _payload, errored, logs = invoke_lambda(runtime(), fn, event, trigger="cloudformation")
+                if errored and stack.stack_id not in CFN_FAILURES:
+                    CFN_FAILURES[stack.stack_id] = (
+                        f"{resource.logical_id}: custom resource handler {fn.function_name} failed: "
+                        f"{logs[-800:]}"
+                    )
+                if stack.stack_id in CFN_FAILURES:
+                    stack.status = "DELETE_FAILED"
+                    stack._add_stack_event(
+                        "DELETE_FAILED", resource_status_reason=CFN_FAILURES[stack.stack_id]
+                    )
+                    return False
+        finally:
+            _UPDATING.discard(stack.stack_id)
+        return True
+
+    def delete_stack(self: Any, name_or_stack_id: str) -> None:
+        # by name, moto's own delete calls this again by the stack's id: its custom resources go then
+        found = [self.stacks[name_or_stack_id]] if name_or_stack_id in self.stacks else []
+        if all(custom_resources_deleted(stack) for stack in found):
+            original_delete(self, name_or_stack_id)
+
+    CloudFormationBackend.delete_stack = delete_stack  # type: ignore[method-assign]
+
+
+def _patch_role_deletes() -> None:
+    """CloudFormation detaches a role's managed policies (its ManagedPolicyArns, and the stack's
+    policies naming it in Roles) when it deletes the role; moto refuses the delete (DeleteConflict)."""
+    from moto.iam.models import Role, iam_backends
+    from moto.utilities.utils import get_partition
+
+    original = Role.delete_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def delete(cls, resource_name, cloudformation_json, account_id, region_name):  # type: ignore[no-untyped-def]
+        backend = iam_backends[account_id][get_partition(region_name)]
+        for role in [r for r in backend.roles.values() if r.name == resource_name]:
+            for arn in list(role.managed_policies):
+                backend.detach_role_policy(arn, role.name)
+        original(cls, resource_name, cloudformation_json, account_id, region_name)
+
+    Role.delete_from_cloudformation_json = classmethod(delete)  # type: ignore[method-assign,assignment]

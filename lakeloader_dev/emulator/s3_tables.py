@@ -133,6 +133,11 @@ class S3TablesTableBucket(_Model):
         cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
     ) -> None:
         backend = _backend(account_id, region_name)
+        bucket = backend.table_buckets.get(resource_name)
+        if bucket is not None and bucket.namespaces:  # S3 Tables deletes an empty table bucket only
+            raise ValueError(
+                f"table bucket {resource_name} is not empty: namespaces {sorted(bucket.namespaces)}"
+            )
         backend.table_buckets.pop(resource_name, None)
 
 
@@ -156,6 +161,19 @@ class S3TablesNamespace(_Model):
         if namespace not in backend.get_table_bucket(arn).namespaces:
             backend.create_namespace(table_bucket_arn=arn, namespace=namespace)
         return cls(f"{arn}|{namespace}", props)
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
+    ) -> None:
+        """As S3 Tables: a namespace that holds a table is not deleted; one already gone is no error."""
+        arn, _, namespace = resource_name.partition("|")
+        bucket = _backend(account_id, region_name).table_buckets.get(arn)
+        if bucket is None or namespace not in bucket.namespaces:
+            return
+        if bucket.namespaces[namespace].tables:
+            raise ValueError(f"namespace {namespace} of {arn} is not empty")
+        bucket.namespaces.pop(namespace)
 
 
 class S3TablesTableBucketPolicy(_Model):

@@ -11,39 +11,15 @@ a PUT of the result to the pre-signed ResponseURL.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import urllib.request
 from typing import Any
 
+from lakeloader.cfn_response import send_response
 from lakeloader.config_store import apply_custom_resource_event
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))
-
-
-def send_response(event: dict[str, Any], status: str, physical_id: str, data: dict, reason: str = "") -> None:
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": (reason or f"see CloudWatch Logs for request {event.get('RequestId')}")[:3000],
-            "PhysicalResourceId": physical_id,
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "NoEcho": False,
-            "Data": data,
-        }
-    ).encode()
-    request = urllib.request.Request(
-        event["ResponseURL"],
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - pre-signed CloudFormation URL
-        log.info("CloudFormation answered %s", response.status)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -1,45 +1,28 @@
 """Readers' Lake Formation grants on tables by name (lakeloader.reader_grants): applied when Glue
 reports a table created (EventBridge), on the hourly schedule, and as the stack's custom resource
-(deployed by infra/reader_grants.py; as a custom resource it answers CloudFormation itself)."""
+(deployed by infra/reader_grants.py; as a custom resource it answers CloudFormation itself).
+
+A grant that cannot be applied (denied, no grant option, any other error code) is reported, never a
+failure: in the custom resource's response data (`Ungranted`, one line per grant) and in the metric
+ReaderGrantsUngranted (CloudWatch embedded-metric log line, no API call). Only a bug answers FAILED."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import urllib.request
 from typing import Any
 
 import boto3
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from lakeloader import reader_grants
+from lakeloader import contract, reader_grants
+from lakeloader.cfn_response import own_physical_id, send_response
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))
-
-
-def send_response(event: dict[str, Any], status: str, data: dict, reason: str = "") -> None:
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": (reason or f"see CloudWatch Logs for request {event.get('RequestId')}")[:3000],
-            "PhysicalResourceId": event.get("PhysicalResourceId")
-            or f"{event['LogicalResourceId']}/reader-grants",
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "NoEcho": False,
-            "Data": data,
-        }
-    ).encode()
-    request = urllib.request.Request(
-        event["ResponseURL"],
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - pre-signed CloudFormation URL
-        log.info("CloudFormation answered %s", response.status)
+# CloudFormation takes 4 KB of response in all: the ungranted lines keep to this much of it.
+UNGRANTED_DATA_LIMIT = 2500
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -54,11 +37,29 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     except Exception as exc:
         log.exception("reader grants failed")
         if "ResponseURL" in event:
-            send_response(event, "FAILED", {}, reason=f"reader grants failed: {exc}")
+            send_response(
+                event,
+                "FAILED",
+                own_physical_id(event, "reader-grants"),
+                {},
+                reason=f"reader grants failed: {exc}",
+            )
             return {}
         raise
     log.info(json.dumps(result))
+    ungranted = reader_grants.ungranted(result)
+    with single_metric(
+        name=contract.READER_GRANTS_UNGRANTED_METRIC,
+        unit=MetricUnit.Count,
+        value=len(ungranted),
+        namespace=contract.METRICS_NAMESPACE,
+        default_dimensions={"Function": os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "reader-grants")},
+    ):
+        pass  # written when the block closes
     if "ResponseURL" in event:
-        counts = {key: str(len(value)) for key, value in result.items() if isinstance(value, list)}
-        send_response(event, "SUCCESS", counts)
+        data = {key: str(len(value)) for key, value in result.items() if isinstance(value, list)}
+        if ungranted:
+            data["Ungranted"] = "; ".join(ungranted)[:UNGRANTED_DATA_LIMIT]
+            log.warning("ungranted (see `lakeloader doctor` for the commands): %s", data["Ungranted"])
+        send_response(event, "SUCCESS", own_physical_id(event, "reader-grants"), data)
     return result

@@ -29,12 +29,24 @@ from infra.reader_grants import table_created_pattern
 from lakeloader import reader_grants
 from lakeloader.reader_grants import TableGrant
 from lakeloader_dev.emulator import Emulator
+from lakeloader_dev.emulator.loop import lakeloader
+from lakeloader_dev.emulator.patches_catalog import federation_answers
+from tests.e2e.conftest import E2E_CONTEXT
 from tests.e2e.emulated import ROLE
+from tests.infra.cdk_helpers import with_settings
 
 pytestmark = pytest.mark.e2e
 
 ACCOUNT = "123456789012"
 SUPPORT = f"arn:aws:iam::{ACCOUNT}:role/support"
+ANALYST = f"arn:aws:iam::{ACCOUNT}:role/analyst"
+# tests/e2e/tables.yaml: s3t_crm.customers is in the stage's table bucket, crm.customers in Glue
+FEDERATED = f"{ACCOUNT}:s3tablescatalog/lakeloader-dev-tables"
+ANALYST_READS = {
+    "role_arn": ANALYST,
+    "tables": ["s3t_crm.*", "crm.customers"],
+    "exclude_columns": {"crm.customers": ["email"]},
+}
 DATABASE = "lakeloader_e2e_crm"
 GRANT = TableGrant(SUPPORT, DATABASE, "customers", ("SELECT",), ("email", "phone"))
 
@@ -108,3 +120,63 @@ def test_a_readers_table_grant_is_absent_before_the_first_run_and_present_after_
     }
     invocations = [i for i in emulator.journal.invocations if i.function == "reader-grants"]
     assert invocations and all(i.ok for i in invocations), invocations
+
+
+def test_a_lake_formation_s3_tables_stage_deploys_when_the_federation_denies_and_doctor_names_the_grants(
+    emulator: Emulator,
+) -> None:
+    """The synthesized stage (Lake Formation mode, the S3 Tables table bucket, a reader of both catalogs)
+    deploys on the emulator while the S3 Tables federated catalog answers AccessDeniedException, as it
+    does once the account's integration is on and before an administrator grants the function: the
+    reader-grants custom resource reports those grants and the stack is CREATE_COMPLETE. `doctor`
+    names each ungranted grant with the command that applies it; the Glue table's grant waits for the
+    table's first run."""
+    from lakeloader_dev.emulator import patches_cloudformation
+    from lakeloader_dev.emulator.deploy import deploy
+
+    trust = {"Version": "2012-10-17", "Statement": []}
+    boto3.client("iam").create_role(RoleName="analyst", AssumeRolePolicyDocument=json.dumps(trust))
+    federation_answers("AccessDeniedException")
+    try:
+        deployment = deploy(
+            endpoint=emulator.endpoint,
+            context={
+                **E2E_CONTEXT,
+                "lake_formation": "true",
+                **with_settings("dev", readers=[ANALYST_READS]),
+            },
+            failures=patches_cloudformation.CFN_FAILURES.get,
+            timeout=400,
+        )
+        (stack,) = boto3.client("cloudformation").describe_stacks(StackName=deployment.stack_name)["Stacks"]
+        assert stack["StackStatus"] == "CREATE_COMPLETE"
+        function = f"{deployment.stack_name}-{reader_grants.FUNCTION_NAME}"
+        deadline = time.monotonic() + 30  # the journal records the run just after it answered CloudFormation
+        while not (runs := [i for i in emulator.journal.invocations if i.function == function]):
+            assert time.monotonic() < deadline, "the reader-grants custom resource never ran"
+            time.sleep(0.2)
+        (created,) = runs
+        assert created.ok, created
+        denied = created.result["denied"]
+        assert [line.split(": ", 1)[1].split(":")[0] for line in denied] == ["AccessDeniedException"] * 2
+        assert created.result["waiting"] == [str(TableGrant(ANALYST, "lakeloader_dev_crm", "customers",
+                                                            ("SELECT",), ("email",)))]  # fmt: skip
+
+        code, out = lakeloader("doctor", "--stage", "dev")
+    finally:
+        federation_answers(None)
+    assert code == 1, out
+    namespace = TableGrant(
+        ANALYST, "s3t_crm", None, ("DESCRIBE",), (), "s3tablescatalog/lakeloader-dev-tables"
+    )
+    fails = [line for line in out.splitlines() if line.startswith("FAIL reader grant")]
+    assert len(fails) == 2 and f"FAIL reader grant {namespace}: not granted: AccessDeniedException" in out, (
+        out
+    )
+    fixes = [line.strip() for line in out.splitlines() if "fix: aws lakeformation grant-permissions" in line]
+    assert len(fixes) == 2, out
+    assert f"fix: {reader_grants.grant_command(namespace, ACCOUNT)}" in fixes
+    assert all(
+        f"--catalog-id {FEDERATED} --principal DataLakePrincipalIdentifier={ANALYST}" in f for f in fixes
+    )
+    assert "--   reader grant SELECT on lakeloader_dev_crm.customers without email" in out, out

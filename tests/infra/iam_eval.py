@@ -153,6 +153,10 @@ def _condition_holds(condition: dict[str, Any], context: dict[str, str]) -> bool
                 ok = actual is not None and actual in wanted
             elif operator in ("StringLike", "ArnLike"):
                 ok = actual is not None and any(matches(w, actual) for w in wanted)
+            elif operator in ("ForAllValues:StringEquals", "ForAllValues:StringLike"):
+                # each value of a multivalued key (one here) must match; a request without it matches
+                like = operator.endswith("Like")
+                ok = actual is None or any(matches(w, actual) if like else w == actual for w in wanted)
             elif operator == "Bool":
                 ok = actual is not None and actual.lower() in [w.lower() for w in wanted]
             else:

@@ -74,7 +74,7 @@ def test_your_key_replaces_the_stacks_everywhere_and_its_policy_statements_are_o
     assert outputs["KmsKeyArn"]["Value"] == YOUR_KEY
     statements = json.loads(json.dumps(built.stack.resolve(outputs["KeyPolicyStatements"]["Value"])))
     assert "AllowCloudWatchLogsOfThisAccount" in str(statements)
-    assert "AllowAlarmsOfThisAccount" in str(statements)
+    assert "AllowCloudWatchAlarms" in str(statements)
     assert "AllowEventBridgeRules" in str(statements)
 
 

@@ -66,15 +66,12 @@ def test_eventbridge_may_use_the_key_of_the_alarm_topic_without_a_source_conditi
     (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services):
     the key policy lets events.amazonaws.com use kms:GenerateDataKey* and kms:Decrypt; the request
     EventBridge makes carries no aws:SourceAccount, so a condition on it drops every failure
-    notification. CloudWatch alarms keep theirs."""
+    notification (every service principal's statement: test_infra_key_policy)."""
     statements = key_statements(dev)
     events = statements["AllowEventBridgeRules"]
     assert events["Principal"] == {"Service": "events.amazonaws.com"}
     assert sorted(events["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
     assert "Condition" not in events
-    alarms = statements["AllowAlarmsOfThisAccount"]
-    assert alarms["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
-    assert alarms["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
     others = [s for sid, s in statements.items() if sid not in ("AllowEventBridgeRules",)]
     assert all("events.amazonaws.com" not in str(s.get("Principal")) for s in others)
 

@@ -62,13 +62,12 @@ def test_state_machine_can_publish_to_the_encrypted_topic(dev):
 
 
 def test_alarm_publishers_may_use_the_key(dev):
-    """CloudWatch alarms of this account and EventBridge rules (no source condition: see
-    test_infra_first_deploy) may use the key of the encrypted topic."""
+    """CloudWatch alarms and EventBridge rules may use the key of the encrypted topic (their statements
+    as AWS documents them: test_infra_key_policy)."""
     _, key = dev.resource("AWS::KMS::Key")
     by_sid = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
-    alarms, rules = by_sid["AllowAlarmsOfThisAccount"], by_sid["AllowEventBridgeRules"]
+    alarms, rules = by_sid["AllowCloudWatchAlarms"], by_sid["AllowEventBridgeRules"]
     assert alarms["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
-    assert alarms["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
     assert rules["Principal"] == {"Service": "events.amazonaws.com"}
 
 

@@ -76,12 +76,20 @@ def test_emr_application_runs_the_release_and_python_of_glue_6(glue6):
 
 
 def test_glue_jobs_take_the_packed_venv_of_cp313_wheels(glue6):
-    """Glue 6.0 deprecates --additional-python-modules: the jobs get a virtual environment instead."""
+    """Glue 6.0 deprecates --additional-python-modules: the jobs get a virtual environment instead, the
+    "manually built virtual environment" of AWS's "Using Python virtual environments with AWS Glue"
+    (https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-python-virtual-environments.html):
+    built ahead (here at synth, in CI/CD terms), uploaded to S3 and named by `--python-virtual-env`,
+    the approach that page gives for "complex dependency trees, full reproducibility". Not its
+    service-generated one (`--python-virtual-env-storage-prefix`): Glue would run pip at the first run,
+    which a job in private subnets without NAT cannot reach PyPI for (docs/deploy.md, "Glue 6.0's
+    Python environment")."""
     keys = set()
     for props in glue_jobs(glue6).values():
         args = props["DefaultArguments"]
         assert "--additional-python-modules" not in args
         assert "--python-modules-installer-option" not in args
+        assert "--python-virtual-env-storage-prefix" not in args
         keys.add(_object_key(_sub(args["--python-virtual-env"])))
     (key,) = keys
     assert key.endswith(GLUE_VENV_SUFFIX)  # Spark unpacks an archive by its name's ending

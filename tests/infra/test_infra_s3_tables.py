@@ -212,23 +212,6 @@ def test_default_config_erase_policy_has_no_s3_tables_access(dev):
     assert not {a for s in statements for a in s.actions if a.startswith("s3tables:")}
 
 
-def test_s3_tables_maintenance_may_use_the_stage_key(s3t):
-    """With SSE-KMS, S3 Tables' maintenance principal needs kms:GenerateDataKey and kms:Decrypt on the
-    key, scoped to the bucket's tables ("Permission requirements for S3 Tables SSE-KMS encryption",
-    https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-kms-permissions.html)."""
-    key = s3t.template_json["Resources"][s3t.logical_id(s3t.stack.storage.key)]
-    resolve = Resolver(s3t.template_json)
-    [statement] = [
-        s
-        for s in key["Properties"]["KeyPolicy"]["Statement"]
-        if s.get("Principal", {}).get("Service") == "maintenance.s3tables.amazonaws.com"
-    ]
-    assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
-    context = statement["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"]
-    assert resolve(context) == f"{BUCKET_ARN}/*"
-    assert resolve(statement["Condition"]["StringEquals"]["aws:SourceAccount"]) == ACCOUNT
-
-
 def glue_conf(synth) -> dict[str, str]:
     job = synth.template_json["Resources"][synth.logical_id(synth.stack.processing.ingest_job)]
     arguments = job["Properties"]["DefaultArguments"]

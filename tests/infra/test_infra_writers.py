@@ -12,6 +12,13 @@ from tests.infra.cdk_helpers import WRITERS, synthesize, with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies
 
 DMS = WRITERS[0]["role_arn"]
+EXPORTER = "arn:aws:iam::123456789012:role/erp-exporter"
+# each kind once: the shared writers with their kinds, and a writer of another kind (the default)
+KINDS = [
+    {**WRITERS[0], "kind": "dms"},
+    {**WRITERS[1], "kind": "kafka_connect"},
+    {"role_arn": EXPORTER, "prefixes": ["erp/"]},
+]
 # Through S3 only, for the raw bucket only: the context S3 gives KMS for an object of a bucket with
 # S3 Bucket Keys on.
 VIA_S3 = "s3.us-east-1.amazonaws.com"
@@ -19,7 +26,7 @@ VIA_S3 = "s3.us-east-1.amazonaws.com"
 
 @pytest.fixture(scope="module")
 def built(synth):
-    return synth("dev", **with_settings("dev", writers=WRITERS))
+    return synth("dev", **with_settings("dev", writers=KINDS))
 
 
 def names(built) -> dict[str, str]:
@@ -52,7 +59,10 @@ def test_a_dms_endpoint_may_land_files_under_its_prefixes(built):
         obj = f"{raw}/{prefix}public/customers/20260101-120000000.parquet"
         for action in ("s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"):
             assert allowed(statements, action, obj), (action, obj)
-        assert allowed(statements, "s3:ListBucket", raw, {"s3:prefix": f"{prefix}public/"})
+    # the prerequisites grant ListBucket on the bucket: DMS lists with prefixes of its own choosing
+    for listed in ("crm/public/", "crm", "", "dms-connection-test/"):
+        assert allowed(statements, "s3:ListBucket", raw, {"s3:prefix": listed}), listed
+    assert allowed(statements, "s3:ListBucket", raw)
     assert allowed(statements, "kms:GenerateDataKey", n["key"], through_s3(n["raw"]))
 
 
@@ -70,16 +80,60 @@ def test_an_s3_sink_may_upload_in_parts_under_its_prefix(built):
     assert allowed(statements, "kms:Decrypt", n["key"], through_s3(n["raw"]))
 
 
+def test_a_kafka_connect_sink_may_list_and_resume_its_multipart_uploads(built):
+    """An S3 sink connector (`kind: kafka_connect`) lists its multipart uploads and their parts to
+    resume or abandon them after a restart: s3:ListBucketMultipartUploads on the bucket,
+    s3:ListMultipartUploadParts and s3:AbortMultipartUpload on its objects (Confluent, "Amazon S3
+    Sink Connector for Confluent Platform", IAM policy,
+    https://docs.confluent.io/kafka-connectors/s3-sink/current/overview.html; Amazon S3 User Guide,
+    "Multipart upload API and permissions", https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html).
+    It lists only its own folder, given with or without the trailing `/`."""
+    n = names(built)
+    _, statements = policy(built, "msk-s3-sink")
+    raw = f"arn:aws:s3:::{n['raw']}"
+    obj = f"{raw}/shop/events/partition=0/shop.events+0+0000000000.json"
+    assert allowed(statements, "s3:ListBucketMultipartUploads", raw)
+    assert allowed(statements, "s3:ListMultipartUploadParts", obj)
+    assert allowed(statements, "s3:AbortMultipartUpload", obj)
+    assert not allowed(statements, "s3:ListMultipartUploadParts", f"{raw}/crm/x.json")
+    for listed in ("shop/events", "shop/events/", "shop/events/partition=0/"):
+        assert allowed(statements, "s3:ListBucket", raw, {"s3:prefix": listed}), listed
+    assert not allowed(statements, "s3:GetObject", obj)
+
+
+def test_the_prefix_condition_accepts_the_folder_with_and_without_its_slash(built):
+    """A client lists a folder as `erp/` or `erp` (the AWS CLI's `s3 ls s3://bucket/erp` sends the
+    latter); both are the writer's own. A sibling (`erpx`) and the bucket's root are not."""
+    n = names(built)
+    _, statements = policy(built, "erp-exporter")
+    raw = f"arn:aws:s3:::{n['raw']}"
+    for listed in ("erp", "erp/", "erp/2026/"):
+        assert allowed(statements, "s3:ListBucket", raw, {"s3:prefix": listed}), listed
+    for listed in ("erpx", "er", "", "crm/"):
+        assert not allowed(statements, "s3:ListBucket", raw, {"s3:prefix": listed}), listed
+    assert not allowed(statements, "s3:ListBucket", raw)
+
+
+def test_each_kind_adds_only_what_its_writer_needs(built):
+    base = {"s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject", "s3:AbortMultipartUpload"}
+    base |= {"s3:ListBucket", "kms:GenerateDataKey", "kms:Decrypt"}
+    sink = {"s3:ListBucketMultipartUploads", "s3:ListMultipartUploadParts"}
+    for role, expected in (("dms-s3-target", base), ("msk-s3-sink", base | sink), ("erp-exporter", base)):
+        _, statements = policy(built, role)
+        assert {a for s in statements for a in s.actions} == expected, role
+        assert all(s.effect == "Allow" for s in statements)
+
+
 def test_a_writer_may_do_nothing_else(built):
     n = names(built)
     raw, curated = f"arn:aws:s3:::{n['raw']}", f"arn:aws:s3:::{n['curated']}"
-    _, statements = policy(built, "dms-s3-target")
+    _, statements = policy(built, "erp-exporter")
     denied = [
         ("s3:PutObject", f"{raw}/shop/events/x.json"),  # another writer's prefix
-        ("s3:PutObject", f"{raw}/crmx/x.parquet"),  # a sibling of its prefix
+        ("s3:PutObject", f"{raw}/erpx/x.parquet"),  # a sibling of its prefix
         ("s3:PutObject", f"{raw}/x.parquet"),
-        ("s3:GetObject", f"{raw}/crm/public/customers/LOAD00000001.parquet"),  # it cannot read back
-        ("s3:GetObjectVersion", f"{raw}/crm/public/customers/LOAD00000001.parquet"),
+        ("s3:GetObject", f"{raw}/erp/public/customers/LOAD00000001.parquet"),  # it cannot read back
+        ("s3:GetObjectVersion", f"{raw}/erp/public/customers/LOAD00000001.parquet"),
         ("s3:PutObject", f"{curated}/warehouse/x.parquet"),
         ("s3:DeleteObject", f"{curated}/warehouse/x.parquet"),
         ("s3:PutBucketPolicy", raw),
@@ -94,22 +148,12 @@ def test_a_writer_may_do_nothing_else(built):
         statements, "kms:Decrypt", n["key"], {**through_s3(n["raw"]), "kms:ViaService": "glue.x"}
     )
     assert not allowed(statements, "kms:Decrypt", n["key"], through_s3(n["curated"]))
-    actions = {a for s in statements for a in s.actions}
-    assert actions == {
-        "s3:PutObject",
-        "s3:PutObjectTagging",
-        "s3:DeleteObject",
-        "s3:AbortMultipartUpload",
-        "s3:ListBucket",
-        "kms:GenerateDataKey",
-        "kms:Decrypt",
-    }
-    assert all(s.effect == "Allow" for s in statements)
 
 
 def test_every_writer_has_its_own_policy_on_its_own_role(built):
     assert policy(built, "dms-s3-target")[0]["Roles"] == ["dms-s3-target"]
     assert policy(built, "msk-s3-sink")[0]["Roles"] == ["msk-s3-sink"]
+    assert policy(built, "erp-exporter")[0]["Roles"] == ["erp-exporter"]
 
 
 def test_no_writers_no_writer_policy(dev):
@@ -122,6 +166,7 @@ def test_no_writers_no_writer_policy(dev):
         ([{"role_arn": DMS, "prefixes": ["crm"]}], r"writers\.0\.prefixes: 'crm' is not a raw-bucket folder"),
         ([{"role_arn": DMS, "prefixes": ["/crm/"]}], r"'/crm/' is not a raw-bucket folder"),
         ([{"role_arn": DMS, "prefixes": []}], r"writers\.0\.prefixes"),
+        ([{"role_arn": DMS, "prefixes": ["a/"], "kind": "glue"}], r"writers\.0\.kind"),
         (
             [{"role_arn": DMS, "prefixes": ["a/"]}, {"role_arn": DMS, "prefixes": ["b/"]}],
             "role name 'dms-s3-target' appears twice",

@@ -60,6 +60,39 @@ def test_a_canary_no_lambda_records_fails_the_arrival_hop_and_is_removed(stage, 
     assert "removed s3://" in out and canary_keys(stage) == []
 
 
+def test_a_cleanup_that_fails_is_reported_beside_the_hops_and_the_rest_is_removed(stage, capsys):
+    """The runs table gone (as a cleanup AWS refuses): the hops are printed as they were, the canary
+    file and the ledger items are still removed, and the refused step is named with AWS's error."""
+    with_canary_tables(stage)
+    boto3.client("dynamodb").delete_table(TableName=stage.deployed.runs_table)
+
+    code, out = stage.cli(capsys, "verify", "--timeout", "1")
+
+    assert code == 1, out
+    lines = out.splitlines()
+    assert lines[0].startswith("ok ") and "glue: land: s3://" in lines[0]
+    assert "FAIL glue: arrival Lambda -> ledger" in out  # the hop's own result, not the cleanup's
+    assert "removed s3://" in out and canary_keys(stage) == []
+    refused = [line for line in lines if line.startswith("FAIL cleanup: ")]
+    assert refused and all(stage.deployed.runs_table in line for line in refused), out
+    assert "ResourceNotFoundException" in refused[0]
+
+
+def test_a_cleanup_that_fails_after_passing_hops_leaves_them_passed(stage):
+    """The hops that passed stay passed; the cleanup's error is beside them, not a hop failure."""
+    with_canary_tables(stage)
+    boto3.client("dynamodb").delete_table(TableName=stage.deployed.ledger_table)
+    said: list[str] = []
+    verifier, result = Verifier(stage.deployed, {}, timeout=1, say=said.append), Verification()
+    verifier.land(result, "glue")
+    removal = remove_canary(stage.deployed, verifier.landed)
+    assert removal.removed[0].startswith("s3://") and canary_keys(stage) == []
+    assert [e.split(":", 1)[0] for e in removal.errors] == [
+        f"items of {canary.canary_id(e)} in {stage.deployed.ledger_table}" for e in canary.CANARY_ENGINES
+    ]
+    assert result.passed == ["glue: land"] and result.failure is None
+
+
 def test_keep_leaves_the_canary_file(stage, capsys):
     with_canary_tables(stage)
 
@@ -97,7 +130,7 @@ def test_a_recorded_canary_that_no_run_takes_fails_the_job_hop_naming_the_lambda
     assert failed.value.resource == f"Lambda {stage.deployed.arrival_function}"
     assert "no glue run started within 1 s" in failed.value.detail
     assert result.passed == ["glue: land", "glue: arrival Lambda -> ledger"]
-    assert remove_canary(stage.deployed, [key])[0].endswith(key)
+    assert remove_canary(stage.deployed, [key]).removed[0].endswith(key)
     assert stage.ledger.objects(canary.canary_id("glue")) == []
 
 

@@ -1,0 +1,241 @@
+"""What `lakeloader verify` needs of whoever runs it (lakeloader.cli.verify, canary_cleanup), as one
+managed policy `<project>-<stage>-verify`, attached to the stage setting `verify_role_arn` when given
+(else there for you to attach), and in Lake Formation mode that role's grants on the canary tables.
+
+Per hop: read the stack's outputs; land and remove the canary file (every version) under the canary
+prefix of the raw bucket, with the stage's key; read the config and the ledger, and delete the
+canary's items; see the ingest job's runs (and the EMR application's); read the canary tables through
+the Glue catalog and drop them, with their files under the warehouse; read the arrival Lambda's log
+and the Glue jobs' logs; read and delete the canary's message in the dead-letter queue; publish to the
+alarm topic; and, with readers, query through their Athena workgroups.
+
+Lake Formation mode: a data lake administrator has no implicit SELECT, and may not drop a table it did
+not create ("Implicit Lake Formation permissions"); the job role creates the canary tables. So the
+role gets DESCRIBE on the canary database and SELECT, DESCRIBE and DROP on its tables (a table wildcard,
+which needs no table yet), and `lakeformation:GetDataAccess` for the reads Lake Formation vends.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lakeformation as lakeformation
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra.catalog import Catalog, glue_arns
+from infra.config_store import ConfigStore
+from infra.nag import acknowledge_wildcards, arn_ref
+from infra.processing import Processing
+from infra.readers import Readers
+from infra.settings import Stage
+from infra.storage import WAREHOUSE_PREFIX, LakeStorage
+from lakeloader import canary
+
+CANARY_TABLE_PERMISSIONS = ["SELECT", "DESCRIBE", "DROP"]
+ARN = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>"  # as cdk-nag writes a logs ARN
+
+
+class VerifyAccess(Construct):
+    """The verify policy, attached to `verify_role_arn`, and its Lake Formation grants."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: Stage,
+        storage: LakeStorage,
+        store: ConfigStore,
+        catalog: Catalog,
+        processing: Processing,
+        dead_letter_queue_arn: str,
+        arrival: lambda_.Function,
+        topic_arn: str,
+        readers: Readers | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        raw, curated = storage.raw, storage.curated
+        canary_db = catalog.databases[canary.CANARY_DATABASE]
+        database = f"{catalog.database_prefix}{canary.CANARY_DATABASE}"  # a string: the nag finding names it
+        canary_files = f"{WAREHOUSE_PREFIX}{database}"
+        arrival_log_group = f"/aws/lambda/{arrival.function_name}"
+        statements = [
+            iam.PolicyStatement(
+                sid="ReadStack",
+                actions=["cloudformation:DescribeStacks"],
+                resources=[
+                    stack.format_arn(
+                        service="cloudformation", resource="stack", resource_name=f"{stack.stack_name}/*"
+                    )
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="CanaryFiles",
+                actions=["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"],
+                resources=[raw.arn_for_objects(f"{canary.CANARY_PREFIX}*")],
+            ),
+            iam.PolicyStatement(
+                sid="ListCanaryVersions",
+                actions=["s3:ListBucketVersions"],
+                resources=[raw.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{canary.CANARY_PREFIX}*"]}},
+            ),
+            iam.PolicyStatement(
+                sid="ReadConfig", actions=["dynamodb:Scan"], resources=[store.config_table.table_arn]
+            ),
+            iam.PolicyStatement(
+                sid="LedgerOfTheCanary",
+                actions=["dynamodb:Query", "dynamodb:GetItem", "dynamodb:DeleteItem"],
+                resources=[store.ledger_table.table_arn, store.runs_table.table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {
+                        "dynamodb:LeadingKeys": [canary.canary_id(e) for e in canary.CANARY_ENGINES]
+                    }
+                },
+            ),
+            iam.PolicyStatement(
+                sid="JobRuns",
+                actions=["glue:GetJob", "glue:GetJobRuns"],
+                resources=[processing.ingest_job.job_arn],
+            ),
+            iam.PolicyStatement(
+                sid="EmrJobRuns",
+                actions=["emr-serverless:ListJobRuns"],
+                resources=[
+                    stack.format_arn(
+                        service="emr-serverless",
+                        resource="/applications",
+                        resource_name=processing.emr.application.attr_application_id,
+                    )
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="CanaryTables",
+                actions=["glue:GetDatabase", "glue:GetTable", "glue:DeleteTable"],
+                resources=glue_arns(self, [database]),
+            ),
+            iam.PolicyStatement(
+                sid="CanaryTableFiles",
+                actions=["s3:GetObject", "s3:DeleteObject"],
+                resources=[curated.arn_for_objects(f"{canary_files}*")],
+            ),
+            iam.PolicyStatement(
+                sid="ListCanaryTableFiles",
+                actions=["s3:ListBucket"],
+                resources=[curated.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{canary_files}*"]}},
+            ),
+            iam.PolicyStatement(
+                sid="StageKey",
+                actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                resources=[storage.key.key_arn],
+            ),
+            iam.PolicyStatement(
+                sid="Logs",
+                actions=["logs:FilterLogEvents"],
+                resources=[
+                    f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{group}{suffix}"
+                    for group in (arrival_log_group, "/aws-glue/jobs/*")
+                    for suffix in ("", ":*")
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="DeadLetters",
+                actions=["sqs:ReceiveMessage", "sqs:DeleteMessage"],
+                resources=[dead_letter_queue_arn],
+            ),
+            iam.PolicyStatement(sid="AlarmTopic", actions=["sns:Publish"], resources=[topic_arn]),
+        ]
+        if readers is not None:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadersWorkgroups",
+                    actions=[
+                        "athena:StartQueryExecution",
+                        "athena:GetQueryExecution",
+                        "athena:GetQueryResults",
+                    ],
+                    resources=[
+                        stack.format_arn(service="athena", resource="workgroup", resource_name=wg.name)
+                        for wg in readers.workgroups.values()
+                    ],
+                )
+            )
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadersResults",
+                    actions=["s3:GetObject", "s3:PutObject"],
+                    resources=[readers.results.arn_for_objects("*")],
+                )
+            )
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadersResultsBucket",
+                    actions=["s3:GetBucketLocation", "s3:ListBucket"],
+                    resources=[readers.results.bucket_arn],
+                )
+            )
+        if stage.settings.lake_formation:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="LakeFormationData", actions=["lakeformation:GetDataAccess"], resources=["*"]
+                )
+            )
+        role_arn = stage.settings.verify_role_arn
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            managed_policy_name=stage.resource_name("verify"),
+            description=f"{stage.prefix}: what `lakeloader verify` needs (docs/deploy.md#verify)",
+            statements=statements,
+            roles=[iam.Role.from_role_arn(self, "Role", role_arn)] if role_arn else None,
+        )
+        acknowledge_wildcards(
+            self.policy,
+            [
+                f"Resource::arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/{stack.stack_name}/*",
+                *(f"Resource::{ARN}:log-group:/aws-glue/jobs/*{suffix}" for suffix in ("", ":*")),
+                f"Resource::{ARN}:log-group:/aws/lambda/<{stack.get_logical_id(arrival.node.default_child)}>:*",
+                *([f"Resource::{arn_ref(readers.results)}/*"] if readers is not None else []),
+                f"Resource::{arn_ref(raw)}/{canary.CANARY_PREFIX}*",
+                f"Resource::{arn_ref(curated)}/{canary_files}*",
+                f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{database}/*",
+                "Resource::*",
+            ],
+            reason=(
+                "verify names its canary files, tables and their Iceberg files at run time, under the "
+                "canary prefix and database only; it reads its stack (by id), the arrival Lambda's and "
+                "Glue's logs, and the readers' query results of its own Athena queries; Lake Formation's "
+                "GetDataAccess has no resource-level permissions."
+            ),
+        )
+        self.grants = []
+        if stage.settings.lake_formation and role_arn:
+            principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+                data_lake_principal_identifier=role_arn
+            )
+            for grant_id, resource, permissions in (
+                (
+                    "CanaryDatabase",
+                    {"database": {"catalogId": Aws.ACCOUNT_ID, "name": database}},
+                    ["DESCRIBE"],
+                ),
+                (
+                    "CanaryTables",
+                    {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": database, "tableWildcard": {}}},
+                    CANARY_TABLE_PERMISSIONS,
+                ),
+            ):
+                grant = lakeformation.CfnPrincipalPermissions(
+                    self,
+                    grant_id,
+                    catalog=Aws.ACCOUNT_ID,
+                    principal=principal,
+                    resource=resource,
+                    permissions=permissions,
+                    permissions_with_grant_option=[],
+                )
+                grant.node.add_dependency(canary_db)
+                self.grants.append(grant)

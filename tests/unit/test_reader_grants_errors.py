@@ -1,0 +1,187 @@
+"""Every error Glue's and Lake Formation's APIs can answer the reader-grants Lambda, per grant: reported
+with its code, never a failed deploy (issue 68, item 2).
+
+The error codes are the ones botocore's service models give each operation (GetDatabase and GetTable
+of Glue, GrantPermissions and RevokePermissions of Lake Formation), plus AccessDeniedException, which
+every AWS API may answer (AWS's "Common Errors"; Lake Formation answers it to a grantor without the
+grant option, "Granting permissions on Data Catalog resources"). The clients are real boto3 clients
+whose calls botocore's Stubber answers with real `ClientError`s checked against those models.
+
+What each code must mean, written out here rather than imported from the code under test:
+
+* the catalog lookup: EntityNotFoundException -> the grant waits for its table (not a failure);
+  AccessDeniedException -> denied; any other code -> failed;
+* GrantPermissions: EntityNotFoundException -> waiting; AccessDeniedException -> no grant option (IAM
+  allows the function the call, so Lake Formation refused it); any other code -> failed.
+"""
+
+from __future__ import annotations
+
+import boto3
+import botocore.session
+import pytest
+from botocore.stub import Stubber
+
+from lakeloader import reader_grants
+from lakeloader.reader_grants import TableGrant
+
+ACCOUNT = "123456789012"
+CHILD = "s3tablescatalog/lakeloader-dev-tables"
+ANALYST = f"arn:aws:iam::{ACCOUNT}:role/analyst"
+FEDERATED = TableGrant(ANALYST, "crm", "customers", ("SELECT",), ("email",), CHILD)
+GLUE_TABLE = TableGrant(ANALYST, "lakeloader_dev_sales", "orders", ("SELECT", "DESCRIBE"))
+ACCESS_DENIED = "AccessDeniedException"
+
+
+def model_errors(service: str, operation: str) -> list[str]:
+    """The operation's error codes as botocore's service model gives them, and AccessDeniedException."""
+    model = botocore.session.get_session().get_service_model(service).operation_model(operation)
+    codes = [shape.metadata.get("error", {}).get("code", shape.name) for shape in model.error_shapes]
+    assert codes, f"{service} {operation} names no error in its model"
+    return sorted({*codes, ACCESS_DENIED})
+
+
+LOOKUP_ERRORS = sorted({*model_errors("glue", "GetDatabase"), *model_errors("glue", "GetTable")})
+GRANT_ERRORS = model_errors("lakeformation", "GrantPermissions")
+REVOKE_ERRORS = model_errors("lakeformation", "RevokePermissions")
+
+
+def expected_after_lookup(code: str) -> str:
+    return {"EntityNotFoundException": "waiting", ACCESS_DENIED: "denied"}.get(code, "failed")
+
+
+def expected_after_grant(code: str) -> str:
+    return {"EntityNotFoundException": "waiting", ACCESS_DENIED: "no_grant_option"}.get(code, "failed")
+
+
+@pytest.fixture
+def clients():
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    glue, lakeformation = session.client("glue"), session.client("lakeformation")
+    with Stubber(glue) as glue_stub, Stubber(lakeformation) as lf_stub:
+        yield glue, lakeformation, glue_stub, lf_stub
+        glue_stub.assert_no_pending_responses()
+        lf_stub.assert_no_pending_responses()
+
+
+def deploy(glue, lakeformation, grants: list[TableGrant]) -> dict:
+    """The stack's custom resource creating: what answers CloudFormation (a raise is a FAILED deploy)."""
+    event = {"RequestType": "Create", "ResourceProperties": {"Grants": reader_grants.encode(grants)}}
+    return reader_grants.handle(event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT)
+
+
+def lookup_params(grant: TableGrant) -> dict:
+    where = {"CatalogId": f"{ACCOUNT}:{grant.catalog}"} if grant.catalog else {}
+    return {**where, "DatabaseName": grant.database, "Name": grant.table}
+
+
+def table_found(glue_stub, grant: TableGrant) -> None:
+    glue_stub.add_response("get_table", {"Table": {"Name": grant.table}}, lookup_params(grant))
+
+
+def glue_table_granted(glue_stub, lf_stub) -> None:
+    """The Glue table's grant, applied (the Lambda takes the grants in their encoded order: it first)."""
+    table_found(glue_stub, GLUE_TABLE)
+    lf_stub.add_response("grant_permissions", {})
+
+
+def test_the_error_codes_are_the_apis_own():
+    """The lists the tests below walk through: if botocore's models change, so do they."""
+    assert {"EntityNotFoundException", "FederationSourceException", ACCESS_DENIED} <= set(LOOKUP_ERRORS)
+    assert {"EntityNotFoundException", "InvalidInputException", ACCESS_DENIED} <= set(GRANT_ERRORS)
+
+
+@pytest.mark.parametrize("code", LOOKUP_ERRORS)
+def test_each_lookup_error_is_reported_for_its_grant_and_the_other_grant_applies(clients, code):
+    """The federated catalog's lookup answers `code` (its S3 Tables integration off, the function not
+    allowed to see it, the federation failing): that grant is reported with the code and AWS's message,
+    and the Glue table's grant is applied all the same."""
+    glue, lakeformation, glue_stub, lf_stub = clients
+    glue_table_granted(glue_stub, lf_stub)
+    glue_stub.add_client_error(
+        "get_table",
+        service_error_code=code,
+        service_message=f"{code} said so",
+        expected_params=lookup_params(FEDERATED),
+    )
+    result = deploy(glue, lakeformation, [FEDERATED, GLUE_TABLE])
+    outcome = expected_after_lookup(code)
+    assert result["granted"] == [str(GLUE_TABLE)]
+    if outcome == "waiting":
+        assert result["waiting"] == [str(FEDERATED)] and reader_grants.ungranted(result) == []
+    else:
+        assert result[outcome] == [f"{FEDERATED}: {code}: {code} said so"]
+        assert reader_grants.ungranted(result) == result[outcome]
+
+
+@pytest.mark.parametrize("code", GRANT_ERRORS)
+def test_each_grant_error_is_reported_for_its_grant_and_the_other_grant_applies(clients, code):
+    """Lake Formation refuses the federated table's grant with `code` (no grant option there yet: a data
+    lake administrator gives it once the function's role exists): reported, never raised."""
+    glue, lakeformation, glue_stub, lf_stub = clients
+    glue_table_granted(glue_stub, lf_stub)
+    table_found(glue_stub, FEDERATED)
+    lf_stub.add_client_error("grant_permissions", service_error_code=code, service_message="refused")
+    result = deploy(glue, lakeformation, [FEDERATED, GLUE_TABLE])
+    outcome = expected_after_grant(code)
+    assert result["granted"] == [str(GLUE_TABLE)]
+    if outcome == "waiting":
+        assert result["waiting"] == [str(FEDERATED)] and reader_grants.ungranted(result) == []
+    else:
+        assert result[outcome] == [f"{FEDERATED}: {code}: refused"]
+
+
+@pytest.mark.parametrize("code", REVOKE_ERRORS)
+def test_a_stack_delete_reports_each_revoke_error_and_does_not_fail(clients, code):
+    """InvalidInputException is Lake Formation's "not granted": nothing to revoke. Any other code is
+    reported as unrevoked: a delete that failed on a grant would leave the stack DELETE_FAILED."""
+    glue, lakeformation, glue_stub, lf_stub = clients
+    table_found(glue_stub, FEDERATED)
+    lf_stub.add_client_error("revoke_permissions", service_error_code=code, service_message="refused")
+    event = {"RequestType": "Delete", "ResourceProperties": {"Grants": reader_grants.encode([FEDERATED])}}
+    result = reader_grants.handle(
+        event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+    if code == "InvalidInputException":
+        assert result == {"revoked": []}
+    else:
+        assert result == {"revoked": [], "unrevoked": [f"{FEDERATED}: {code}: refused"]}
+
+
+def test_a_revoke_whose_table_is_gone_is_not_reported(clients):
+    glue, lakeformation, glue_stub, _ = clients
+    glue_stub.add_client_error(
+        "get_table", service_error_code="EntityNotFoundException", expected_params=lookup_params(FEDERATED)
+    )
+    event = {"RequestType": "Delete", "ResourceProperties": {"Grants": reader_grants.encode([FEDERATED])}}
+    result = reader_grants.handle(
+        event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+    assert result == {"revoked": []}
+
+
+def test_a_bug_still_raises(clients):
+    """Only an error that is not AWS's answer (here: the client given a bad argument) fails the call."""
+    glue, lakeformation, glue_stub, _ = clients
+    with pytest.raises(AttributeError):
+        reader_grants.handle(
+            {"RequestType": "Create", "ResourceProperties": {"Grants": reader_grants.encode([GLUE_TABLE])}},
+            grants=[],
+            lakeformation=lakeformation,
+            glue=None,
+            catalog_id=ACCOUNT,
+        )
+
+
+def test_the_administrators_command_grants_exactly_the_grant():
+    """The fix `lakeloader doctor` prints: one AWS CLI command, its --resource the request's own."""
+    command = reader_grants.grant_command(FEDERATED, ACCOUNT)
+    assert command == (
+        f"aws lakeformation grant-permissions --catalog-id {ACCOUNT}:{CHILD} "
+        f"--principal DataLakePrincipalIdentifier={ANALYST} "
+        '--resource \'{"TableWithColumns":{"CatalogId":"123456789012:s3tablescatalog/lakeloader-dev-tables",'
+        '"ColumnWildcard":{"ExcludedColumnNames":["email"]},"DatabaseName":"crm","Name":"customers"}}\' '
+        "--permissions SELECT"
+    )
