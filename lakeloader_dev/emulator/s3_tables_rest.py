@@ -153,6 +153,10 @@ class _Catalog:
     # --- tables ----------------------------------------------------------------------------------
 
     def table(self, encoded_namespace: str, name: str) -> Any:
+        """A committed table. `<table>.<metadata table>` (`crm.t.refs`) arrives as table `refs` in the
+        namespace `crm\x1ft`: "no such table" lets the client load it as t's metadata table."""
+        if "\x1f" in encoded_namespace:
+            raise RestError(404, "NoSuchTableException", f"Table does not exist: {encoded_namespace}.{name}")
         namespace = self.namespace(encoded_namespace)
         table = namespace.tables.get(name)
         if table is None or table.metadata_location is None:
@@ -201,14 +205,16 @@ class _Catalog:
     def commit(self, encoded_namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """UpdateTable: the requirements hold against the current metadata (else 409, and the client
         retries on the new metadata), the updates are applied, the table points at the result."""
-        from pyiceberg.catalog import Catalog
+        from pyiceberg.catalog import MetastoreCatalog
         from pyiceberg.exceptions import CommitFailedException
         from pyiceberg.table import CommitTableRequest
         from pyiceberg.table.metadata import TableMetadataUtil
         from pyiceberg.table.update import update_table_metadata
 
-        request = CommitTableRequest.model_validate(body)
         namespace = self.namespace(encoded_namespace)
+        # the identifier is optional in the request body (the Java client names the table in the path)
+        identifier = {"namespace": [namespace.name], "name": name}
+        request = CommitTableRequest.model_validate({"identifier": identifier, **body})
         with _COMMITS:
             table = namespace.tables.get(name)
             if table is None:
@@ -217,12 +223,12 @@ class _Catalog:
             base = TableMetadataUtil.parse_raw(self._read(location)) if location else None
             try:
                 for requirement in request.requirements:
-                    requirement.validate(base)
+                    _check(requirement, base)
             except CommitFailedException as error:
                 raise RestError(409, "CommitFailedException", str(error)) from None
             try:
                 metadata = update_table_metadata(
-                    base or Catalog._empty_table_metadata(),
+                    base or MetastoreCatalog._empty_table_metadata(),
                     tuple(request.updates),
                     enforce_validation=base is None,
                     metadata_location=location,
@@ -273,6 +279,24 @@ class _Catalog:
     def _read(self, location: str) -> bytes:
         bucket, _, key = location.removeprefix("s3://").partition("/")
         return self.s3.get_object(bucket, key).value
+
+
+def _check(requirement: Any, base: Any) -> None:
+    """A commit requirement, as the REST spec (and Iceberg's own UpdateRequirement) has it. pyiceberg's
+    assert-ref-snapshot-id also refuses any branch but main on a table with no snapshot, which Iceberg
+    allows: `CREATE BRANCH` on a new, empty table (a quality-gated table's first batch) commits one."""
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.table.update import AssertRefSnapshotId
+
+    if not isinstance(requirement, AssertRefSnapshotId) or base is None:
+        requirement.validate(base)
+        return
+    ref = base.refs.get(requirement.ref)
+    found = ref.snapshot_id if ref is not None else None
+    if found != requirement.snapshot_id:
+        raise CommitFailedException(
+            f"Requirement failed: {requirement.ref} is at {found}, expected {requirement.snapshot_id}"
+        )
 
 
 def _single_level(encoded: str) -> str:

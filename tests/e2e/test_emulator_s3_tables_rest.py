@@ -96,3 +96,15 @@ def test_a_dropped_table_is_gone_from_s3_tables_with_its_storage(emulator, table
     with pytest.raises(boto3.client("s3").exceptions.NoSuchBucket):
         boto3.client("s3").list_objects_v2(Bucket=storage)
     assert not catalog.table_exists((NAMESPACE, "scratch"))
+
+
+def test_a_branch_can_be_made_on_a_table_with_no_snapshot(emulator, table_bucket):
+    """Iceberg lets `CREATE BRANCH` commit on a new, empty table (a quality-gated table's first batch
+    opens its audit branch so): the requirement that the branch does not exist yet holds."""
+    from pyiceberg.table.update import AssertRefSnapshotId, SetPropertiesUpdate
+
+    catalog = rest_catalog(emulator, table_bucket)
+    empty = catalog.create_table((NAMESPACE, "gated"), schema=ROWS.schema)
+    new_branch = (AssertRefSnapshotId(ref="audit_1", snapshot_id=None),)
+    catalog.commit_table(empty, new_branch, (SetPropertiesUpdate(updates={"owner": "gate"}),))
+    assert catalog.load_table((NAMESPACE, "gated")).properties["owner"] == "gate"
