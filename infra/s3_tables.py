@@ -29,11 +29,10 @@ from lakeloader.config import LakeConfig
 MAINTENANCE_PRINCIPAL = "maintenance.s3tables.amazonaws.com"
 
 # What the jobs call on S3 Tables through its Iceberg REST endpoint (contract.s3_tables_catalog_conf),
-# which authorizes each REST operation as the S3 Tables action it translates to (GetConfig as
-# GetTableBucket, loadTable as GetTableMetadataLocation, a commit as UpdateTableMetadataLocation,
-# ...), and for a table's own maintenance; and the data actions S3FileIO reads and writes the table's
-# files with, the endpoint vending no credentials ("Access management for S3 Tables":
-# s3tables:GetTableData / PutTableData authorize the S3 object calls on a table's storage).
+# which translates each Iceberg REST operation into these S3 Tables operations, and for a table's own
+# maintenance; and the data actions S3FileIO reads and writes the table's files with, under the job
+# role's own credentials ("Access management for S3 Tables": s3tables:GetTableData / PutTableData
+# authorize the S3 object calls on a table's storage).
 # CloudFormation owns the bucket and its namespaces, so no job creates or changes either.
 JOB_TABLE_BUCKET_ACTIONS = [
     "s3tables:GetTableBucket",

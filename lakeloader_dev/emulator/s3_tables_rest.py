@@ -15,8 +15,8 @@ table points at it. The Java client writes only data and manifest files (S3FileI
 emulator's S3). Requests arrive SigV4-signed with the signing name `s3tables`, which is how moto
 routes them to this service; the signature is not checked, as moto checks none.
 
-Not served: views, multi-table transactions, credential vending (S3 Tables' endpoint vends none:
-the caller's own role reads and writes the files), pagination (one page).
+Not served: views, multi-table transactions, credential vending (the jobs ask for none: their own
+role reads and writes the files), pagination (one page).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def handle(request: Any, full_url: str, headers: dict[str, str]) -> tuple[int, d
         if match is None:
             raise RestError(404, "NoSuchEndpointException", f"not an Iceberg REST path: {url.path}")
         body = json.loads(request.data or b"{}") if request.method in ("POST", "PUT") else {}
-        arn = match["arn"] or query.get("warehouse", "")
-        status, result = _Catalog(arn).route(request.method, match["rest"].split("/"), query, body)
+        arn = match["arn"] or query.get("warehouse", "")  # GetConfig names the warehouse
+        status, result = _Catalog(arn).route(request.method, match["rest"].split("/"), body)
     except RestError as error:
         return error.response()
     except ValidationError as error:
@@ -92,9 +92,7 @@ class _Catalog:
         except NotFoundException as error:
             raise RestError(404, "NoSuchWarehouseException", f"{table_bucket_arn}: {error.message}") from None
 
-    def route(
-        self, method: str, path: list[str], query: dict[str, str], body: dict[str, Any]
-    ) -> tuple[int, Any]:
+    def route(self, method: str, path: list[str], body: dict[str, Any]) -> tuple[int, Any]:
         match (method, path):
             case ("GET", ["config"]):
                 return 200, {"defaults": {}, "overrides": {"prefix": prefix_of(self.arn)}}
