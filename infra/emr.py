@@ -89,7 +89,6 @@ class EmrServerless:
         iceberg_conf: dict[str, str],
         job_arguments: dict[str, str],
         network: StageNetwork | None = None,
-        extra_jars: list[str] | None = None,
     ) -> None:
         emr = stage.settings.emr
         runtime = stage.runtime
@@ -116,8 +115,7 @@ class EmrServerless:
         # What lakeloader's EMR runs need; the stage's emr.spark_defaults add to it (check_emr_tables).
         self.lakeloader_conf = {
             **iceberg_conf,
-            # the image's Iceberg jar, then any the stage ships (the S3 Tables catalog's: infra.s3_tables)
-            "spark.jars": ",".join([runtimes.EMR_ICEBERG_JAR, *(extra_jars or [])]),
+            "spark.jars": runtimes.EMR_ICEBERG_JAR,
             "spark.submit.pyFiles": library.s3_object_url,
             **emr_venv_conf(self.dependencies.s3_object_url),
         }

@@ -70,7 +70,6 @@ def lakeloader_glue_job(
     job: GlueJobSettings,
     arguments: dict[str, str],
     library: glue.Code,
-    extra_jars: list[s3_assets.Asset],
     storage: LakeStorage,
     catalog: Catalog,
     job_run_queuing: bool = False,
@@ -94,8 +93,6 @@ def lakeloader_glue_job(
         job_run_queuing_enabled=job_run_queuing,
         default_arguments=dict(arguments),
         extra_python_files=[library],
-        # the S3 Tables catalog's jars (--extra-jars; none without an s3_tables table)
-        extra_jars=[glue.Code.from_bucket(j.bucket, j.s3_object_key) for j in extra_jars] or None,
         security_configuration=catalog.security_configuration,
         continuous_logging=glue.ContinuousLoggingProps(enabled=True),
         enable_metrics=True,

@@ -30,7 +30,7 @@ from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
 from infra.packaging import GLUE_WHEELS_SUFFIX, glue_wheels_zip, lakeloader_zip
 from infra.packed_venv import GLUE_VENV_SUFFIX, glue_venv_archive, uses_python_venv
-from infra.s3_tables import TableBucket, catalog_jar_assets
+from infra.s3_tables import TableBucket
 from infra.settings import Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
@@ -177,12 +177,12 @@ class Processing(Construct):
             iceberg_conf |= contract.lake_formation_catalog_conf(
                 contract.GLUE_CATALOG, Aws.ACCOUNT_ID, Aws.REGION
             )
-        # target.storage: s3_tables -- the stage's table bucket through the S3 Tables catalog for Iceberg,
-        # whose jars neither Glue nor EMR provides: shipped as assets (infra.s3_tables.catalog_jar_assets).
-        self.s3_tables_jars: list[s3_assets.Asset] = []
+        # target.storage: s3_tables -- the stage's table bucket through S3 Tables' Iceberg REST endpoint
+        # (contract.s3_tables_catalog_conf): Iceberg's own REST catalog, no jar to ship.
         if table_bucket is not None:
-            iceberg_conf |= contract.s3_tables_catalog_conf(table_bucket.arn)
-            self.s3_tables_jars = catalog_jar_assets(self, stage.runtime)
+            iceberg_conf |= contract.s3_tables_catalog_conf(
+                table_bucket.arn, Aws.REGION, url_suffix=Aws.URL_SUFFIX
+            )
         return iceberg_conf
 
     @staticmethod
@@ -225,7 +225,7 @@ class Processing(Construct):
         raw_prefixes: list[str],
         table_bucket: TableBucket | None,
     ) -> None:
-        """Both job roles: the lake (infra.job_access) and, with S3 Tables, the table bucket and its jars."""
+        """Both job roles: the lake (infra.job_access) and, with S3 Tables, the table bucket."""
         for role in (self.glue_role, self.emr_role):
             grant_lake_access(
                 role,
@@ -237,14 +237,6 @@ class Processing(Construct):
             )
             if table_bucket is not None:
                 table_bucket.grant_jobs(role)
-                # one statement for the three jars (CDK's grant_read would add three, with wildcards)
-                role.add_to_policy(
-                    iam.PolicyStatement(
-                        sid="S3TablesCatalogJars",
-                        actions=["s3:GetObject"],
-                        resources=[j.bucket.arn_for_objects(j.s3_object_key) for j in self.s3_tables_jars],
-                    )
-                )
         if table_bucket is not None:
             table_bucket.add_policy()
 
@@ -300,7 +292,6 @@ class Processing(Construct):
                 contract.glue_arg(contract.ARG_MAX_ATTEMPTS): str(settings.max_attempts),
             },
             library=library,
-            extra_jars=self.s3_tables_jars,
             storage=storage,
             catalog=catalog,
             job_run_queuing=settings.batching.job_run_queuing,
@@ -316,7 +307,6 @@ class Processing(Construct):
             job=settings.maintain,
             arguments=arguments,
             library=library,
-            extra_jars=self.s3_tables_jars,
             storage=storage,
             catalog=catalog,
         )
@@ -357,7 +347,6 @@ class Processing(Construct):
             iceberg_conf=iceberg_conf,
             job_arguments=emr_arguments,
             network=network,
-            extra_jars=[j.s3_object_url for j in self.s3_tables_jars],
         )
 
     def _acknowledge_wildcards(

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3tables as s3tables
 from constructs import Construct
 
 from infra.settings import Stage
 from infra.storage import LakeStorage, removal_policy
-from lakeloader import runtimes
 from lakeloader.config import LakeConfig
 
 # S3 Tables' maintenance (compaction, snapshot management, unreferenced file removal) reads and
@@ -30,10 +28,11 @@ from lakeloader.config import LakeConfig
 # requirements for S3 Tables SSE-KMS encryption", S3 User Guide).
 MAINTENANCE_PRINCIPAL = "maintenance.s3tables.amazonaws.com"
 
-# What the jobs call on S3 Tables through the S3 Tables catalog for Iceberg
-# (software.amazon.s3tables.iceberg.S3TablesCatalog) and for a table's own maintenance, and the data
-# actions its S3FileIO reads and writes the table's files with ("Access management for S3 Tables":
-# s3tables:GetTableData / PutTableData authorize the S3 object calls on a table's storage).
+# What the jobs call on S3 Tables through its Iceberg REST endpoint (contract.s3_tables_catalog_conf),
+# which translates each Iceberg REST operation into these S3 Tables operations, and for a table's own
+# maintenance; and the data actions S3FileIO reads and writes the table's files with, under the job
+# role's own credentials ("Access management for S3 Tables": s3tables:GetTableData / PutTableData
+# authorize the S3 object calls on a table's storage).
 # CloudFormation owns the bucket and its namespaces, so no job creates or changes either.
 JOB_TABLE_BUCKET_ACTIONS = [
     "s3tables:GetTableBucket",
@@ -143,14 +142,3 @@ class TableBucket(Construct):
         return s3tables.CfnTableBucketPolicy(
             self, "Policy", table_bucket_arn=self.arn, resource_policy=document.to_json()
         )
-
-
-def catalog_jar_assets(scope: Construct, runtime: runtimes.Runtime) -> list[s3_assets.Asset]:
-    """The S3 Tables catalog's jars (pinned by coordinates and SHA-256 in lakeloader_dev.jars, fetched
-    from Maven once and cached), each an asset the jobs load (`--extra-jars`, `spark.jars`)."""
-    from lakeloader_dev.jars import s3_tables_jars
-
-    return [
-        s3_assets.Asset(scope, f"S3TablesJar{i}", path=str(path))
-        for i, path in enumerate(s3_tables_jars(runtime))
-    ]

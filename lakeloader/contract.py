@@ -174,21 +174,45 @@ def iceberg_catalog_conf(catalog: str, warehouse: str) -> dict[str, str]:
     }
 
 
-# The Spark catalog name of the stage's S3 Tables table bucket (target.storage: s3_tables), through the
-# Amazon S3 Tables catalog for Iceberg (docs/deploy.md#amazon-s3-tables): a namespace is the config's
-# database, unprefixed (the table bucket is the stage's own).
+# The Spark catalog name of the stage's S3 Tables table bucket (target.storage: s3_tables): a namespace is
+# the config's database, unprefixed (the table bucket is the stage's own). The catalog is Iceberg's REST
+# catalog on S3 Tables' Iceberg REST endpoint, SigV4-signed for `s3tables`, with the table bucket's ARN
+# as its warehouse ("Accessing tables using the Amazon S3 Tables Iceberg REST endpoint", S3 User Guide;
+# the endpoint AWS's "Running ETL jobs on Amazon S3 tables with AWS Glue" offers beside the analytics
+# integration, where the S3 Tables catalog jar is "not recommended for new AWS Glue ETL job
+# implementations"). Iceberg's runtime and AWS bundle, which Glue and EMR provide, hold the REST
+# catalog, the SigV4 signer and S3FileIO: no jar of its own. docs/deploy.md#amazon-s3-tables says why
+# this endpoint and not Glue's.
 S3_TABLES_CATALOG = "s3tables"
-S3_TABLES_CATALOG_IMPL = "software.amazon.s3tables.iceberg.S3TablesCatalog"
+S3_TABLES_SIGNING_NAME = "s3tables"
 
 
-def s3_tables_catalog_conf(table_bucket_arn: str, catalog: str = S3_TABLES_CATALOG) -> dict[str, str]:
-    """Spark settings for the tables of one S3 Tables table bucket (its ARN is the warehouse)."""
+def s3_tables_endpoint(region: str, url_suffix: str = "amazonaws.com") -> str:
+    """S3 Tables' Iceberg REST endpoint in `region` (`url_suffix`: amazonaws.com.cn in China)."""
+    return f"https://s3tables.{region}.{url_suffix}/iceberg"
+
+
+def s3_tables_catalog_conf(
+    table_bucket_arn: str,
+    region: str,
+    *,
+    url_suffix: str = "amazonaws.com",
+    uri: str | None = None,
+    catalog: str = S3_TABLES_CATALOG,
+) -> dict[str, str]:
+    """Spark settings for the tables of one S3 Tables table bucket, through S3 Tables' Iceberg REST
+    endpoint (`uri` replaces it: the emulator's)."""
     prefix = f"spark.sql.catalog.{catalog}"
     return {
         "spark.sql.extensions": ICEBERG_EXTENSIONS,
         prefix: ICEBERG_SPARK_CATALOG,
-        f"{prefix}.catalog-impl": S3_TABLES_CATALOG_IMPL,
+        f"{prefix}.type": "rest",
+        f"{prefix}.uri": uri or s3_tables_endpoint(region, url_suffix),
         f"{prefix}.warehouse": table_bucket_arn,
+        f"{prefix}.rest.sigv4-enabled": "true",
+        f"{prefix}.rest.signing-name": S3_TABLES_SIGNING_NAME,
+        f"{prefix}.rest.signing-region": region,
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         **catalog_properties(catalog),
     }
 

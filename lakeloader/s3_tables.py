@@ -1,9 +1,10 @@
 """Tables with `target.storage: s3_tables`: where the engine finds them, and what S3 Tables maintains.
 
 Such a table lives in the stage's S3 Tables table bucket, which the jobs reach as the Spark catalog
-`contract.S3_TABLES_CATALOG` (the Amazon S3 Tables catalog for Iceberg, its warehouse the bucket's
-ARN; infra.processing sets it). The namespace is the config's database, unprefixed: the bucket is the
-stage's own. Side tables (tombstones, quarantine) follow the table's catalog: they live beside it.
+`contract.S3_TABLES_CATALOG` (Iceberg's REST catalog on S3 Tables' Iceberg REST endpoint, its
+warehouse the bucket's ARN; infra.processing sets it). The namespace is the config's database,
+unprefixed: the bucket is the stage's own. Side tables (tombstones, quarantine) follow the table's
+catalog: they live beside it.
 
 A laptop run (`lakeloader run`, catalog contract.LOCAL_CATALOG) has no table bucket: there the
 table stays in the local warehouse. On Glue, EMR and the emulator the session must have the catalog.
@@ -69,10 +70,10 @@ def target_name(spark: SparkSession, catalog: str, table: TableConfig) -> str:
 
 def drop_table(spark: SparkSession, name: str) -> None:
     """`DROP TABLE IF EXISTS name PURGE`, in the S3 Tables catalog too. There Spark's DROP ... PURGE
-    reaches Iceberg's SparkCatalog.purgeTable, which drops with purge=false and deletes the files
-    itself, and the S3 Tables catalog for Iceberg refuses a drop without purge ("S3 Tables does not
-    support the dropTable operation with purge=false"): such a table is dropped through the catalog's
-    own dropTable(purge=true), which calls S3 Tables' DeleteTable (S3 Tables removes the files)."""
+    reaches Iceberg's SparkCatalog.purgeTable, which drops without purge and then deletes the files
+    itself through S3FileIO, object by object; S3 Tables' DeleteTable removes a table's files itself.
+    So such a table is dropped through the catalog's own dropTable(purge=true): the REST catalog's
+    DELETE with purgeRequested=true, which S3 Tables' endpoint serves as DeleteTable."""
     parts = [part.strip("`").replace("``", "`") for part in name.split(".")]
     if parts[0] != S3_TABLES_CATALOG:
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")

@@ -124,16 +124,18 @@ def local_conf(settings: SparkSettings) -> dict[str, str]:
                 }
             )
         bucket = os.environ.get(S3_TABLES_ENV)
-        if bucket:  # the S3 Tables catalog for Iceberg against the same endpoint
-            conf.update(s3_tables_catalog_conf(bucket))
+        if bucket:  # S3 Tables' Iceberg REST endpoint: the emulator serves it at <endpoint>/iceberg
+            _, partition, _, region, *_ = bucket.split(":")
+            suffix = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+            uri = f"{endpoint}/iceberg" if endpoint else None
+            conf.update(s3_tables_catalog_conf(bucket, region, url_suffix=suffix, uri=uri))
             if endpoint:
                 tables = f"spark.sql.catalog.{S3_TABLES_CATALOG}"
                 conf.update(
                     {
-                        f"{tables}.s3tables.endpoint": endpoint,
                         f"{tables}.s3.endpoint": endpoint,
                         f"{tables}.s3.path-style-access": "true",
-                        f"{tables}.client.region": conf[f"{prefix}.client.region"],
+                        f"{tables}.client.region": region,
                     }
                 )
     else:

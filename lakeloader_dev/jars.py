@@ -117,40 +117,6 @@ RUNTIME_JARS = {
 }
 
 
-# Amazon S3 Tables catalog for Iceberg (target.storage: s3_tables): the catalog, the SDK's s3tables
-# client at the version the catalog's POM names, and the configuration library it reads its settings
-# with. Neither Glue nor EMR provides them; the stack ships these same jars (--extra-jars, spark.jars).
-# The catalog's -runtime jar (all three in one) is what AWS's Glue page downloads; these are its parts.
-S3_TABLES_CATALOG = "software.amazon.s3tables.iceberg.S3TablesCatalog"
-_S3_TABLES = (
-    MavenJar(
-        "software.amazon.s3tables:s3-tables-catalog-for-iceberg:0.1.8",
-        "474445e4596955e2ffe707406442e5672c8888323bb598ed024f7b33bed8cd21",
-        S3_TABLES_CATALOG.replace(".", "/") + ".class",
-    ),
-    MavenJar(
-        "software.amazon.awssdk:s3tables:2.29.26",
-        "a07682940dd414faa664cca93f9eafaa3077d27f9948f9a741b0046ccda3af26",
-        "software/amazon/awssdk/services/s3tables/S3TablesClient.class",
-    ),
-    MavenJar(
-        "org.apache.commons:commons-configuration2:2.11.0",
-        "48957fc3a0d9fbd221fe4f5ff6d0294ce6646ea139793c36706703da59402683",
-        "org/apache/commons/configuration2/Configuration.class",
-    ),
-)
-S3_TABLES_JARS = {name: _S3_TABLES for name in RUNTIME_JARS}
-RUNTIME_JARS = {name: (*jars, *S3_TABLES_JARS[name]) for name, jars in RUNTIME_JARS.items()}
-
-
-def s3_tables_jars(runtime: runtimes.Runtime | None = None) -> list[pathlib.Path]:
-    """The S3 Tables catalog's jars of a runtime, fetched and checked first if missing (the stack ships
-    them to Glue and EMR)."""
-    local_jars(runtime)
-    root = cache_dir()
-    return [root / jar.path for jar in S3_TABLES_JARS[(runtime or runtimes.local()).name]]
-
-
 def log(msg: str) -> None:
     print(f"[lakeloader_dev.jars] {msg}", file=sys.stderr, flush=True)
 

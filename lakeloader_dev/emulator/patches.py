@@ -140,9 +140,10 @@ def _patch_cfn_models() -> None:
 
 
 def _patch_s3_tables() -> None:
-    from lakeloader_dev.emulator import s3_tables
+    from lakeloader_dev.emulator import s3_tables, s3_tables_rest
 
     s3_tables.patch()
+    s3_tables_rest.patch()
 
 
 # 5. Step Functions ---------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Amazon S3 Tables on the emulator: what moto 5.2.5's `s3tables` backend lacks for lakeloader.
 
-moto serves the table bucket, namespace and table APIs the S3 Tables catalog for Iceberg calls
-(CreateTable, GetTable, GetTableMetadataLocation, UpdateTableMetadataLocation, DeleteTable, ...), each
-table's storage an S3 bucket of its own, so Spark's S3FileIO reads and writes the table's files
-there. Added here:
+moto serves the table bucket, namespace and table APIs (CreateTable, GetTable,
+GetTableMetadataLocation, UpdateTableMetadataLocation, DeleteTable, ...), each table's storage an S3
+bucket of its own, so Spark's S3FileIO reads and writes the table's files there; the Iceberg REST
+endpoint the jobs' catalog calls translates to them (s3_tables_rest). Added here:
 
 * the maintenance configuration APIs (Get/PutTableMaintenanceConfiguration,
   Get/PutTableBucketMaintenanceConfiguration): recorded, as moto records other settings it does
@@ -11,9 +11,9 @@ there. Added here:
 * CloudFormation types `AWS::S3Tables::TableBucket` (created in the backend; its
   UnreferencedFileRemoval becomes the bucket's maintenance configuration; Ref and TableBucketARN
   give its ARN), `AWS::S3Tables::Namespace` and `AWS::S3Tables::TableBucketPolicy` (recorded only);
-* error bodies the AWS SDK for Java can read: moto answers a missing table with the exception's
-  name in `__type`, the SDK for this REST-JSON service reads it from the `x-amzn-errortype` header
-  (without it the S3 Tables catalog sees an unreadable response where S3 Tables says NotFound).
+* error bodies every AWS SDK can read: moto answers a missing table with the exception's name in
+  `__type`, the AWS SDK for Java reads it from the `x-amzn-errortype` header of this REST-JSON
+  service (without it a Java client sees an unreadable response where S3 Tables says NotFound).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """An S3 Tables table on the deployed loop (issue 42): S3 -> arrival Lambda -> Glue run -> a commit in the
-stage's table bucket through the S3 Tables catalog for Iceberg, read back by an outside Iceberg reader.
+stage's table bucket through S3 Tables' Iceberg REST endpoint (issue 68; the emulator serves it at
+<endpoint>/iceberg), read back by an outside Iceberg reader.
 
 `s3t.customers` of tests/e2e/tables.yaml (target.storage: s3_tables) gets the sample customers' full
 load, then its two CDC files (updates, deletes, a new column). The reader is pyiceberg, opening the
@@ -136,6 +137,22 @@ def test_an_outside_iceberg_reader_sees_the_merged_rows(e2e, loaded, table_bucke
     # the last run's record names the snapshot the reader sees
     [last] = e2e.stack.ledger().list_runs(TABLE_ID, limit=1)
     assert last.status == "succeeded" and str(last.snapshot_id) == str(table.current_snapshot().snapshot_id)
+
+
+def test_the_glue_runs_commit_through_the_iceberg_rest_endpoint_with_no_catalog_jar(e2e, loaded):
+    """The deployed ingest job's settings, which the emulator's Glue runs are built from: the catalog
+    `s3tables` is Iceberg's REST catalog on S3 Tables' endpoint ("Accessing tables using the Amazon S3
+    Tables Iceberg REST endpoint", S3 User Guide), and no catalog jar is loaded (no --extra-jars)."""
+    from lakeloader_dev.emulator.glue_runner import s3_tables_warehouse
+
+    arguments = boto3.client("glue").get_job(JobName=e2e.stack.ingest_job)["Job"]["DefaultArguments"]
+    conf = dict(setting.split("=", 1) for setting in arguments["--conf"].split(" --conf "))
+    assert conf["spark.sql.catalog.s3tables.type"] == "rest"
+    assert conf["spark.sql.catalog.s3tables.uri"] == "https://s3tables.us-east-1.amazonaws.com/iceberg"
+    assert conf["spark.sql.catalog.s3tables.rest.signing-name"] == "s3tables"
+    assert s3_tables_warehouse(arguments["--conf"]) == table_bucket_arn()
+    assert "--extra-jars" not in arguments
+    assert not any("s3-tables-catalog" in value or "S3TablesCatalog" in value for value in arguments.values())
 
 
 def test_tombstones_live_beside_the_table(e2e, loaded, table_bucket):

@@ -86,7 +86,11 @@ settings = SparkSettings(warehouse=warehouse, app_name="e2e-s3-tables-engine", e
 spark = build_session(settings)
 catalog = settings.catalog
 scd2, gated = lake.table("s3t.people_scd2"), lake.table("s3t.people_gated")
-out = {"names": [target_name(spark, catalog, scd2), target_name(spark, catalog, gated)]}
+out = {
+    "names": [target_name(spark, catalog, scd2), target_name(spark, catalog, gated)],
+    "catalog": {k: spark.conf.get(f"spark.sql.catalog.s3tables.{k}", None) for k in ("type", "catalog-impl")},
+    "jars": spark.conf.get("spark.jars", ""),
+}
 
 def loaded(table, run_id):
     files = list_inputs(str(raw), table.source.prefix)
@@ -146,6 +150,13 @@ def engine_on_s3_tables(e2e, table_bucket, tmp_path_factory) -> dict[str, Any]:
     return run_scenario(e2e.env, table_bucket, argv, workdir / "spark.log")
 
 
+def test_the_session_reaches_s3_tables_through_the_rest_catalog_with_no_catalog_jar(engine_on_s3_tables):
+    """The scenario's catalog `s3tables` is Iceberg's REST catalog (lakeloader.spark, on the emulator's
+    S3 Tables Iceberg REST endpoint), and no S3 Tables catalog jar is on its classpath."""
+    assert engine_on_s3_tables["catalog"] == {"type": "rest", "catalog-impl": None}
+    assert "s3-tables-catalog" not in engine_on_s3_tables["jars"]
+
+
 def test_scd2_on_an_s3_tables_table(engine_on_s3_tables, table_bucket):
     """mode scd2 in the table bucket: an update closes the old version and opens a new one, a delete
     closes the key's version; the table is an S3 Tables table, not a Glue one."""
@@ -176,8 +187,8 @@ def test_rebuild_replaces_an_s3_tables_table_and_drops_its_staging_table(
     e2e, engine_on_s3_tables, table_bucket
 ):
     """rebuild builds people_gated__rebuild beside the table, replaces the table with it in one
-    commit and drops it (and its tombstones) again: through the catalog's dropTable with purge, the
-    only drop S3 Tables allows. An outside reader sees the rebuilt rows."""
+    commit and drops it (and its tombstones) again: through the catalog's dropTable with purge, which
+    S3 Tables' endpoint serves as DeleteTable. An outside reader sees the rebuilt rows."""
     result = engine_on_s3_tables["rebuild"]
     assert result.get("rows") == [[3, "cy2"]], result
     names = s3_tables_names(table_bucket)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from lakeloader import contract
+from lakeloader import contract, runtimes
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies, role_statements
 
 CONFIG = "tests/fixtures/s3_tables/tables.yaml"
@@ -220,22 +220,50 @@ def glue_conf(synth) -> dict[str, str]:
     )
 
 
-def test_glue_jobs_get_the_s3_tables_catalog_and_its_jars(s3t):
-    """Glue 5.x loads the S3 Tables catalog for Iceberg from --extra-jars ("Running ETL jobs on Amazon S3
-    tables with AWS Glue", https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-integrating-glue.html):
-    the catalog `s3tables` with the table bucket's ARN as its warehouse, beside the Glue catalog."""
-    arguments, conf = glue_conf(s3t)
+def test_jobs_reach_s3_tables_through_its_iceberg_rest_endpoint(s3t):
+    """The catalog `s3tables` is Iceberg's REST catalog on S3 Tables' Iceberg REST endpoint, configured
+    as "Accessing tables using the Amazon S3 Tables Iceberg REST endpoint" says
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-integrating-open-source.html):
+    uri https://s3tables.<region>.amazonaws.com/iceberg, the table bucket's ARN as the warehouse,
+    SigV4 with the signing name s3tables; beside the Glue catalog, on Glue and on EMR Serverless."""
+    _, conf = glue_conf(s3t)
     prefix = f"spark.sql.catalog.{contract.S3_TABLES_CATALOG}"
-    assert conf[prefix] == contract.ICEBERG_SPARK_CATALOG
-    assert conf[f"{prefix}.catalog-impl"] == "software.amazon.s3tables.iceberg.S3TablesCatalog"
-    assert conf[f"{prefix}.warehouse"] == BUCKET_ARN
+    expected = {
+        prefix: contract.ICEBERG_SPARK_CATALOG,
+        f"{prefix}.type": "rest",
+        f"{prefix}.uri": f"https://s3tables.{REGION}.amazonaws.com/iceberg",
+        f"{prefix}.warehouse": BUCKET_ARN,
+        f"{prefix}.rest.sigv4-enabled": "true",
+        f"{prefix}.rest.signing-name": "s3tables",
+        f"{prefix}.rest.signing-region": REGION,
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+    }
+    assert {key: conf.get(key) for key in expected} == expected
     assert conf[f"spark.sql.catalog.{contract.GLUE_CATALOG}.catalog-impl"].endswith("GlueCatalog")
-    jars = Resolver(s3t.template_json)(arguments["--extra-jars"]).split(",")
-    assert len(jars) == 3 and all(j.startswith("s3://") and j.endswith(".jar") for j in jars)
-    # the same jars reach EMR Serverless runs
-    emr = s3t.stack.processing.emr.lakeloader_conf
-    spark_jars = json.dumps(s3t.stack.resolve(emr["spark.jars"]))
-    assert spark_jars.count(".jar") == 4  # the image's Iceberg jar and the three
+    resolve = Resolver(s3t.template_json)
+    emr = s3t.stack.resolve(s3t.stack.processing.emr.lakeloader_conf)
+    assert {key: resolve(emr[key]) for key in expected} == expected
+
+
+@pytest.mark.parametrize("config", [CONFIG, None])
+def test_no_s3_tables_catalog_jar_in_the_bundle_the_settings_or_the_pins(synth, config):
+    """AWS calls the S3 Tables catalog jar "not recommended for new AWS Glue ETL job implementations"
+    ("Running ETL jobs on Amazon S3 tables with AWS Glue",
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-integrating-glue.html), and its
+    s3tables SDK module would lag the SDK core the runtime provides. Neither the jar nor that module
+    comes back: not in the template (no --extra-jars, no catalog-impl), not as an asset of the
+    stage's bundle, not in EMR's spark.jars (the image's Iceberg jar only), not in the jar pins."""
+    from lakeloader_dev.jars import RUNTIME_JARS
+
+    stage = synth("dev", config=config) if config else synth("dev")
+    text = json.dumps(stage.template_json)
+    for marker in ("s3-tables-catalog", "S3TablesCatalog", "--extra-jars", "awssdk/s3tables"):
+        assert marker not in text, marker
+    assert not [p.name for p in stage.outdir.rglob("*.jar")]
+    emr = stage.stack.resolve(stage.stack.processing.emr.lakeloader_conf)
+    assert emr["spark.jars"] == runtimes.EMR_ICEBERG_JAR
+    pinned = [jar.coordinates for jars in RUNTIME_JARS.values() for jar in jars]
+    assert not [c for c in pinned if c.startswith("software.amazon.s3tables:") or ":s3tables:" in c]
 
 
 def test_default_config_jobs_get_no_s3_tables_catalog(dev):

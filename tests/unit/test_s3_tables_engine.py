@@ -100,10 +100,14 @@ def test_an_emulated_session_gets_the_s3_tables_catalog_on_the_emulator(monkeypa
     monkeypatch.setenv(S3_TABLES_ENV, BUCKET)
     conf = local_conf(SparkSettings(runtime="glue", warehouse="s3://curated/warehouse/", extra_conf={}))
     prefix = "spark.sql.catalog.s3tables"
-    assert conf[f"{prefix}.catalog-impl"] == "software.amazon.s3tables.iceberg.S3TablesCatalog"
+    # the deployed jobs' REST catalog (contract.s3_tables_catalog_conf), at the emulator's endpoint
+    assert conf[f"{prefix}.type"] == "rest"
+    assert conf[f"{prefix}.uri"] == "http://127.0.0.1:5000/iceberg"
     assert conf[f"{prefix}.warehouse"] == BUCKET
-    assert conf[f"{prefix}.s3tables.endpoint"] == conf[f"{prefix}.s3.endpoint"] == "http://127.0.0.1:5000"
-    assert conf[f"{prefix}.client.region"] == "eu-west-1"
+    assert conf[f"{prefix}.rest.signing-name"] == "s3tables"
+    assert conf[f"{prefix}.rest.signing-region"] == conf[f"{prefix}.client.region"] == BUCKET.split(":")[3]
+    assert conf[f"{prefix}.s3.endpoint"] == "http://127.0.0.1:5000"
+    assert not any(key.endswith("catalog-impl") for key in conf if key.startswith(prefix))
     monkeypatch.delenv(S3_TABLES_ENV)
     conf = local_conf(SparkSettings(runtime="glue", warehouse="s3://curated/warehouse/", extra_conf={}))
     assert not any(key.startswith(prefix) for key in conf)
