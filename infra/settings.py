@@ -34,6 +34,7 @@ from infra.settings_network import NetworkSettings
 from infra.settings_s3_tables import S3TablesSettings
 from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.config.format_versions import Reader, format_version_problems
 from lakeloader.config.target import s3_tables_problems
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 
@@ -337,6 +338,14 @@ def check_flex_tables(stage: Stage, lake: LakeConfig) -> None:
             f"cdk.json context lakeloader:stages.{stage.name}.ingest.worker_type: "
             + flex_refusal(f"table {flex[0]} has trigger.execution_class FLEX;", worker_type)
         )
+
+
+def check_format_versions(stage: Stage, lake: LakeConfig) -> None:
+    """Refuse format-3 tables the stage's runtime does not run, or that a reader reads through Athena."""
+    readers = [Reader(r.role_name, r.tables, r.engines) for r in stage.settings.readers]
+    problems = format_version_problems(lake.tables, stage.runtime, readers)
+    if problems:
+        raise SettingsError(f"cdk.json context lakeloader:stages.{stage.name}: {problems[0]}")
 
 
 def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings, *, storage: str = "glue") -> LakeConfig:

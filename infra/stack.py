@@ -19,7 +19,7 @@ from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing
 from infra.readers import Readers
 from infra.s3_tables import TableBucket, s3_tables_namespaces
-from infra.settings import Stage, check_flex_tables
+from infra.settings import Stage, check_flex_tables, check_format_versions
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
 from infra.writers import Writers
@@ -96,6 +96,7 @@ class LakeloaderStack(Stack):
         )
         check_emr_tables(stage, users, self.processing.emr.lakeloader_conf)  # the EMR canary runs only
         check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
+        check_format_versions(stage, users)
         self.lake_formation = None
         if stage.settings.lake_formation:
             self.lake_formation = LakeFormationAccess(
