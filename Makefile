@@ -2,14 +2,17 @@
 # (Python 3.11, Java 17, Node 22 or 24 -- Node 20 works, with jsii's end-of-life warning; PyPI, npm and
 # Maven Central reachable). The scanners' venv (checkov) is set up only by the targets that run it.
 
-# The runtime the laptop runs (lakeloader/runtimes.py): its Python picks its Spark (requirements.txt),
-# and it has a virtualenv of its own. `make test RUNTIME=glue-6.0` needs Python 3.13.
+# The runtime the laptop runs (lakeloader/runtimes.py): its Python and constraints/<runtime>.txt pick its
+# Spark (requirements.txt), and it has a virtualenv of its own. `make test RUNTIME=glue-6.0` needs Python
+# 3.13; so does RUNTIME=glue-6.1, whose Glue runs 3.14, which these machines cannot install (its suites
+# run on 3.13 with Glue 6.1's Spark; docs/deploy.md, "Runtimes").
 RUNTIME ?= glue-5.1
 RUNTIME_PYTHON_glue-5.1 := 3.11
 RUNTIME_PYTHON_glue-6.0 := 3.13
+RUNTIME_PYTHON_glue-6.1 := 3.13
 RUNTIME_PYTHON := $(RUNTIME_PYTHON_$(RUNTIME))
 ifeq ($(RUNTIME_PYTHON),)
-$(error RUNTIME=$(RUNTIME) is not a runtime lakeloader runs on: glue-5.1 or glue-6.0)
+$(error RUNTIME=$(RUNTIME) is not a runtime lakeloader runs on: glue-5.1, glue-6.0 or glue-6.1)
 endif
 # The runtime's interpreter: pythonX.Y on the PATH, else pyenv's; glue-5.1 also takes plain python3.
 PYTHON_CANDIDATES := python$(RUNTIME_PYTHON) $(wildcard $(HOME)/.pyenv/versions/$(RUNTIME_PYTHON).*/bin/python$(RUNTIME_PYTHON)) \
@@ -46,10 +49,10 @@ $(SCAN_STAMP): requirements-scan.txt
 	time $(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt  # checkov, beside cdk-nag
 	touch $(SCAN_STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt pyproject.toml package.json package-lock.json
+$(STAMP): requirements.txt requirements-dev.txt requirements-job.txt requirements-lambda.txt constraints/$(RUNTIME).txt pyproject.toml package.json package-lock.json
 	time (test -x $(PY) || $(PYTHON) -m venv $(VENV))
 	time $(PY) -m pip install --quiet --upgrade pip
-	time $(PY) -m pip install --quiet -r requirements-dev.txt
+	time $(PY) -m pip install --quiet -r requirements-dev.txt -c constraints/$(RUNTIME).txt
 	time $(PY) -m pip install --quiet --no-deps -e .
 	time npm ci --no-audit --no-fund --loglevel=error
 	time $(PY) -m lakeloader_dev.jars > /dev/null  # the runtime's Iceberg and AWS jars from Maven Central
@@ -66,12 +69,13 @@ lint: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
 
-# What `make test` runs: every test on the default runtime; on glue-6.0 the unit and Spark engine
-# suites and one S3 -> Lambda -> Glue run end to end (the layers above Spark are the same code).
+# What `make test` runs: every test on the default runtime; on glue-6.0 and glue-6.1 the unit and Spark
+# engine suites and one S3 -> Lambda -> Glue run end to end (the layers above Spark are the same code).
 TESTS_glue-5.1 := tests
 TESTS_glue-6.0 := tests/unit tests/spark tests/e2e/test_emulator_drivers.py \
                   tests/e2e/test_s3_to_iceberg.py::test_cdc_batches_are_merged \
                   tests/e2e/test_s3_to_iceberg.py::test_an_outside_reader_reads_the_tables_spark_wrote_through_the_glue_catalog
+TESTS_glue-6.1 := $(TESTS_glue-6.0)
 
 # How fast one core of this machine is: one commit's unit suite took 72 s on 2026-11-28 (beside a
 # lowest-priority mutation run) and 173 s on 2026-11-29 (quiet), on the same kind of 2-core machine;
@@ -366,4 +370,4 @@ endif
 endif
 
 clean:
-	rm -rf .venv .venv-glue-6.0 $(SCAN_VENV) node_modules cdk.out build/cdk-assets .lakeloader
+	rm -rf .venv .venv-glue-6.0 .venv-glue-6.1 $(SCAN_VENV) node_modules cdk.out build/cdk-assets .lakeloader

@@ -36,6 +36,8 @@ COW = {
     "write.update.mode": "copy-on-write",
     "write.delete.mode": "copy-on-write",
 }  # spelled out: a new lakeloader table defaults to merge-on-read (docs/performance.md "Table defaults")
+# Merge-on-read on Iceberg format 3: deletion vectors in place of position-delete files (glue-6.0+).
+MOR_V3 = {**MOR, "format-version": "3"}
 DB = "bench"
 # A table's checksum: its rows, the sum of its keys, and the sum of its amounts in whole cents. Every
 # amount is a whole number of cents (benchmarks.data); a sum of the doubles themselves depends on the
@@ -140,13 +142,16 @@ class SparkTables:
 
 
 def table_config(label: str, properties: dict[str, str], *, tombstones: bool = True) -> Any:
+    """lakeloader's config of a benchmark table; a format-version property becomes target.format_version."""
     from lakeloader.config import TableConfig
 
+    version = int(properties.get("format-version", 2))
+    own = {k: v for k, v in properties.items() if k != "format-version"}
     return TableConfig.model_validate(
         {
             "id": f"{DB}.{label}",
             "source": {"prefix": "cdc/", "format": "parquet", "cdc": "dms"},
-            "target": {"database": DB, "table": label, "properties": properties},
+            "target": {"database": DB, "table": label, "properties": own, "format_version": version},
             "keys": ["id"],
             "tombstones": {"enabled": tombstones},
         }

@@ -16,6 +16,7 @@ from benchmarks import data
 from benchmarks.engines import (
     COW,
     MOR,
+    MOR_V3,
     AwsSampleEngine,
     LakeloaderEngine,
     LakeloaderWithoutTombstones,
@@ -23,6 +24,8 @@ from benchmarks.engines import (
     SparkTables,
 )
 from benchmarks.measure import Case, PeakRss
+from lakeloader import runtimes
+from lakeloader.config.format_versions import FORMAT_3_RUNTIMES
 
 SCENARIOS = ("batch", "growth", "small", "large")
 
@@ -200,12 +203,15 @@ class Bench:
         )
         base = self.base(s.batch_rows)
         batch = self.batch(s.batch_changes, s.batch_rows)
-        for mode, props in (("copy-on-write", COW), ("merge-on-read", MOR)):
+        modes = [("copy-on-write", COW), ("merge-on-read", MOR)]
+        if runtimes.local().name in FORMAT_3_RUNTIMES:  # deletion vectors beside position deletes
+            modes.append(("merge-on-read, format 3", MOR_V3))
+        for mode, props in modes:
             runs = []
             for name, engine in self.engines.items():
                 case = Case("batch", mode, name, s.batch_rows, batch.changes)
                 if name == "pyiceberg":
-                    if mode == "merge-on-read":
+                    if mode.startswith("merge-on-read"):
                         continue  # PyIceberg writes copy-on-write only; its one line stands for both
                     case.note = "(copy-on-write: PyIceberg has no merge-on-read writes)"
                     if skip := self.skip_pyiceberg(s.batch_rows):

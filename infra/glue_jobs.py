@@ -8,6 +8,8 @@ their logical ids, stay as they were when Processing made them itself.
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import Duration
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
@@ -26,16 +28,20 @@ _GLUE_VERSIONS = {
     "5.1": glue.GlueVersion.V5_1,
     "6.0": glue.GlueVersion.V6_0,
 }
+# Glue versions newer than aws-cdk-lib's GlueVersion enum (2.275.0 ends at V6_0): the job is built on
+# the latest version the enum has, and its AWS::Glue::Job's GlueVersion is then set to the runtime's.
+_GLUE_VERSIONS_AFTER_CDK = {"6.1": glue.GlueVersion.V6_0}
 
 
 def glue_version(runtime: runtimes.Runtime) -> glue.GlueVersion:
-    """The CDK enum of the runtime's Glue version."""
-    if runtime.glue_version not in _GLUE_VERSIONS:
+    """The CDK enum of the runtime's Glue version (for one newer than the enum: the version it builds on)."""
+    known = _GLUE_VERSIONS | _GLUE_VERSIONS_AFTER_CDK
+    if runtime.glue_version not in known:
         raise SettingsError(
             f"runtime {runtime.name}'s Glue version {runtime.glue_version!r} is not one this stack knows "
-            f"({', '.join(_GLUE_VERSIONS)}); add it to infra.glue_jobs._GLUE_VERSIONS"
+            f"({', '.join(known)}); add it to infra.glue_jobs._GLUE_VERSIONS"
         )
-    return _GLUE_VERSIONS[runtime.glue_version]
+    return known[runtime.glue_version]
 
 
 _WORKER_TYPES = {
@@ -50,6 +56,14 @@ _WORKER_TYPES = {
     "R.2X": glue.WorkerType.R_2X,
     "R.4X": glue.WorkerType.R_4X,
     "R.8X": glue.WorkerType.R_8X,
+}
+
+
+# aws-cdk-lib 2.275.0's WorkerType has no Graviton member: such a job is built on the x86_64 type of the
+# same size, and its AWS::Glue::Job's WorkerType is then set to the Graviton one.
+_GRAVITON_WORKER_TYPES = {
+    f"{size}{runtimes.GRAVITON_SUFFIX}": _WORKER_TYPES[size]
+    for size in ("G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X", "R.1X", "R.2X", "R.4X", "R.8X")
 }
 
 
@@ -76,7 +90,7 @@ def lakeloader_glue_job(
 ) -> glue.PySparkEtlJob:
     """The Glue job of `glue_jobs/<script>`, with the lakeloader library and the stage's job settings."""
     script_asset = s3_assets.Asset(scope, f"{construct_id}Script", path=str(REPO_ROOT / "glue_jobs" / script))
-    return glue.PySparkEtlJob(
+    made = glue.PySparkEtlJob(
         scope,
         construct_id,
         job_name=stage.resource_name(name),
@@ -85,7 +99,8 @@ def lakeloader_glue_job(
         script=glue.Code.from_bucket(script_asset.bucket, script_asset.s3_object_key),
         glue_version=glue_version(stage.runtime),
         worker_configuration=glue.WorkerConfiguration(
-            worker_type=_WORKER_TYPES[job.worker_type], number_of_workers=job.number_of_workers
+            worker_type=(_WORKER_TYPES | _GRAVITON_WORKER_TYPES)[job.worker_type],
+            number_of_workers=job.number_of_workers,
         ),
         timeout=Duration.minutes(job.timeout_minutes),
         max_retries=job.max_retries,
@@ -104,3 +119,11 @@ def lakeloader_glue_job(
         ),
         tags={"lakeloader:stage": stage.name, "lakeloader:job": name},
     )
+    # What the CDK enums cannot say yet (a newer Glue version, a Graviton worker type), set on the
+    # AWS::Glue::Job itself.
+    cfn_job = cast(glue.CfnJob, made.node.default_child)
+    if stage.runtime.glue_version in _GLUE_VERSIONS_AFTER_CDK:
+        cfn_job.glue_version = stage.runtime.glue_version
+    if job.worker_type in _GRAVITON_WORKER_TYPES:
+        cfn_job.worker_type = job.worker_type
+    return made

@@ -188,17 +188,30 @@ _WHEEL_NAME = re.compile(
 )
 
 
-def _manylinux_glibc(tag: str) -> tuple[int, int] | None:
-    """The glibc a manylinux x86_64 platform tag needs, None for any other tag."""
-    legacy = {"manylinux1_x86_64": (2, 5), "manylinux2010_x86_64": (2, 12), "manylinux2014_x86_64": (2, 17)}
-    if tag in legacy:
-        return legacy[tag]
-    match = re.fullmatch(r"manylinux_(\d+)_(\d+)_x86_64", tag)
-    return (int(match[1]), int(match[2])) if match else None
+def _manylinux(tag: str) -> tuple[tuple[int, int], str] | None:
+    """The glibc and CPU a manylinux platform tag needs (`manylinux2014_aarch64`: (2, 17), aarch64),
+    None for any other tag."""
+    legacy = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+    match = re.fullmatch(
+        r"(manylinux1|manylinux2010|manylinux2014|manylinux_(\d+)_(\d+))_(x86_64|aarch64)",
+        tag,
+    )
+    if not match:
+        return None
+    glibc = legacy.get(match[1]) or (int(match[2]), int(match[3]))
+    return glibc, match[4]
 
 
-def check_wheel(filename: str, pin: Pin, runtime: runtimes.Runtime | None = None) -> None:
-    """Fail unless `filename` is `pin`'s wheel and runs on the runtime's CPython and platform."""
+def _runs_on(tag: str, platform: str) -> bool:
+    """Does a wheel of platform `tag` run where `platform` is (same CPU, no newer glibc)?"""
+    found, target = _manylinux(tag), _manylinux(platform)
+    return found is not None and target is not None and found[1] == target[1] and found[0] <= target[0]
+
+
+def check_wheel(
+    filename: str, pin: Pin, runtime: runtimes.Runtime | None = None, architecture: str = runtimes.X86_64
+) -> None:
+    """Fail unless `filename` is `pin`'s wheel and runs on the runtime's CPython and the workers' CPU."""
     match = _WHEEL_NAME.match(filename)
     if not match:
         raise PackagingError(f"{filename}: not a wheel file name")
@@ -214,14 +227,11 @@ def check_wheel(filename: str, pin: Pin, runtime: runtimes.Runtime | None = None
         for tag in pythons
     )
     abi_ok = any(abi in (python, "abi3", "none") for abi in abis)
-    target = _manylinux_glibc(runtimes.WHEEL_PLATFORM)
-    platform_ok = any(
-        tag == "any" or ((glibc := _manylinux_glibc(tag)) is not None and target and glibc <= target)
-        for tag in match["platform"].split(".")
-    )
+    platform = runtimes.WHEEL_PLATFORMS[architecture]
+    platform_ok = any(tag == "any" or _runs_on(tag, platform) for tag in match["platform"].split("."))
     if not (python_ok and abi_ok and platform_ok):
         raise PackagingError(
-            f"{filename}: {pin} has no wheel for {python} on {runtimes.WHEEL_PLATFORM} "
+            f"{filename}: {pin} has no wheel for {python} on {platform} "
             f"(python, abi and platform tags: {match['python']}, {match['abi']}, {match['platform']})"
         )
 
@@ -238,8 +248,10 @@ def read_sums(folder: Path) -> dict[str, str]:
     return sums
 
 
-def _verified_wheels(folder: Path, pins: list[Pin], runtime: runtimes.Runtime) -> dict[str, Path]:
-    """Pin key -> wheel in `folder`, each matching its pin, the runtime's tags and its recorded sha256."""
+def _verified_wheels(
+    folder: Path, pins: list[Pin], runtime: runtimes.Runtime, architecture: str
+) -> dict[str, Path]:
+    """Pin key -> wheel in `folder`, each matching its pin, the runtime's and CPU's tags and its sha256."""
     sums = read_sums(folder)
     wheels: dict[str, Path] = {}
     for path in sorted(folder.glob("*.whl")):
@@ -247,7 +259,7 @@ def _verified_wheels(folder: Path, pins: list[Pin], runtime: runtimes.Runtime) -
         pin = next((p for p in pins if p.key == key), None)
         if pin is None:
             raise PackagingError(f"{path}: no pin in {JOB_REQUIREMENTS.name} asks for it")
-        check_wheel(path.name, pin, runtime)
+        check_wheel(path.name, pin, runtime, architecture)
         if sums.get(path.name) != sha256(path):
             raise PackagingError(f"{path}: sha256 differs from {folder / 'SHA256SUMS'}; delete {folder}")
         wheels[key] = path
@@ -304,22 +316,31 @@ def cached_download(target: Path, download: Callable[[Path], None], verify: Call
 
 
 def fetch_wheels(
-    pins: list[Pin] | None = None, cache: Path = WHEEL_CACHE, runtime: runtimes.Runtime | None = None
+    pins: list[Pin] | None = None,
+    cache: Path = WHEEL_CACHE,
+    runtime: runtimes.Runtime | None = None,
+    architecture: str = runtimes.X86_64,
+    ignore_requires_python: bool = False,
 ) -> dict[str, Path]:
-    """The pinned wheels for the runtime's CPython, downloaded once per pin set and runtime, then read
-    from the cache (keyed by the runtime's wheel tag and platform: cp311-..., cp313-...).
+    """The pinned wheels for the runtime's CPython on the workers' CPU (x86_64, or aarch64 for Graviton),
+    downloaded once per pin set, runtime and CPU, then read from the cache (keyed by the runtime's wheel
+    tag and platform: cp311-manylinux2014_x86_64-..., cp314-manylinux2014_aarch64-...).
 
-    `pip download --no-deps` fetches exactly the pins (requirements-job.txt pins every transitive
-    dependency); each wheel's tags are checked.
+    `pip download --no-deps --platform` fetches exactly the pins (requirements-job.txt pins every
+    transitive dependency) for that platform, whatever this machine's CPU: no emulation, no Docker. Each
+    wheel's tags are checked. `ignore_requires_python`: a pure-Python pin whose metadata predates the
+    runtime's Python (infra.packed_venv.GLUE_DATAPLANE says which).
     """
     pins = job_pins() if pins is None else pins
     runtime = runtime or default_runtime()
-    platform = f"{runtime.wheel_python_tag}-{runtimes.WHEEL_PLATFORM}"
-    options = ["--no-deps", "--platform", runtimes.WHEEL_PLATFORM, "--python-version", runtime.python]
+    wheel_platform = runtimes.WHEEL_PLATFORMS[architecture]
+    platform = f"{runtime.wheel_python_tag}-{wheel_platform}"
+    options = ["--no-deps", "--platform", wheel_platform, "--python-version", runtime.python]
+    options += ["--ignore-requires-python"] if ignore_requires_python else []
     return cached_download(
         wheel_cache_dir(cache, platform, pins),
         lambda dest: pip_download(JOB_REQUIREMENTS, dest, options, pins),
-        lambda folder: _verified_wheels(folder, pins, runtime),
+        lambda folder: _verified_wheels(folder, pins, runtime, architecture),
     )
 
 

@@ -46,7 +46,12 @@ def uses_python_venv(runtime: runtimes.Runtime) -> bool:
 # AWS Glue's own Python library (awsglue: getResolvedOptions, which glue_jobs/*.py use) as a wheel, per
 # Glue version: a venv replaces Glue's Python environment, so it must carry it ("Using Python virtual
 # environments with AWS Glue", step 1).
-GLUE_DATAPLANE = {"5.0": "5.0.0", "5.1": "5.1.0", "6.0": "6.0.0"}
+GLUE_DATAPLANE = {"5.0": "5.0.0", "5.1": "5.1.0", "6.0": "6.0.0", "6.1": "6.0.0"}
+# Glue versions whose AWSGlueDataplanePython is an earlier version's wheel: PyPI has no 6.1.0 (checked
+# 2026-12-02; its versions are 5.0.0, 5.1.0 and 6.0.0), and 6.0.0 declares Requires-Python <3.14, so pip
+# fetches it for Glue 6.1's 3.14 only when told to ignore that. It is pure Python (py3-none-any); no
+# Python 3.14 here can prove it imports there (docs/deploy.md, "Runtimes").
+GLUE_DATAPLANE_BORROWED = {"6.1"}
 # Where the Glue venv's interpreter links to: AWS builds the venv on Amazon Linux 2023 with
 # `dnf install python3.13` and `python3.13 -m venv` (same guide, steps 2 and 5), so its bin/python3.13
 # is a link to /usr/bin/python3.13, the interpreter Glue 6.0 runs the venv with.
@@ -74,7 +79,11 @@ unset PYTHONHOME _lakeloader_here
 """
 
 
-def glue_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime | None = None) -> Path:
+def glue_venv_archive(
+    pins: list[Pin] | None = None,
+    runtime: runtimes.Runtime | None = None,
+    architecture: str = runtimes.X86_64,
+) -> Path:
     """Glue 6.0's `--python-virtual-env`: a virtual environment of every pin plus AWSGlueDataplanePython,
     packed as `venv-pack` packs one (a .tar.gz of the venv's folder), built here without Docker.
 
@@ -85,11 +94,15 @@ def glue_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime |
     installed into `lib/python3.13/site-packages`. Installing a wheel into site-packages is unpacking
     it (`.data/purelib|platlib` merged into the root; scripts are not needed): the wheels are the
     runtime's cp313 manylinux2014_x86_64 ones, the platform AWS's guide asks for, so nothing is built
-    and the container adds nothing. Nothing is inherited from Glue's image (no boto3): the pins
-    marked glue-provided are packed too, as the guide requires.
+    and the container adds nothing; for Graviton workers (`architecture` aarch64) the
+    manylinux2014_aarch64 ones, fetched by pip's platform options on this x86_64 machine. Nothing is
+    inherited from Glue's image (no boto3): the pins marked glue-provided are packed too, as the guide
+    requires.
     """
     runtime = runtime or default_runtime()
-    return packed_venv("glue-venv", GLUE_VENV_NAME, pins, runtime, extra=[glue_dataplane_pin(runtime)])
+    return packed_venv(
+        "glue-venv", GLUE_VENV_NAME, pins, runtime, [glue_dataplane_pin(runtime)], architecture
+    )
 
 
 def emr_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime | None = None) -> Path:
@@ -104,17 +117,26 @@ def emr_venv_archive(pins: list[Pin] | None = None, runtime: runtimes.Runtime | 
     `python3.x -m venv` on the image's Amazon Linux makes it.
     """
     runtime = runtime or default_runtime()
-    return packed_venv("emr-venv", EMR_VENV_NAME, pins, runtime, extra=[])
+    return packed_venv("emr-venv", EMR_VENV_NAME, pins, runtime, [])
 
 
 def packed_venv(
-    name: str, filename: str, pins: list[Pin] | None, runtime: runtimes.Runtime, extra: list[Pin]
+    name: str,
+    filename: str,
+    pins: list[Pin] | None,
+    runtime: runtimes.Runtime,
+    extra: list[Pin],
+    architecture: str = runtimes.X86_64,
 ) -> Path:
-    """A virtual environment of `pins` and `extra` for `runtime`'s CPython, packed as venv-pack packs one."""
+    """A virtual environment of `pins` and `extra` for `runtime`'s CPython on the workers' CPU, packed as
+    venv-pack packs one."""
     pins = job_pins() if pins is None else pins
-    wheels = fetch_wheels(pins, runtime=runtime)
+    wheels = fetch_wheels(pins, runtime=runtime, architecture=architecture)
     if extra:
-        wheels |= fetch_wheels(extra, runtime=runtime)
+        borrowed = runtime.glue_version in GLUE_DATAPLANE_BORROWED
+        wheels |= fetch_wheels(
+            extra, runtime=runtime, architecture=architecture, ignore_requires_python=borrowed
+        )
     python = f"python{runtime.python}"
     site = f"lib/{python}/site-packages/"
     installed = installed_tree([*pins, *extra], wheels)

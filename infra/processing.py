@@ -65,7 +65,7 @@ class Processing(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
-        python_arguments = self._glue_dependencies(stage.runtime)
+        python_arguments = self._glue_dependencies(stage.runtime, stage.settings.ingest.architecture)
         iceberg_conf = self._iceberg_conf(stage, storage, table_bucket)
         # What every job needs to start (contract.JOB_REQUIRED_ARGS), for both engines.
         required = {
@@ -150,13 +150,15 @@ class Processing(Construct):
 
     # --- the steps of __init__ ---------------------------------------------------------------
 
-    def _glue_dependencies(self, runtime: runtimes.Runtime) -> dict[str, str]:
-        """The jobs' third-party packages, for the runtime's Python, and the Glue arguments that install
-        them: a packed venv on Glue 6.0+, where --additional-python-modules is deprecated; the zip of
-        wheels before."""
+    def _glue_dependencies(self, runtime: runtimes.Runtime, architecture: str) -> dict[str, str]:
+        """The jobs' third-party packages, for the runtime's Python and the workers' CPU (both jobs run
+        one architecture: infra.settings), and the Glue arguments that install them: a packed venv on
+        Glue 6.0+, where --additional-python-modules is deprecated; the zip of wheels before (x86_64
+        only: no Glue 5.x offers Graviton workers)."""
         if uses_python_venv(runtime):
+            venv = glue_venv_archive(runtime=runtime, architecture=architecture)
             self.glue_dependencies = SuffixedFileAsset(
-                self, "GlueVenv", path=str(glue_venv_archive(runtime=runtime)), suffix=GLUE_VENV_SUFFIX
+                self, "GlueVenv", path=str(venv), suffix=GLUE_VENV_SUFFIX
             )
             return {"--python-virtual-env": self.glue_dependencies.s3_object_url}
         self.glue_dependencies = SuffixedFileAsset(

@@ -7,7 +7,7 @@ Context keys read by the app:
     lakeloader:project    resource name prefix (default "lakeloader")
     lakeloader:stages     {stage: settings} - the model below; unknown keys fail synth
     lake_formation        true/false: overrides the stage's lake_formation flag
-    runtime               overrides the stage's runtime (glue-5.1, glue-6.0: lakeloader.runtimes)
+    runtime               overrides the stage's runtime (glue-5.1, glue-6.0, glue-6.1: lakeloader.runtimes)
     alarm_email           overrides the stage's alarm_email
 
 Every resource name is ``<project>-<stage>-<what>`` and every Glue database
@@ -35,6 +35,7 @@ from infra.settings_network import NetworkSettings
 from infra.settings_s3_tables import S3TablesSettings
 from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.config.format_versions import Reader, format_version_problems
 from lakeloader.config.sources import SourceConfig
 from lakeloader.config.target import s3_tables_problems
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
@@ -54,9 +55,20 @@ class SettingsError(ValueError):
 
 
 class GlueJobSettings(SettingsModel):
+    # The .GRAVITON types are arm64 workers, on Glue versions that offer them (lakeloader.runtimes:
+    # Runtime.graviton): G.1X.GRAVITON through G.16X.GRAVITON and R.1X.GRAVITON through R.8X.GRAVITON
+    # ("Migrating AWS Glue for Spark jobs to AWS Glue version 6.1").
     worker_type: Literal[
-        "G.025X", "G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X", "R.1X", "R.2X", "R.4X", "R.8X"
-    ]
+        "G.025X", "G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X", "R.1X", "R.2X", "R.4X", "R.8X",
+        "G.1X.GRAVITON", "G.2X.GRAVITON", "G.4X.GRAVITON", "G.8X.GRAVITON", "G.12X.GRAVITON",
+        "G.16X.GRAVITON", "R.1X.GRAVITON", "R.2X.GRAVITON", "R.4X.GRAVITON", "R.8X.GRAVITON",
+    ]  # fmt: skip
+
+    @property
+    def architecture(self) -> str:
+        """The workers' CPU, which the job bundle's native wheels are built for."""
+        return runtimes.worker_architecture(self.worker_type)
+
     number_of_workers: int = Field(ge=2)
     timeout_minutes: int = Field(ge=1, le=10080)
     max_retries: int = Field(ge=0, le=10)
@@ -134,8 +146,9 @@ class StageSettings(SettingsModel):
     runtime: str = Field(
         default=runtimes.DEFAULT_RUNTIME,
         description="What the stage's jobs run on, a row of lakeloader.runtimes: glue-5.1 (Spark 3.5, "
-        "Iceberg 1.10, Python 3.11) or glue-6.0 (Spark 4.1, Iceberg 1.11, Python 3.13). It sets the Glue "
-        "version, the default EMR release and the Python the job bundle is built for (docs/deploy.md)",
+        "Iceberg 1.10, Python 3.11), glue-6.0 (Spark 4.1, Iceberg 1.11, Python 3.13) or glue-6.1 (Spark "
+        "4.1.3, Iceberg 1.11, Python 3.14, Graviton workers). It sets the Glue version, the default EMR "
+        "release and the Python the job bundle is built for (docs/deploy.md)",
     )
     raw_transition: RawTransition
     noncurrent_version_expiration_days: int = Field(ge=1)
@@ -276,6 +289,29 @@ class StageSettings(SettingsModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _graviton_workers(self) -> StageSettings:
+        """Graviton worker types only where the runtime's Glue offers them, and one CPU for both jobs:
+        they share one job bundle, whose native wheels are built for one architecture."""
+        for field in ("ingest", "maintain"):
+            worker_type = getattr(self, field).worker_type
+            graviton = runtimes.worker_architecture(worker_type) == runtimes.AARCH64
+            if graviton and not self.runtime_row.graviton:
+                offered = ", ".join(r.name for r in runtimes.RUNTIMES.values() if r.graviton)
+                raise field_error(
+                    f"{field}.worker_type",
+                    f"{worker_type} is a Graviton worker type, which runtime {self.runtime} does not offer "
+                    f"(Glue {self.runtime_row.glue_version}); use {offered} or a type without .GRAVITON",
+                )
+        if self.ingest.architecture != self.maintain.architecture:
+            raise field_error(
+                "maintain.worker_type",
+                f"{self.maintain.worker_type} runs on {self.maintain.architecture} and ingest.worker_type "
+                f"{self.ingest.worker_type} on {self.ingest.architecture}: both jobs share one job bundle "
+                "built for one CPU; give both Graviton types or neither",
+            )
+        return self
+
     @property
     def runtime_row(self) -> runtimes.Runtime:
         """The stage's runtime: its Glue version, EMR release, Spark, Iceberg and Python."""
@@ -325,7 +361,9 @@ class StageSettings(SettingsModel):
 
 
 # Glue runs FLEX job runs on these worker types only ("Job run execution class" in the Glue job
-# documentation; CDK's Job construct refuses the others the same way).
+# documentation: "Flexible job runs are supported for jobs using AWS Glue version 3.0 or later and G.1X
+# or G.2X worker types"; CDK's Job construct refuses the others the same way). No Graviton type is
+# among them, so a FLEX table on a Graviton ingest job is refused (docs/deploy.md, "Graviton workers").
 FLEX_WORKER_TYPES = ("G.1X", "G.2X")
 
 
@@ -345,6 +383,14 @@ def check_flex_tables(stage: Stage, lake: LakeConfig) -> None:
             f"cdk.json context lakeloader:stages.{stage.name}.ingest.worker_type: "
             + flex_refusal(f"table {flex[0]} has trigger.execution_class FLEX;", worker_type)
         )
+
+
+def check_format_versions(stage: Stage, lake: LakeConfig) -> None:
+    """Refuse format-3 tables the stage's runtime does not run, or that a reader reads through Athena."""
+    readers = [Reader(r.role_name, r.tables, r.engines) for r in stage.settings.readers]
+    problems = format_version_problems(lake.tables, stage.runtime, readers)
+    if problems:
+        raise SettingsError(f"cdk.json context lakeloader:stages.{stage.name}: {problems[0]}")
 
 
 def with_stage_defaults(lake: LakeConfig, batching: BatchingSettings, *, storage: str = "glue") -> LakeConfig:

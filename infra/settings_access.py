@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from infra.settings_base import SettingsModel
+from lakeloader.config.format_versions import DEFAULT_ENGINES
 
 ROLE_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$"
 
@@ -30,6 +31,14 @@ class ReaderSettings(SettingsModel):
         default_factory=dict,
         description='Columns hidden from it, per "<database>.<table>": Lake Formation mode only (an IAM '
         "grant on a data file cannot hide a column of it)",
+    )
+    engines: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ENGINES),
+        min_length=1,
+        description='What it queries with (default ["athena"], its workgroup): a table with '
+        "target.format_version 3 is refused to a reader whose engines include athena, which reads "
+        'format 2 only; say e.g. ["spark"] for one that reads through Spark, EMR or Glue '
+        "(docs/format-versions.md)",
     )
 
     @property

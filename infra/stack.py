@@ -20,7 +20,7 @@ from infra.processing import Processing
 from infra.readers import Readers
 from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.s3_tables_teardown import TableBucketTeardown
-from infra.settings import Stage, check_flex_tables
+from infra.settings import Stage, check_flex_tables, check_format_versions
 from infra.storage import LakeStorage
 from infra.triggers import Triggers
 from infra.verify_access import VerifyAccess
@@ -102,6 +102,7 @@ class LakeloaderStack(Stack):
         )
         check_emr_tables(stage, users, self.processing.emr.lakeloader_conf)  # the EMR canary runs only
         check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
+        check_format_versions(stage, users)
         self.lake_formation = None
         if stage.settings.lake_formation:
             self.lake_formation = LakeFormationAccess(

@@ -34,6 +34,11 @@ class Runtime:
     # Whether AWS captures the jobs' lineage by default ("Lineage for AWS Glue ETL jobs": Glue 6.1+
     # registers the OpenLineage listener with the amazon_glue_api transport): infra.lineage.
     aws_lineage: bool
+    # Does this Glue version offer Graviton (arm64) workers, the `G.*X.GRAVITON`/`R.*X.GRAVITON` types?
+    graviton: bool = False
+    # The Python this project's machines run the row's local suites on, where the row's own cannot be had
+    # (Glue 6.1's 3.14 is not installable here: docs/deploy.md, "Runtimes"); None: the row's Python.
+    local_python: str | None = None
 
     @property
     def spark_line(self) -> str:
@@ -48,6 +53,11 @@ class Runtime:
     def wheel_python_tag(self) -> str:
         """`3.13` -> `cp313`: the job bundle's wheels are built for this CPython."""
         return "cp" + self.python.replace(".", "")
+
+    @property
+    def laptop_python(self) -> str:
+        """The Python of the row's local virtualenv (the Makefile's RUNTIME_PYTHON_<name>)."""
+        return self.local_python or self.python
 
     @property
     def emr_python(self) -> str:
@@ -89,6 +99,23 @@ RUNTIMES = {
             hadoop="3.4.2",
             aws_lineage=False,
         ),
+        # "Migrating AWS Glue for Spark jobs to AWS Glue version 6.1": Spark 4.1.3, Python 3.14, Scala
+        # 2.13.17, Hadoop unchanged, Graviton workers (the default when a job sets no WorkerType).
+        # emr-spark-8.2.0 bundles Spark 4.1.3-amzn-0 and Iceberg 1.11.0-amzn-0: the Iceberg of this row
+        # (docs/deploy.md, "Runtimes", says where each figure comes from).
+        Runtime(
+            name="glue-6.1",
+            glue_version="6.1",
+            spark="4.1.3",
+            scala="2.13",
+            iceberg="1.11.0",
+            python="3.14",
+            emr_release_label="emr-spark-8.2.0",
+            hadoop="3.4.2",
+            aws_lineage=True,
+            graviton=True,
+            local_python="3.13",
+        ),
     )
 }
 
@@ -98,8 +125,17 @@ DEFAULT_RUNTIME = "glue-5.1"
 # Environment variable naming the laptop's runtime where the installed PySpark does not say it.
 RUNTIME_ENV = "LAKELOADER_RUNTIME"
 
-# What the job bundle's wheels are built for, on every runtime.
-WHEEL_PLATFORM = "manylinux2014_x86_64"
+# What the job bundle's wheels are built for, per worker architecture: Graviton workers are arm64.
+X86_64, AARCH64 = "x86_64", "aarch64"
+WHEEL_PLATFORMS = {X86_64: "manylinux2014_x86_64", AARCH64: "manylinux2014_aarch64"}
+GRAVITON_SUFFIX = ".GRAVITON"
+
+
+def worker_architecture(worker_type: str) -> str:
+    """`G.1X.GRAVITON` -> aarch64, `G.1X` -> x86_64: the CPU a Glue worker type runs on."""
+    return AARCH64 if worker_type.endswith(GRAVITON_SUFFIX) else X86_64
+
+
 # EMR Serverless: where its images keep the bundled Iceberg runtime jar (same path on 7.x and 8.x).
 EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
 

@@ -115,6 +115,9 @@ RUNTIME_JARS = {
         ),
     ),
 }
+# Glue 6.1 keeps 6.0's Iceberg (1.11.0, as emr-spark-8.2.0 bundles it), Scala 2.13 and Hadoop ("Hadoop is
+# unchanged"): the same coordinates serve Spark 4.1.3.
+RUNTIME_JARS["glue-6.1"] = RUNTIME_JARS["glue-6.0"]
 
 
 def log(msg: str) -> None:

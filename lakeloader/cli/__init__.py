@@ -13,8 +13,10 @@ import json
 import os
 import select
 import sys
+from pathlib import Path
 from typing import Any
 
+from lakeloader import runtimes
 from lakeloader.cli import reconcile_verb, stage_verbs
 from lakeloader.cli.session import configure, json_default, lineage_log, spark_session
 from lakeloader.config import ConfigError, LakeConfig
@@ -116,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tables.add_argument("--config", required=True, metavar="FILE", help="table configuration (YAML)")
     tables.add_argument("--json", action="store_true", help="print the validated config as JSON")
+    tables.add_argument(
+        "--stage",
+        metavar="NAME",
+        help="also check the tables against a stage of cdk.json (--cdk-json): a format-3 table needs a "
+        "runtime that runs format 3 and no reader that queries it through Athena (as cdk synth checks)",
+    )
+    tables.add_argument("--cdk-json", default="cdk.json", metavar="FILE", help="default ./cdk.json")
 
     discover_verb = commands.add_parser(
         "discover",
@@ -192,6 +201,8 @@ def _row_to_json(row: Any) -> str:
 
 
 def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
+    if args.stage:
+        _check_stage_formats(config, Path(args.cdk_json), args.stage)
     if args.json:
         print(json.dumps(config.model_dump(mode="json", by_alias=True), indent=2))
         return 0
@@ -202,7 +213,7 @@ def _cmd_tables(config: LakeConfig, args: argparse.Namespace) -> int:
         print(
             f"- {table.id}{state}: {table.source.prefix} ({table.source.format}, cdc {table.source.cdc}) -> "
             f"{table.qualified_target} keys={table.keys} mode={table.mode} "
-            f"schema_evolution={table.schema_evolution}"
+            f"schema_evolution={table.schema_evolution} format_version={table.target.format_version}"
         )
     _print_held(args.discovery)
     return 0
@@ -228,6 +239,30 @@ def _cmd_discover(config: LakeConfig, args: argparse.Namespace) -> int:
     _print_held(discovery)
     print(f"{len(discovery.found)} table(s) to load, {len(discovery.held)} held")
     return 0
+
+
+def _check_stage_formats(config: LakeConfig, cdk_json: Path, stage: str) -> None:
+    """What `cdk synth` refuses of the tables' format versions on `stage` (its runtime and readers, as
+    cdk.json gives them), refused here in the same words."""
+    from lakeloader.config.format_versions import DEFAULT_ENGINES, Reader, format_version_problems
+
+    try:
+        settings = json.loads(cdk_json.read_text())["context"]["lakeloader:stages"][stage]
+    except (OSError, ValueError, KeyError) as exc:
+        problem = f"{cdk_json}: no stage {stage!r} in context lakeloader:stages ({exc!r})"
+        raise LakeloaderError(problem) from None
+    readers = [
+        Reader(
+            str(r["role_arn"]).rsplit("/", 1)[-1],
+            r.get("tables", ["*"]),
+            r.get("engines", DEFAULT_ENGINES),
+        )
+        for r in settings.get("readers", [])
+    ]
+    runtime = runtimes.runtime(settings.get("runtime", runtimes.DEFAULT_RUNTIME))
+    problems = format_version_problems(config.tables, runtime, readers)
+    if problems:
+        raise LakeloaderError(f"{cdk_json} stage {stage}: {problems[0]}")
 
 
 def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:

@@ -45,6 +45,12 @@ class Target(_Strict):
         description="Iceberg partition transforms: col, bucket(N, col), truncate(N, col), days(col), ...",
     )
     properties: dict[str, str] = Field(default_factory=dict, description="Iceberg table properties")
+    format_version: Literal[2, 3] = Field(
+        default=2,
+        description="Iceberg format version of a table lakeloader creates: 2 (default), or 3 (deletion "
+        "vectors, row lineage; glue-6.0+, never for an Athena reader; one-way: docs/format-versions.md). "
+        "An existing table keeps its version: lakeloader never upgrades one",
+    )
     storage: Literal["glue", "s3_tables"] = Field(
         default="glue",
         description="Where the table lives: glue (default): the Glue Data Catalog, data in the stage's "
@@ -79,6 +85,16 @@ class Target(_Strict):
         if isinstance(values, dict):
             return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in values.items()}
         return values
+
+    @model_validator(mode="after")
+    def _one_format_version(self) -> Target:
+        given = self.properties.get("format-version")
+        if given is not None and given != str(self.format_version):
+            raise ValueError(
+                f"properties format-version {given} disagrees with format_version {self.format_version}: "
+                "set target.format_version (and leave format-version out of properties)"
+            )
+        return self
 
     @property
     def partition_columns(self) -> list[str]:

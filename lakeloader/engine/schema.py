@@ -235,7 +235,11 @@ def table_layout_sql(table: TableConfig, columns: list[str]) -> str:
     if table.target.partition_by:
         transforms = [table_settings.partition_sql(expr, columns) for expr in table.target.partition_by]
         partitioning = f" PARTITIONED BY ({', '.join(transforms)})"
-    properties = {**NEW_TABLE_PROPERTIES, **table_settings.config_properties(table)}
+    properties = {
+        **NEW_TABLE_PROPERTIES,
+        "format-version": str(table.target.format_version),
+        **table_settings.config_properties(table),
+    }
     return f"USING iceberg{partitioning} {tblproperties(properties)}"
 
 

@@ -60,10 +60,16 @@ def _transform(expr: str) -> tuple[str, str]:
     return "identity", match.group("col3").lower()
 
 
+# Set when a table is created (target.format_version), never on one that exists: an upgrade is one-way
+# and its readers must all read the new version (docs/format-versions.md).
+FORMAT_VERSION = "format-version"
+
+
 def config_properties(table: TableConfig) -> dict[str, str]:
-    """Every table property the config sets: its own, Iceberg's commit retry, and the identity."""
+    """Every table property the config sets on an existing table: its own (but the format version),
+    Iceberg's commit retry, and the identity."""
     return {
-        **table.target.properties,
+        **{k: v for k, v in table.target.properties.items() if k != FORMAT_VERSION},
         **table.maintenance.commit_retry.table_properties(),
         **identity_properties(table),
     }
@@ -102,6 +108,13 @@ def apply_table_settings(
     if shown:
         notes.append("table properties set: " + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())))
     notes += _evolve_partitioning(spark, name, table, state.partition_fields)
+    existing = current.get(FORMAT_VERSION)
+    if existing is not None and existing != str(table.target.format_version):
+        notes.append(
+            f"format version: the table is format {existing} and target.format_version says "
+            f"{table.target.format_version}; lakeloader never changes an existing table's version "
+            "(docs/format-versions.md says how to upgrade one yourself)"
+        )
     for note in notes:
         progress(note)
     return notes

@@ -22,6 +22,7 @@ from typing import Any
 
 from lakeloader import runtimes
 from lakeloader_dev.emulator.runtime import Runtime, SparkRun, WrongRuntimeError, emr_runtime, fetch, uris
+from lakeloader_dev.emulator.stand_in import stand_in_site_packages, stands_in
 
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
 # What EMR Serverless's Python (the runtime's: 3.11 on emr-7.12.0, 3.13 on emr-spark-8.1.0) provides a
@@ -137,7 +138,11 @@ def _archive_python_path(env: dict[str, str], run_dir: Path) -> list[str]:
         if interpreter and not os.path.isabs(interpreter):  # ./environment/bin/python
             root = (run_dir / interpreter).parent.parent
             _check_venv_python(name, interpreter, root, runtime)
-            found += [str(p) for p in sorted(root.glob("lib/python3*/site-packages")) if str(p) not in found]
+            for site in sorted(root.glob("lib/python3*/site-packages")):
+                if stands_in(site.parent.name):  # glue-6.1's 3.14 venv, run on the 3.13 standing in
+                    site = stand_in_site_packages(site, run_dir.parent)
+                if str(site) not in found:
+                    found.append(str(site))
     env.pop("JAVA_HOME", None)
     return found
 

@@ -38,6 +38,7 @@ from lakeloader_dev.emulator.runtime import (
     glue_runtime,
     uris,
 )
+from lakeloader_dev.emulator.stand_in import stand_in_site_packages, stands_in
 
 AWSGLUE_SHIM = SHIM_DIR / "glue"  # `awsglue.utils.getResolvedOptions`, for Glue runs only
 # What Glue's image still provides a job whose --python-virtual-env replaces its Python environment:
@@ -188,6 +189,9 @@ def _glue_venv(runtime: Runtime, uri: str, s3_get) -> Path:
     python = f"python{sys.version_info.major}.{sys.version_info.minor}"
     if not found:
         raise RuntimeError(f"--python-virtual-env {uri}: no lib/python3*/site-packages in the archive")
+    if found[0].parent.name != python and stands_in(found[0].parent.name):
+        with runtime.install_lock:
+            return stand_in_site_packages(found[0], runtime.workdir)
     if found[0].parent.name != python:
         raise RuntimeError(
             f"--python-virtual-env {uri}: a venv for {found[0].parent.name}, and this emulator's Python "

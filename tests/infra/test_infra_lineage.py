@@ -12,13 +12,11 @@
 * SageMaker Unified Studio's "Automate lineage capture from tools" (Glue's "Generate lineage events"):
   the listener with `spark.openlineage.transport.type=amazon_datazone_api` and the domain's id.
 
-The glue-6.1 stage uses lakeloader.runtimes' glue-6.1 row once it exists; until then a stand-in of
-glue-6.0 with `aws_lineage` on and EMR emr-spark-8.2.0 (`captures_lineage_runtime`).
+The stage that captures lineage by default is a glue-6.1 stage (its row's `aws_lineage`, EMR
+emr-spark-8.2.0).
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import pytest
 
@@ -35,17 +33,10 @@ LINEAGE_RUNTIME = "glue-6.1"
 
 @pytest.fixture(scope="module")
 def captures_lineage_runtime():
-    """The glue-6.1 row, or (before it is merged) a stand-in that captures lineage as it will."""
-    with pytest.MonkeyPatch.context() as patch:
-        if LINEAGE_RUNTIME not in runtimes.RUNTIMES:
-            stand_in = dataclasses.replace(
-                runtimes.RUNTIMES["glue-6.0"],
-                name=LINEAGE_RUNTIME,
-                aws_lineage=True,
-                emr_release_label="emr-spark-8.2.0",
-            )
-            patch.setitem(runtimes.RUNTIMES, LINEAGE_RUNTIME, stand_in)
-        yield runtimes.RUNTIMES[LINEAGE_RUNTIME]
+    """The glue-6.1 row: AWS captures its jobs' lineage, and its EMR release's too."""
+    row = runtimes.RUNTIMES[LINEAGE_RUNTIME]
+    assert row.aws_lineage and runtimes.emr_captures_lineage(row.emr_release_label)
+    return row
 
 
 def on_glue_61(**settings) -> dict:

@@ -128,7 +128,7 @@ def test_an_unknown_runtime_is_refused_with_the_choices():
         resolve_stage(context(runtime="glue-7.0"))
     assert str(caught.value) == (
         "cdk.json context lakeloader:stages.dev.runtime: 'glue-7.0' is not a runtime lakeloader runs on; "
-        "choose one of glue-5.1, glue-6.0"
+        "choose one of glue-5.1, glue-6.0, glue-6.1"
     )
 
 

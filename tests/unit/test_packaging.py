@@ -49,7 +49,7 @@ def _pins_of(path: Path) -> dict[str, str]:
     found = {}
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
-        if "==" in line:
+        if "==" in line and not line.startswith("pyspark"):
             name, version = line.split("==", 1)
             found[packaging.canonical_name(name)] = version
     return found
@@ -58,8 +58,7 @@ def _pins_of(path: Path) -> dict[str, str]:
 def test_requirements_txt_installs_the_shipped_versions(pins):
     """Every runtime pin of requirements.txt but Spark (the runtimes provide it) ships at that version."""
     shipped = {p.key: p.version for p in pins}
-    local = _pins_of(ROOT / "requirements.txt")
-    local.pop("pyspark")
+    local = _pins_of(ROOT / "requirements.txt")  # pyspark, per runtime: tests/unit/test_versions.py
     assert {name: shipped.get(name) for name in local} == local
     assert "-c requirements-job.txt" in (ROOT / "requirements.txt").read_text().splitlines()
 
@@ -121,6 +120,25 @@ def test_check_wheel_accepts_the_runtimes_wheels(runtime, filename):
     check_wheel(filename, Pin("pydantic-core", "2.46.4", False), runtime)
 
 
+def test_check_wheel_holds_graviton_workers_to_aarch64_wheels():
+    """A Graviton stage's bundle takes aarch64 wheels (or pure ones) and refuses x86_64 ones, and the
+    other way round."""
+    glue_61, pin = runtimes.runtime("glue-6.1"), Pin("pydantic-core", "2.46.4", False)
+    arm = "pydantic_core-2.46.4-cp314-cp314-manylinux_2_17_aarch64.manylinux2014_aarch64.whl"
+    intel = "pydantic_core-2.46.4-cp314-cp314-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    check_wheel(arm, pin, glue_61, runtimes.AARCH64)
+    check_wheel("pydantic_core-2.46.4-py3-none-any.whl", pin, glue_61, runtimes.AARCH64)
+    check_wheel(intel, pin, glue_61, runtimes.X86_64)
+    with pytest.raises(PackagingError, match="no wheel for cp314 on manylinux2014_aarch64"):
+        check_wheel(intel, pin, glue_61, runtimes.AARCH64)
+    with pytest.raises(PackagingError, match="no wheel for cp314 on manylinux2014_x86_64"):
+        check_wheel(arm, pin, glue_61, runtimes.X86_64)
+    with pytest.raises(PackagingError, match="no wheel for cp314 on manylinux2014_aarch64"):
+        check_wheel(
+            "pydantic_core-2.46.4-cp314-cp314-manylinux_2_34_aarch64.whl", pin, glue_61, runtimes.AARCH64
+        )
+
+
 @pytest.mark.parametrize(
     ("runtime", "filename", "message"),
     [
@@ -150,7 +168,7 @@ def test_the_wheel_cache_is_keyed_by_the_runtimes_python(pins):
     folders = [
         {p.parent for p in fetch_wheels(pins, runtime=row).values()} for row in runtimes.RUNTIMES.values()
     ]
-    assert [folder.name.split("-")[0] for (folder,) in folders] == ["cp311", "cp313"]
+    assert [folder.name.split("-")[0] for (folder,) in folders] == ["cp311", "cp313", "cp314"]
     cp313 = fetch_wheels(pins, runtime=GLUE_60)
     assert cp313["pydantic-core"].name.startswith("pydantic_core-2.46.4-cp313-cp313-manylinux")
     assert cp313["pyyaml"].name.startswith("pyyaml-6.0.3-cp313-cp313-manylinux")
@@ -207,7 +225,10 @@ def test_emr_venv_is_a_packed_venv_of_the_runtimes_python(runtime):
 
 
 def test_glue_takes_a_venv_from_6_0_and_the_zip_of_wheels_before():
-    assert [name for name, row in runtimes.RUNTIMES.items() if uses_python_venv(row)] == ["glue-6.0"]
+    assert [name for name, row in runtimes.RUNTIMES.items() if uses_python_venv(row)] == [
+        "glue-6.0",
+        "glue-6.1",
+    ]
 
 
 def test_glue_venv_is_a_packed_virtual_environment_of_every_pin(pins):

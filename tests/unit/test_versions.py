@@ -23,23 +23,37 @@ from lakeloader_dev import jars
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _pyspark_pins() -> list[Requirement]:
-    lines = (REPO / "requirements.txt").read_text().splitlines()
+def _pyspark_pins(path: Path = REPO / "requirements.txt") -> list[Requirement]:
+    lines = path.read_text().splitlines()
     return [Requirement(line.split("#")[0]) for line in lines if line.startswith("pyspark")]
 
 
+def _spark_installed(runtime: runtimes.Runtime, python: str, constraints: bool) -> list[str]:
+    """The PySpark versions among the runtime's Spark line that requirements.txt (and, as the Makefile
+    installs it, constraints/<runtime>.txt) let pip install on `python`."""
+    env = {"python_version": python, "python_full_version": f"{python}.0"}
+    pins = [pin for pin in _pyspark_pins() if pin.marker is None or pin.marker.evaluate(env)]
+    if constraints:
+        pins += _pyspark_pins(REPO / "constraints" / f"{runtime.name}.txt")
+    candidates = [f"{runtime.spark_line}.{patch}" for patch in range(10)] + ["3.5.6"]
+    return sorted({v for v in candidates if all(pin.specifier.contains(v) for pin in pins)})
+
+
 def test_each_runtimes_python_installs_that_runtimes_spark():
-    """requirements.txt picks Spark by the interpreter: each runtime's Python gets its Spark alone."""
+    """requirements.txt picks Spark by the interpreter, and the Makefile's constraints/<runtime>.txt
+    picks it where two runtimes run on one Python here (glue-6.0 and glue-6.1 on 3.13): each runtime's
+    virtualenv gets its Spark alone, on the runtime's own Python as on the one it runs on here."""
     for runtime in runtimes.RUNTIMES.values():
-        env = {"python_version": runtime.python, "python_full_version": f"{runtime.python}.0"}
-        chosen = [pin for pin in _pyspark_pins() if pin.marker is None or pin.marker.evaluate(env)]
-        assert [str(pin.specifier) for pin in chosen] == [f"=={runtime.spark}"], runtime.name
+        assert _spark_installed(runtime, runtime.laptop_python, constraints=True) == [runtime.spark], runtime
+        assert _spark_installed(runtime, runtime.python, constraints=True) == [runtime.spark], runtime
+    # glue-6.1's own Python (3.14) needs no constraints file to get its Spark.
+    assert _spark_installed(runtimes.runtime("glue-6.1"), "3.14", constraints=False) == ["4.1.3"]
 
 
 def test_this_venv_runs_the_local_runtime():
     local = runtimes.local()
     assert version("pyspark") == local.spark, "reinstall: make setup (RUNTIME=...)"
-    assert f"{sys.version_info.major}.{sys.version_info.minor}" == local.python
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" == local.laptop_python
 
 
 def test_pyspark_bundles_the_hadoop_that_the_runtimes_hadoop_aws_is_built_for():
@@ -62,7 +76,10 @@ def test_the_local_iceberg_runtime_jar_is_the_runtimes_iceberg_for_its_spark_and
 def test_the_makefile_gives_each_runtime_its_python():
     text = (REPO / "Makefile").read_text()
     pythons = dict(re.findall(r"^RUNTIME_PYTHON_(\S+) := (\S+)$", text, flags=re.MULTILINE))
-    assert pythons == {name: r.python for name, r in runtimes.RUNTIMES.items()}
+    assert pythons == {name: r.laptop_python for name, r in runtimes.RUNTIMES.items()}
+    tests = dict(re.findall(r"^TESTS_(\S+) := (.+?)$", text, flags=re.MULTILINE))
+    assert set(tests) == set(runtimes.RUNTIMES)
+    assert tests["glue-6.1"] == "$(TESTS_glue-6.0)"
     assert re.search(rf"^RUNTIME \?= {re.escape(runtimes.DEFAULT_RUNTIME)}$", text, flags=re.MULTILINE)
 
 
@@ -81,7 +98,10 @@ def test_the_matrix_is_self_consistent():
         assert runtime.wheel_python_tag == "cp" + runtime.python.replace(".", "")
         assert runtimes.emr_release(runtime.emr_release_label)
     assert runtimes.DEFAULT_RUNTIME in runtimes.RUNTIMES
-    assert [r.merge_reports_counts for r in runtimes.RUNTIMES.values()] == [False, True]
+    assert [r.merge_reports_counts for r in runtimes.RUNTIMES.values()] == [False, True, True]
+    # Only a row with no Python of its own here says which one it runs on instead.
+    assert [r.name for r in runtimes.RUNTIMES.values() if r.local_python] == ["glue-6.1"]
+    assert [r.name for r in runtimes.RUNTIMES.values() if r.graviton] == ["glue-6.1"]
 
 
 def test_the_runtime_is_found_from_pyspark_itself_where_its_metadata_is_hidden():
