@@ -21,6 +21,7 @@ LAYERS = ("lakeloader.cli", "lakeloader.jobs", "lakeloader.engine", "lakeloader.
 BASE_AT_ROOT = {
     "actor",
     "canary",
+    "cfn_response",
     "columns",
     "config_store",
     "contract",
@@ -38,6 +39,7 @@ BASE_AT_ROOT = {
     "s3_tables",
     "spark",
     "sql",
+    "table_bucket_teardown",
     "type_changes",
 }
 # Root modules whose home is a folder they have not moved to yet (docs/architecture.md says why), held
