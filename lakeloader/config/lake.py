@@ -71,7 +71,7 @@ class LakeConfig(_Strict):
             if source.id in seen:
                 raise ValueError(f"two sources have the id {source.id!r}")
             seen.add(source.id)
-        if not self.tables and not self.sources:
+        if not {"tables", "sources"} & self.model_fields_set:  # an empty list is a stage with no tables yet
             raise ValueError("give tables: [...] or sources: [...]")
         return self
 
