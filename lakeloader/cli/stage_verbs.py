@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     ledger = stage.ledger()
     if args.command == "status":
         statuses = operate.table_statuses(ledger, tables)
-        held = stage.held_tables()
+        held = [t for t in stage.held_tables() if not args.table or t.table_id in args.table]
         print(operate.status_json(statuses) if args.json else operate.status_report(statuses))
         for table in held if not args.json else []:  # found by a source, waiting for their keys
             print(f"! {table.hint}")

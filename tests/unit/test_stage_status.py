@@ -175,8 +175,9 @@ def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage
 
 
 def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys):
-    """A table a source found without keys (lakeloader.trigger.found) is not a table to load: status
-    lists it under the table, with the one line that releases it, and exits 1."""
+    """A table a source found without keys (lakeloader.trigger.found) is not a table to load: status of
+    the stage lists it under the tables, with the one line that releases it, and exits 1; status of
+    another table (--table) answers for that table alone."""
     from lakeloader.config_store import found_item, put_found_item
 
     held = found_item(
@@ -190,6 +191,9 @@ def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys)
     put_found_item(stage.deployed.config_table, held, client=boto3.client("dynamodb"))
 
     code, out = stage.cli(capsys, "status", "--table", "crm.customers")
+    assert code == 0 and "app.orders" not in out, out
+
+    code, out = stage.cli(capsys, "status")
 
     assert code == 1
     assert out.splitlines()[-1] == (
