@@ -204,13 +204,7 @@ def apply(
             )
             continue
         try:
-            lakeformation.grant_permissions(
-                CatalogId=grant.catalog_id(catalog_id),
-                Principal={"DataLakePrincipalIdentifier": grant.principal},
-                Resource=grant.resource(catalog_id),
-                Permissions=list(grant.permissions),
-                PermissionsWithGrantOption=[],
-            )
+            lakeformation.grant_permissions(**permissions_request(grant, catalog_id))
         except ClientError as exc:
             outcome = grant_outcome(exc)
             done.setdefault(outcome, []).append(str(grant) if outcome == WAITING else described(grant, exc))
@@ -219,6 +213,17 @@ def apply(
         done[GRANTED].append(str(grant))
         log.info("granted %s", grant)
     return done
+
+
+def permissions_request(grant: TableGrant, catalog_id: str) -> dict[str, Any]:
+    """Lake Formation's GrantPermissions and RevokePermissions take the same request (no grant option)."""
+    return {
+        "CatalogId": grant.catalog_id(catalog_id),
+        "Principal": {"DataLakePrincipalIdentifier": grant.principal},
+        "Resource": grant.resource(catalog_id),
+        "Permissions": list(grant.permissions),
+        "PermissionsWithGrantOption": [],
+    }
 
 
 def ungranted(result: Mapping[str, Any]) -> list[str]:
@@ -240,13 +245,7 @@ def revoke(
                 done.setdefault("unrevoked", []).append(described(grant, missing))
             continue
         try:
-            lakeformation.revoke_permissions(
-                CatalogId=grant.catalog_id(catalog_id),
-                Principal={"DataLakePrincipalIdentifier": grant.principal},
-                Resource=grant.resource(catalog_id),
-                Permissions=list(grant.permissions),
-                PermissionsWithGrantOption=[],
-            )
+            lakeformation.revoke_permissions(**permissions_request(grant, catalog_id))
         except ClientError as exc:
             if error_code(exc) == "InvalidInputException":  # not granted (any more)
                 log.info("nothing to revoke for %s: %s", grant, exc)
