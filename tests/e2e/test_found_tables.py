@@ -65,5 +65,7 @@ def test_a_file_under_a_new_tables_folder_creates_and_loads_it_without_a_deploy(
     [gadgets] = [o for o in e2e.stack.ledger().objects("ops.gadgets")]
     assert (gadgets.key, gadgets.status) == (held, "pending")
     code, out = lakeloader("status", "--stage", "dev", "--table", "app.widgets")
-    assert code == 1  # a held table is a stuck one
+    assert code == 0 and "ops.gadgets" not in out, out  # status of one table answers for that table
+    code, out = lakeloader("status", "--stage", "dev")
+    assert code == 1  # a held table is a stuck one in the stage's status
     assert "add under sources 'found' -> keys: \"ops.gadgets\": [<key column>, ...]" in out
