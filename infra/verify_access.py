@@ -25,6 +25,7 @@ from constructs import Construct
 
 from infra.catalog import Catalog, glue_arns
 from infra.config_store import ConfigStore
+from infra.lake_formation import grant
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.processing import Processing
 from infra.readers import Readers
@@ -211,7 +212,6 @@ class VerifyAccess(Construct):
                 "GetDataAccess has no resource-level permissions."
             ),
         )
-        self.grants = []
         if stage.settings.lake_formation and role_arn:
             principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
                 data_lake_principal_identifier=role_arn
@@ -228,14 +228,4 @@ class VerifyAccess(Construct):
                     CANARY_TABLE_PERMISSIONS,
                 ),
             ):
-                grant = lakeformation.CfnPrincipalPermissions(
-                    self,
-                    grant_id,
-                    catalog=Aws.ACCOUNT_ID,
-                    principal=principal,
-                    resource=resource,
-                    permissions=permissions,
-                    permissions_with_grant_option=[],
-                )
-                grant.node.add_dependency(canary_db)
-                self.grants.append(grant)
+                grant(self, grant_id, principal, resource, permissions, depends=[canary_db])
