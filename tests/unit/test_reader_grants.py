@@ -17,6 +17,7 @@ from moto import mock_aws
 from lakeloader import reader_grants
 from lakeloader.reader_grants import TableGrant
 from lakeloader_dev.emulator.patches_catalog import patch_lakeformation_regrant
+from tests.aws_fixtures import AWS_TEST_ENV
 
 ACCOUNT = "123456789012"
 ANALYST = "arn:aws:iam::123456789012:role/analyst"
@@ -29,11 +30,7 @@ ORDERS = TableGrant(ANALYST, "lakeloader_dev_sales", "orders", ("SELECT", "DESCR
 @pytest.fixture
 def aws(monkeypatch):
     patch_lakeformation_regrant()  # moto 5.2.5 loses a grant granted twice (lakeloader_dev.emulator)
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
+    for name, value in AWS_TEST_ENV.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():

@@ -11,15 +11,12 @@ import pytest
 from moto import mock_aws
 
 from lakeloader import table_bucket_teardown
+from tests.aws_fixtures import AWS_TEST_ENV
 
 
 @pytest.fixture
 def s3tables(monkeypatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
+    for name, value in AWS_TEST_ENV.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
