@@ -105,7 +105,7 @@ def verify_calls(n: dict[str, str]) -> list[tuple[str, str, dict[str, str]]]:
         ),
         ("s3:PutObject", f"arn:aws:s3:::{n['results']}/analyst/q-1.csv", {}),
         ("sns:Publish", n["topic"], {}),  # alarm topic
-        ("s3:ListBucketVersions", raw, {"s3:prefix": FILE}),  # cleanup
+        ("s3:ListBucketVersions", raw, {"s3:prefix": "lakeloader-canary/"}),  # cleanup: every canary file
         ("s3:DeleteObjectVersion", f"{raw}/{FILE}", {}),
         ("dynamodb:Query", n["runs"], canary),
         ("dynamodb:DeleteItem", n["ledger"], canary),
