@@ -17,6 +17,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lakeloader import canary
 from lakeloader.cli.stage import DeployedStage
 
+ACCESS_DENIED = "AccessDeniedException"
+# Lake Formation denies a data lake administrator the drop of a table another principal created
+# ("Implicit Lake Formation permissions"); the job role creates the canary tables (infra.verify_access)
+DROP_DENIED = (
+    "in Lake Formation mode the role you run verify as needs DROP on the canary tables: set the stage "
+    "setting verify_role_arn to it and deploy (docs/deploy.md#verify)"
+)
+
 
 @dataclass
 class CanaryRemoval:
@@ -25,12 +33,17 @@ class CanaryRemoval:
     removed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
-    def step(self, what: str, remove: Callable[[], str | None]) -> None:
-        """`remove()`: its line for `removed` (None: nothing there); an AWS error is kept in `errors`."""
+    def step(self, what: str, remove: Callable[[], str | None], if_denied: str = "") -> None:
+        """`remove()`: its line for `removed` (None: nothing there); an AWS error is kept in `errors`,
+        with `if_denied` when AWS answered AccessDeniedException."""
         try:
             done = remove()
         except (BotoCoreError, ClientError) as exc:
-            self.errors.append(f"{what}: {type(exc).__name__}: {exc}")
+            error = f"{what}: {type(exc).__name__}: {exc}"
+            denied = (
+                isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == ACCESS_DENIED
+            )
+            self.errors.append(f"{error} ({if_denied})" if denied and if_denied else error)
             return
         if done:
             self.removed.append(done)
@@ -99,5 +112,5 @@ def remove_canary(stage: DeployedStage) -> CanaryRemoval:
                 lambda table_name=table_name, engine=engine: items(table_name, engine),
             )
     for engine in canary.CANARY_ENGINES:
-        result.step(f"Glue table {database}.{engine}", lambda engine=engine: table(engine))
+        result.step(f"Glue table {database}.{engine}", lambda engine=engine: table(engine), DROP_DENIED)
     return result

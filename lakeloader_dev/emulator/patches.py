@@ -50,6 +50,7 @@ from lakeloader_dev.emulator.glue_runner import run_glue_job
 from lakeloader_dev.emulator.patches_catalog import (
     patch_events_lambda_targets,
     patch_glue_s3_tables_federation,
+    patch_glue_table_drop_permission,
     patch_glue_table_events,
     patch_lakeformation_list_table_columns,
     patch_lakeformation_regrant,
@@ -109,6 +110,7 @@ def apply(runtime: Any, port: int) -> None:
     patch_lakeformation_list_table_columns()
     patch_glue_table_events()
     patch_glue_s3_tables_federation()
+    patch_glue_table_drop_permission()
     patch_events_lambda_targets(current_runtime)
     _APPLIED = True
 

@@ -178,3 +178,37 @@ def patch_glue_s3_tables_federation() -> None:
     for name in ("get_catalog", "get_database", "get_table"):
         if hasattr(GlueResponse, name):
             setattr(GlueResponse, name, answering(getattr(GlueResponse, name)))
+
+
+# Lake Formation's DROP on Glue's DeleteTable ------------------------------------------------
+
+# What Glue's DeleteTable answers in Lake Formation mode: None, as moto does (it checks no permission),
+# or an error code, e.g. "AccessDeniedException": Lake Formation's answer to a caller without DROP on
+# the table, as a data lake administrator is for a table another principal created ("Implicit Lake
+# Formation permissions"). A test sets it through `table_drops_answer`.
+TABLE_DROP: dict[str, str | None] = {"answer": None}
+
+
+def table_drops_answer(code: str | None) -> None:
+    """Make Glue's DeleteTable answer `code` to every request (None: moto's own answer)."""
+    TABLE_DROP["answer"] = code
+
+
+def patch_glue_table_drop_permission() -> None:
+    from moto.glue.exceptions import GlueClientError
+    from moto.glue.responses import GlueResponse
+
+    if getattr(GlueResponse.delete_table, "lakeloader", False):
+        return
+    original = GlueResponse.delete_table
+
+    def delete_table(self: Any) -> Any:
+        code = TABLE_DROP["answer"]
+        if code:
+            table = f"{self.parameters.get('DatabaseName')}.{self.parameters.get('Name')}"
+            reason = f"Insufficient Lake Formation permission(s): Required Drop on {table}"
+            raise GlueClientError(code, f"{reason} (the emulator's answer)")
+        return original(self)
+
+    delete_table.lakeloader = True  # type: ignore[attr-defined]
+    GlueResponse.delete_table = delete_table  # type: ignore[method-assign]

@@ -14,6 +14,13 @@ the other steps still remove their part. The refusal is one the emulator enforce
 bucket's Object Lock default retention (governance mode) refuses DeleteObjectVersion of the canary file
 ("How S3 Object Lock works", https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html).
 
+And with Glue's DeleteTable answering AccessDeniedException, as Lake Formation answers a data lake
+administrator who did not create the table ("Implicit Lake Formation permissions",
+https://docs.aws.amazon.com/lake-formation/latest/dg/implicit-permissions.html): an answer the test
+sets on the emulator (patches_catalog.table_drops_answer), since the emulator enforces no Lake
+Formation permission. The refusal names the table and the stage setting that fixes it, and the next
+verify, once the drop is allowed, removes the table left behind.
+
 What it does not prove: the emulator checks no IAM policy and no Lake Formation permission, and
 records no AWS::LakeFormation::* resource (moto has no model for them). So the operator's DROP and
 SELECT grants on the canary tables, which a data lake administrator lacks ("Implicit Lake Formation
@@ -35,6 +42,7 @@ from lakeloader import canary
 from lakeloader.cli.stage import DeployedStage
 from lakeloader_dev.emulator import Emulator
 from lakeloader_dev.emulator.loop import lakeloader
+from lakeloader_dev.emulator.patches_catalog import table_drops_answer
 from tests.infra.cdk_helpers import with_settings
 
 pytestmark = pytest.mark.e2e
@@ -146,4 +154,26 @@ def test_a_refused_cleanup_is_reported_beside_the_hops_and_the_other_removals_st
     assert [v["Key"] for v in locked] == [fails[0].split(f"s3://{stage.raw_bucket}/", 1)[1].split(":")[0]]
     assert f"removed Glue table {stage.glue_database(canary.CANARY_DATABASE)}.glue and its files" in out
     assert stage.ledger().objects(canary.canary_id("glue")) == []
+    assert canary_table_gone(stage)
+
+
+def test_a_denied_canary_drop_names_the_setting_that_fixes_it_and_the_next_verify_removes_the_table(stage):
+    table_drops_answer("AccessDeniedException")
+    try:
+        code, out, passed = verify()
+    finally:
+        table_drops_answer(None)
+
+    assert code == 1, out
+    assert passed == HOPS, out
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    database = stage.glue_database(canary.CANARY_DATABASE)
+    assert len(fails) == 1 and fails[0].startswith(f"FAIL cleanup: Glue table {database}.glue: "), out
+    assert "AccessDeniedException" in fails[0] and "set the stage setting verify_role_arn" in fails[0]
+    assert canary_files(stage) == [] and stage.ledger().objects(canary.canary_id("glue")) == []
+    assert not canary_table_gone(stage)
+
+    code, out, passed = verify()  # the drop allowed again: the table left behind goes too
+
+    assert code == 0 and passed == HOPS, out
     assert canary_table_gone(stage)
