@@ -12,7 +12,8 @@ Glue catalog, the alarm topic), then removes the canary's file, ledger and run i
 cleanup step that AWS refuses is reported as `FAIL cleanup` after the hops, with exit code 1, while
 the other steps still remove their part. The refusal is one the emulator enforces as S3 does: the raw
 bucket's Object Lock default retention (governance mode) refuses DeleteObjectVersion of the canary file
-("How S3 Object Lock works", https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock.html).
+("How S3 Object Lock works",
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock-overview.html).
 
 And with Glue's DeleteTable answering AccessDeniedException, as Lake Formation answers a data lake
 administrator who did not create the table ("Implicit Lake Formation permissions",
@@ -24,7 +25,7 @@ verify, once the drop is allowed, removes the table left behind.
 What it does not prove: the emulator checks no IAM policy and no Lake Formation permission, and
 records no AWS::LakeFormation::* resource (moto has no model for them). So the operator's DROP and
 SELECT grants on the canary tables, which a data lake administrator lacks ("Implicit Lake Formation
-permissions"), are proven by the template tests only (tests/infra/test_infra_verify_access.py evaluates
+permissions"), are shown by the template tests only (tests/infra/test_infra_verify_access.py evaluates
 the verify policy per mode and reads the grants); the jobs run here without Lake Formation's credential
 vending; and the stage has no readers, as the emulator's Athena runs no query.
 """
