@@ -13,7 +13,9 @@ The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged`, `FilesQuarantined`
 TableId; the sweep also `PendingAgeOverFreshness` for tables with `trigger.freshness_minutes`. One
 alarm each, over every table (Metrics Insights, grouped by TableId; the notification names the table):
 quarantined files, a commit that did not reconcile, lag past a table's freshness. Nothing here grows
-with the tables (docs/scale.md).
+with the tables (docs/scale.md). With readers' grants on tables by name (infra.reader_grants), one
+more on its `ReaderGrantsUngranted`: a deploy never fails for a grant, so this alarm is what tells the
+operator that one is not applied.
 """
 
 from __future__ import annotations
@@ -42,10 +44,12 @@ from lakeloader.contract import (
     METRICS_NAMESPACE,
     PENDING_AGE_METRIC,
     PENDING_AGE_OVER_FRESHNESS_METRIC,
+    READER_GRANTS_UNGRANTED_METRIC,
     RECONCILIATION_MISMATCH_METRIC,
 )
 
 FIVE_MINUTES = Duration.minutes(5)
+ONE_HOUR = Duration.hours(1)
 GLUE_FAILED_STATES = ["FAILED", "TIMEOUT", "ERROR"]
 EMR_FAILED_STATES = ["FAILED"]
 PUBLISHER_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey*"]
@@ -114,7 +118,9 @@ class Monitoring(Construct):
         emr_application_id: str,
         maintenance: sfn.StateMachine,
         ledger_table_name: str,
+        reader_grants: lambda_.IFunction | None = None,
     ) -> None:
+        """`reader_grants`: the readers' grants Lambda (infra.reader_grants), where the stage has one."""
         super().__init__(scope, construct_id)
         self._stage = stage
         self._action = cw_actions.SnsAction(topic)
@@ -123,6 +129,8 @@ class Monitoring(Construct):
         job_failures = self._job_failure_rules(topic, glue_jobs, emr_application_id)
         trigger_metrics = self._trigger_and_maintenance_alarms(arrival, dead_letter_queue, maintenance)
         self._table_alarms()
+        if reader_grants is not None:
+            self._reader_grants_alarm(reader_grants)
         self._dashboard(arrival, job_failures, trigger_metrics)
 
     def _alarm(
@@ -320,6 +328,28 @@ class Monitoring(Construct):
             "The table this notification names (TableId) has a file waiting longer than its trigger."
             f"freshness_minutes (the sweep's {PENDING_AGE_OVER_FRESHNESS_METRIC} reached 1): {status}.",
             evaluation_periods=3,  # the sweep measures it every 10-15 minutes
+        )
+
+    def _reader_grants_alarm(self, function: lambda_.IFunction) -> None:
+        """Readers' grants the Lambda could not apply (denied, no grant option, an error other than a
+        table not there yet): it reports them at each deploy and each hourly run as
+        `ReaderGrantsUngranted` (lambda/reader_grants), and the deploy succeeds regardless. An hour's
+        period holds one hourly run, so the alarm stays in ALARM, notifying once, until a run applies
+        them all (or `lakeloader doctor` shows the administrator's command for each)."""
+        self._alarm(
+            "ReaderGrantsUngrantedAlarm",
+            "reader-grants-ungranted",
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=READER_GRANTS_UNGRANTED_METRIC,
+                dimensions_map={"Function": function.function_name},
+                statistic="Maximum",
+                period=ONE_HOUR,
+                label="Reader grants not applied",
+            ),
+            f"A reader's Lake Formation grant is not applied (denied, or the grants Lambda lacks the grant "
+            f"option): lakeloader doctor --stage {self._stage.name} names each, with the command a data lake "
+            "administrator runs to apply it.",
         )
 
     def _search(self, metric_name: str, label: str, statistic: str = "Sum") -> cloudwatch.MathExpression:

@@ -158,6 +158,9 @@ class LakeloaderStack(Stack):
             emr_application_id=self.processing.emr.application.attr_application_id,
             maintenance=self.maintenance.state_machine,
             ledger_table_name=self.config_store.ledger_table.table_name,
+            reader_grants=self.readers.reader_grants.function.function
+            if self.readers is not None and self.readers.reader_grants is not None
+            else None,
         )
         self.verify_access = VerifyAccess(
             self,

@@ -101,6 +101,36 @@ class TableGrant:
             }
         return {"Table": named}
 
+    def listed_on(self, account_catalog_id: str) -> dict[str, Any]:
+        """The resource to ask ListPermissions about for this grant. A grant with hidden columns is asked
+        about on its table: ListPermissions "does not support getting privileges on a table with
+        columns. Instead, call this operation on the table, and the operation returns the table and the
+        table w columns" (Lake Formation API Reference, ListPermissions); it answers InvalidInput else."""
+        resource = self.resource(account_catalog_id)
+        columns = resource.get("TableWithColumns")
+        if columns is None:
+            return resource
+        return {"Table": {key: columns[key] for key in ("CatalogId", "DatabaseName", "Name")}}
+
+    def held_in(self, listed: Iterable[Mapping[str, Any]]) -> bool:
+        """Whether ListPermissions' entries (its `PrincipalResourcePermissions`, asked about `listed_on`)
+        hold this grant: its permissions on its own resource. The table's entries with other hidden
+        columns (or none hidden) are not this grant, nor is a grant on the whole table one on some columns."""
+        kind = next(iter(self.resource("")))
+
+        def same(resource: Mapping[str, Any]) -> bool:
+            found = resource.get(kind)
+            if found is None:
+                return False
+            if self.table is None:
+                return found.get("Name") == self.database
+            hidden = (found.get("ColumnWildcard") or {}).get("ExcludedColumnNames") or []
+            named = (found.get("DatabaseName"), found.get("Name")) == (self.database, self.table)
+            return named and sorted(hidden) == sorted(self.excluded_columns)
+
+        mine = [entry for entry in listed if same(entry.get("Resource", {}))]
+        return set(self.permissions) <= {p for entry in mine for p in entry.get("Permissions", [])}
+
     def as_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {
             "p": self.principal,

@@ -125,13 +125,13 @@ def reader_grant_checks(
                 held = lakeformation.list_permissions(
                     CatalogId=grant.catalog_id(catalog_id),
                     Principal={"DataLakePrincipalIdentifier": grant.principal},
-                    Resource=grant.resource(catalog_id),
+                    Resource=grant.listed_on(catalog_id),
                 )["PrincipalResourcePermissions"]
             except ClientError as exc:
                 held, detail = [], f"not granted: {reader_grants.error_code(exc)} on listing its permissions"
             else:
                 detail = "not granted"
-            if set(grant.permissions) <= {p for h in held for p in h["Permissions"]}:
+            if grant.held_in(held):
                 checks.append(Precondition(name, True, "granted"))
                 continue
         checks.append(Precondition(name, False, detail, reader_grants.grant_command(grant, catalog_id)))

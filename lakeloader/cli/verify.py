@@ -116,7 +116,6 @@ class Verifier:
         self.s3, self.glue, self.sqs = boto3.client("s3"), boto3.client("glue"), boto3.client("sqs")
         self.ledger = stage.ledger()
         self.started, self.started_at = time.monotonic(), time.time()
-        self.landed: list[str] = []
         self.read_dead_letters = True
         self.current = ("config", f"DynamoDB table {stage.config_table}")  # the hop under way, its resource
 
@@ -189,7 +188,6 @@ class Verifier:
         key = f"{canary.CANARY_PREFIX}{engine}/{self.token}.json"
         self.current = (f"{engine}: land", f"S3 bucket {self.stage.raw_bucket}")
         self.s3.put_object(Bucket=self.stage.raw_bucket, Key=key, Body=canary.canary_file(self.token, engine))
-        self.landed.append(key)
         self.passed(result, f"{engine}: land", f"s3://{self.stage.raw_bucket}/{key}")
         return key
 
@@ -426,7 +424,7 @@ def verify(
     finally:  # after the hops, whatever they did: a cleanup error is reported beside them, never raised
         if not keep:
             try:
-                removal = remove_canary(stage, verifier.landed)
+                removal = remove_canary(stage)
             except Exception as exc:  # noqa: BLE001 - the hops' result stands, the cleanup's error beside it
                 result.cleanup_errors.append(f"cleanup: {type(exc).__name__}: {exc}")
             else:

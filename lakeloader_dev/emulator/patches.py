@@ -50,7 +50,9 @@ from lakeloader_dev.emulator.glue_runner import run_glue_job
 from lakeloader_dev.emulator.patches_catalog import (
     patch_events_lambda_targets,
     patch_glue_s3_tables_federation,
+    patch_glue_table_drop_permission,
     patch_glue_table_events,
+    patch_lakeformation_list_table_columns,
     patch_lakeformation_regrant,
 )
 from lakeloader_dev.emulator.patches_cloudformation import patch_custom_resources
@@ -105,8 +107,10 @@ def apply(runtime: Any, port: int) -> None:
     _patch_emr_serverless()
     _patch_s3_bucket_versioning()
     patch_lakeformation_regrant()
+    patch_lakeformation_list_table_columns()
     patch_glue_table_events()
     patch_glue_s3_tables_federation()
+    patch_glue_table_drop_permission()
     patch_events_lambda_targets(current_runtime)
     _APPLIED = True
 

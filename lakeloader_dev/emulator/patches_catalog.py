@@ -1,6 +1,7 @@
 """The emulator's patches around the Glue Data Catalog (PINNED with patches.MOTO_VERSION): Lake
-Formation's idempotent grants, Glue's "table created" events, and EventBridge rules whose targets
-are Lambda functions (the reader-grants path: a table created -> an event -> the grant Lambda).
+Formation's idempotent grants and its listing of a table's column grants, Glue's "table created"
+events, and EventBridge rules whose targets are Lambda functions (the reader-grants path: a table
+created -> an event -> the grant Lambda).
 """
 
 from __future__ import annotations
@@ -34,6 +35,39 @@ def patch_lakeformation_regrant() -> None:
 
     add_permission.lakeloader = True  # type: ignore[attr-defined]
     PermissionCatalog.add_permission = add_permission  # type: ignore[method-assign]
+
+
+def patch_lakeformation_list_table_columns() -> None:
+    """Lake Formation's ListPermissions on a table answers the table's grants and its grants with
+    columns ("call this operation on the table, and the operation returns the table and the table w
+    columns", Lake Formation API Reference, ListPermissions: it refuses a table with columns as the
+    resource); moto 5.2.5 answers the table's grants only."""
+    from moto.lakeformation.models import LakeFormationBackend
+
+    if getattr(LakeFormationBackend.list_permissions, "lakeloader", False):
+        return
+    original = LakeFormationBackend.list_permissions
+
+    def list_permissions(
+        self: Any, catalog_id: str, principal: Any = None, resource: Any = None, resource_type: Any = None
+    ) -> list[dict[str, Any]]:
+        found = original(self, catalog_id, principal, resource, resource_type)
+        table = getattr(resource, "table", None)
+        if table is None or table.name is None or catalog_id not in self.grants:
+            return found
+        for permission in self.grants[catalog_id].permissions:
+            columns = permission.resource.get("TableWithColumns") or {}
+            listed = permission.to_external_form()
+            if (
+                (columns.get("DatabaseName"), columns.get("Name")) == (table.database_name, table.name)
+                and (principal is None or permission.principal == principal)
+                and listed not in found
+            ):
+                found.append(listed)
+        return found
+
+    list_permissions.lakeloader = True  # type: ignore[attr-defined]
+    LakeFormationBackend.list_permissions = list_permissions  # type: ignore[method-assign]
 
 
 # Glue's "table created" events and EventBridge rules that target a Lambda --------------
@@ -144,3 +178,37 @@ def patch_glue_s3_tables_federation() -> None:
     for name in ("get_catalog", "get_database", "get_table"):
         if hasattr(GlueResponse, name):
             setattr(GlueResponse, name, answering(getattr(GlueResponse, name)))
+
+
+# Lake Formation's DROP on Glue's DeleteTable ------------------------------------------------
+
+# What Glue's DeleteTable answers in Lake Formation mode: None, as moto does (it checks no permission),
+# or an error code, e.g. "AccessDeniedException": Lake Formation's answer to a caller without DROP on
+# the table, as a data lake administrator is for a table another principal created ("Implicit Lake
+# Formation permissions"). A test sets it through `table_drops_answer`.
+TABLE_DROP: dict[str, str | None] = {"answer": None}
+
+
+def table_drops_answer(code: str | None) -> None:
+    """Make Glue's DeleteTable answer `code` to every request (None: moto's own answer)."""
+    TABLE_DROP["answer"] = code
+
+
+def patch_glue_table_drop_permission() -> None:
+    from moto.glue.exceptions import GlueClientError
+    from moto.glue.responses import GlueResponse
+
+    if getattr(GlueResponse.delete_table, "lakeloader", False):
+        return
+    original = GlueResponse.delete_table
+
+    def delete_table(self: Any) -> Any:
+        code = TABLE_DROP["answer"]
+        if code:
+            table = f"{self.parameters.get('DatabaseName')}.{self.parameters.get('Name')}"
+            reason = f"Insufficient Lake Formation permission(s): Required Drop on {table}"
+            raise GlueClientError(code, f"{reason} (the emulator's answer)")
+        return original(self)
+
+    delete_table.lakeloader = True  # type: ignore[attr-defined]
+    GlueResponse.delete_table = delete_table  # type: ignore[method-assign]

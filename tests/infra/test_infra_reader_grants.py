@@ -15,7 +15,9 @@ deploy needed.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 from cfnlint.api import ManualArgs, lint
@@ -27,6 +29,7 @@ from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS
 from tests.infra.test_infra_nag import findings
 
 ACCOUNT = "123456789012"
+HANDLER = Path(__file__).resolve().parents[2] / "lambda" / "reader_grants" / "handler.py"
 ANALYST = f"arn:aws:iam::{ACCOUNT}:role/analyst"
 SUPPORT = f"arn:aws:iam::{ACCOUNT}:role/support"
 READERS = [
@@ -173,3 +176,60 @@ def test_the_reader_grants_lambda_passes_cdk_nag_and_cfn_lint(lf):
     assert findings(lf.app) == []
     matches = lint(lf.template_path.read_text(), config=ManualArgs(regions=REGIONS, ignore_checks=IGNORED))
     assert [f"{m.rule.id} {m.message} ({'/'.join(str(p) for p in m.path)})" for m in matches] == []
+
+
+def published_metric(monkeypatch, capsys, function_name: str) -> dict:
+    """The embedded-metric log line the deployed handler (lambda/reader_grants/handler.py) writes on an
+    hourly run, as Lambda runs it (AWS_LAMBDA_FUNCTION_NAME set): namespace, metric, dimensions."""
+    spec = importlib.util.spec_from_file_location("reader_grants_handler", HANDLER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", function_name)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv(reader_grants.ENV_CATALOG_ID, ACCOUNT)
+    monkeypatch.delenv(reader_grants.ENV_GRANTS, raising=False)  # no grant: the run calls no AWS API
+    capsys.readouterr()
+    module.handler({"detail-type": reader_grants.SCHEDULED_DETAIL_TYPE}, None)
+    (line,) = [json.loads(out) for out in capsys.readouterr().out.splitlines() if '"_aws"' in out]
+    (directive,) = line["_aws"]["CloudWatchMetrics"]
+    (dimensions,) = directive["Dimensions"]
+    return {
+        "Namespace": directive["Namespace"],
+        "MetricName": directive["Metrics"][0]["Name"],
+        "Dimensions": {name: line[name] for name in dimensions},
+    }
+
+
+def test_an_alarm_tells_the_operator_of_ungranted_reader_grants(lf, monkeypatch, capsys):
+    """A deploy never fails for a reader grant (issue 68), so the stage alarms on what the grants
+    Lambda publishes when it could not apply one: its own function's ReaderGrantsUngranted, as the
+    handler writes it, at 1 or more in an hour (one hourly run), notifying the alarm topic like the
+    stage's other alarms, and naming the command that lists each grant with its fix."""
+    logical, function = grants_function(lf)
+    published = published_metric(monkeypatch, capsys, function["Properties"]["FunctionName"])
+    assert published == {
+        "Namespace": "lakeloader",
+        "MetricName": "ReaderGrantsUngranted",
+        "Dimensions": {"Function": "lakeloader-dev-reader-grants"},
+    }
+    _, alarm = lf.resource(
+        "AWS::CloudWatch::Alarm", lambda p: p.get("AlarmName") == "lakeloader-dev-reader-grants-ungranted"
+    )
+    props = alarm["Properties"]
+    (watched,) = props["Metrics"]  # a labelled metric: one MetricStat
+    assert watched["MetricStat"]["Metric"] == {
+        **published,
+        "Dimensions": [{"Name": "Function", "Value": {"Ref": logical}}],  # the FunctionName above
+    }
+    assert (watched["MetricStat"]["Stat"], watched["MetricStat"]["Period"]) == ("Maximum", 3600)
+    assert props["EvaluationPeriods"] == 1
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert props["AlarmActions"] == [{"Ref": lf.logical_id(lf.stack.alarm_topic.topic)}]
+    assert "lakeloader doctor --stage dev" in props["AlarmDescription"]
+
+
+def test_no_ungranted_alarm_without_the_grants_lambda(synth):
+    readers = [{"role_arn": ANALYST, "tables": ["crm.*"]}]
+    built = synth("dev", lake_formation="true", **with_settings("dev", readers=readers))
+    names = [a["Properties"]["AlarmName"] for a in built.resources("AWS::CloudWatch::Alarm").values()]
+    assert "lakeloader-dev-reader-grants-ungranted" not in names

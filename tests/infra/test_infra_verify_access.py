@@ -12,6 +12,9 @@ permissions on Data Catalog resources", https://docs.aws.amazon.com/lake-formati
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from tests.infra.cdk_helpers import READERS, with_settings
@@ -105,7 +108,7 @@ def verify_calls(n: dict[str, str]) -> list[tuple[str, str, dict[str, str]]]:
         ),
         ("s3:PutObject", f"arn:aws:s3:::{n['results']}/analyst/q-1.csv", {}),
         ("sns:Publish", n["topic"], {}),  # alarm topic
-        ("s3:ListBucketVersions", raw, {"s3:prefix": FILE}),  # cleanup
+        ("s3:ListBucketVersions", raw, {"s3:prefix": "lakeloader-canary/"}),  # cleanup: every canary file
         ("s3:DeleteObjectVersion", f"{raw}/{FILE}", {}),
         ("dynamodb:Query", n["runs"], canary),
         ("dynamodb:DeleteItem", n["ledger"], canary),
@@ -165,3 +168,51 @@ def test_lake_formation_mode_grants_the_operator_drop_and_select_on_the_canary_t
     assert by_kind["Database"]["Permissions"] == ["DESCRIBE"]
     _, statements = managed_policies(built.template_json)["lakeloader-dev-verify"]
     assert allowed(statements, "lakeformation:GetDataAccess", "*")
+
+
+DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
+PERMISSION_WORDS = ("DESCRIBE", "SELECT", "DROP")
+CONDITION_KEYS = {"dynamodb:LeadingKeys"}  # named in the table beside the actions they narrow
+
+
+def documented(mode_column: int) -> tuple[set[str], set[str]]:
+    """The IAM actions and Lake Formation permissions docs/deploy.md's verify table lists in a column
+    (1: IAM mode, 2: Lake Formation mode, in addition). `glue:GetDatabase`/`GetTable` is two glue
+    actions: an action without a service takes the one before it."""
+    text = DEPLOY_DOC.read_text()
+    table = text[text.index("| hop | IAM mode | Lake Formation mode, in addition |") :].split("\n\n", 1)[0]
+    actions: set[str] = set()
+    permissions: set[str] = set()
+    for row in table.splitlines()[2:]:
+        cell = row.strip("|").split(" | ")[mode_column]
+        service = ""
+        for token in re.findall(r"`([A-Za-z0-9-]+:?[A-Za-z0-9*]*)`", cell):
+            if ":" in token:
+                service, _, name = token.partition(":")
+            else:
+                name = token
+            if service and name[:1].isupper() and f"{service}:{name}" not in CONDITION_KEYS:
+                actions.add(f"{service}:{name}")
+        permissions |= {word for word in PERMISSION_WORDS if re.search(rf"\b{word}\b", cell)}
+    return actions, permissions
+
+
+def test_the_docs_list_the_permissions_of_the_verify_policy_and_grants_per_mode(built):
+    """docs/deploy.md#verify's table is the policy: each mode's actions are exactly the policy's (plus
+    the readers' statements, which the stage here has), and Lake Formation mode's permissions are the
+    operator's grants."""
+    _, statements = managed_policies(built.template_json)["lakeloader-dev-verify"]
+    in_policy = {action for s in statements for action in s.actions}
+    iam_mode, _ = documented(1)
+    lake_formation, permissions = documented(2)
+    if built.stack.node.try_get_context("lake_formation") != "true":
+        assert in_policy == iam_mode
+        return
+    assert in_policy == iam_mode | lake_formation
+    granted = {
+        p
+        for g in built.resources("AWS::LakeFormation::PrincipalPermissions").values()
+        if g["Properties"]["Principal"]["DataLakePrincipalIdentifier"] == OPERATOR
+        for p in g["Properties"]["Permissions"]
+    }
+    assert permissions == granted
