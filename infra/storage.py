@@ -13,7 +13,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.nag import acknowledge_check
-from infra.settings import LONGEST_REGION, SettingsError, Stage
+from infra.settings import SettingsError, Stage
+from infra.settings_names import LONGEST_REGION
 from lakeloader.contract import EMR_LOGS_PREFIX
 
 WAREHOUSE_PREFIX = "warehouse/"
