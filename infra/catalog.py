@@ -130,7 +130,9 @@ class Catalog(Construct):
             job_bookmarks_encryption=glue.JobBookmarksEncryption.client_side_kms(storage.key),
         )
         self.job_log_groups = [
-            stage_log_group(self, f"GlueJobLogs{index}", stage=stage, name=name, key=storage.key)
+            stage_log_group(
+                self, f"GlueJobLogs{index}", retention=stage.retention, name=name, key=storage.key
+            )
             for index, name in enumerate(
                 glue_job_log_groups(self.security_configuration_name, stage.role_name(GLUE_JOB_ROLE))
             )
@@ -147,7 +149,7 @@ class Catalog(Construct):
                 database_name=physical,
                 description=f"lakeloader ({stage.name}): Iceberg tables of config database {name}",
                 location_uri=f"{storage.warehouse}{physical}.db",
-                removal_policy=removal_policy(stage),
+                removal_policy=removal_policy(stage.retention),
             )
             self._lake_formation_only(stage, self.databases[name])
         self.database_names = sorted(stage.glue_database(name) for name in self.databases)
@@ -223,7 +225,7 @@ class Catalog(Construct):
                 f"RawDatabase-{source}",
                 database_name=database,
                 description=f"lakeloader ({stage.name}): crawled raw files of source {source}",
-                removal_policy=removal_policy(stage),
+                removal_policy=removal_policy(stage.retention),
             )
             self._lake_formation_only(stage, db)
             crawler = glue.CfnCrawler(
@@ -266,7 +268,7 @@ class Catalog(Construct):
         self.crawler_log_group = stage_log_group(
             self,
             "CrawlerLogs",
-            stage=stage,
+            retention=stage.retention,
             name=glue_crawler_log_group(role_name, self.security_configuration_name),
             key=storage.key,
         )

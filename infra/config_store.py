@@ -80,7 +80,7 @@ class ConfigStore(Construct):
                 encryption_key=key,
                 time_to_live_attribute=ttl,
                 deletion_protection=retain,
-                removal_policy=removal_policy(stage),
+                removal_policy=removal_policy(stage.retention),
             )
 
         self.config_table = table("ConfigTable", "config", None)

@@ -78,7 +78,7 @@ class PythonFunction(Construct):
         self.bundle_dir = bundle = lambda_bundle(function_name, source_dir)
 
         self.log_group = stage_log_group(
-            self, "Logs", stage=stage, name=f"/aws/lambda/{function_name}", key=key
+            self, "Logs", retention=stage.retention, name=f"/aws/lambda/{function_name}", key=key
         )
         self.role = iam.Role(
             self,
@@ -158,7 +158,7 @@ def own_cdk_function_logs(stack: Stack, *, stage: Stage, key: kms.IKey) -> list[
         log_group = stage_log_group(
             stack,
             f"LogsOf{logical_id}",
-            stage=stage,
+            retention=stage.retention,
             name=f"/aws/lambda/{stage.prefix}-cdk/{logical_id}",
             key=key,
         )

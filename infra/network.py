@@ -177,7 +177,7 @@ class StageNetwork(Construct):
             enable_dns_support=True,
         )
         flow_logs = stage_log_group(
-            self, "FlowLogs", stage=stage, name=f"/{stage.prefix}/vpc-flow-logs", key=key
+            self, "FlowLogs", retention=stage.retention, name=f"/{stage.prefix}/vpc-flow-logs", key=key
         )
         vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
         for name, service in GATEWAY_ENDPOINTS.items():

@@ -81,7 +81,7 @@ class MaintenanceWorkflow(Construct):
 
         name = stage.resource_name("maintenance")
         self.log_group = stage_log_group(
-            self, "Logs", stage=stage, name=f"/aws/vendedlogs/states/{name}", key=key
+            self, "Logs", retention=stage.retention, name=f"/aws/vendedlogs/states/{name}", key=key
         )
         self.state_machine = sfn.StateMachine(
             self,

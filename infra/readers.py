@@ -155,7 +155,6 @@ class Readers(Construct):
         self.table_bucket = table_bucket
         settings = stage.settings
         self.results = storage.lake_bucket(
-            stage,
             "QueryResults",
             "results",
             [

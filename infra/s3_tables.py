@@ -82,7 +82,7 @@ class TableBucket(Construct):
                 noncurrent_days=settings.noncurrent_days,
             ),
         )
-        self.bucket.apply_removal_policy(removal_policy(stage))
+        self.bucket.apply_removal_policy(removal_policy(stage.retention))
         self.arn = self.bucket.attr_table_bucket_arn
         self.namespaces = {
             namespace: s3tables.CfnNamespace(

@@ -21,7 +21,7 @@ from infra.readers import Readers
 from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.s3_tables_teardown import TableBucketTeardown
 from infra.settings import Stage, check_flex_tables, check_format_versions
-from infra.storage import LakeStorage
+from infra.storage import LakeStorage, StorageSettings
 from infra.triggers import Triggers
 from infra.verify_access import VerifyAccess
 from infra.writers import Writers
@@ -59,7 +59,7 @@ class LakeloaderStack(Stack):
         for key, value in (("project", stage.project), ("stage", stage.name)):
             Tags.of(self).add(key, value, exclude_resource_types=untagged)
 
-        self.storage = LakeStorage(self, "Storage", stage=stage)
+        self.storage = LakeStorage(self, "Storage", settings=storage_settings(stage))
         self.network = None
         if stage.settings.network is not None:
             self.network = StageNetwork(
@@ -247,3 +247,20 @@ class LakeloaderStack(Stack):
             )
         for output_id, (value, description) in outputs.items():
             CfnOutput(self, output_id, value=value, description=description)
+
+
+# --- what each construct takes of the stage: the one place the whole settings model is read ------
+
+
+def storage_settings(stage: Stage) -> StorageSettings:
+    settings = stage.settings
+    return StorageSettings(
+        names=stage.names,
+        retention=stage.retention,
+        key_arn=settings.encryption.key_arn,
+        raw_transition=settings.raw_transition,
+        noncurrent_version_expiration_days=settings.noncurrent_version_expiration_days,
+        quarantine_expiration_days=settings.quarantine_expiration_days,
+        access_log_expiration_days=settings.access_log_expiration_days,
+        temp_expiration_days=settings.temp_expiration_days,
+    )
