@@ -94,7 +94,8 @@ class ConfigStore(Construct):
         self.sync_function = PythonFunction(
             self,
             "SyncFunction",
-            stage=stage,
+            names=stage.names,
+            retention=stage.retention,
             name="config-sync",
             description="Writes config/tables.yaml into the config table (CloudFormation custom resource)",
             source_dir=lambda_source("config_sync"),

@@ -87,7 +87,8 @@ class ReaderGrants(Construct):
         self.function = PythonFunction(
             self,
             "Function",
-            stage=stage,
+            names=stage.names,
+            retention=stage.retention,
             name=reader_grants.FUNCTION_NAME,
             description="Applies readers' Lake Formation grants on tables by name once each table exists",
             source_dir=lambda_source("reader_grants"),

@@ -31,7 +31,8 @@ class TableBucketTeardown(Construct):
         self.function = PythonFunction(
             self,
             "Function",
-            stage=stage,
+            names=stage.names,
+            retention=stage.retention,
             name=FUNCTION_NAME,
             description="Empties the stage's S3 Tables table bucket when the stack is deleted (dev stages)",
             source_dir=lambda_source("table_bucket_teardown"),

@@ -173,7 +173,9 @@ class LakeloaderStack(Stack):
             readers=self.readers,
         )
         # Last: every construct that brings a CDK-provided Lambda exists by now.
-        self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)
+        self.cdk_function_logs = own_cdk_function_logs(
+            self, names=stage.names, retention=stage.retention, key=self.storage.key
+        )
         self._outputs(config_path)
 
     def _outputs(self, config_path: Path) -> None:

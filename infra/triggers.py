@@ -142,7 +142,8 @@ class Triggers(Construct):
         self.arrival = PythonFunction(
             self,
             "Arrival",
-            stage=stage,
+            names=stage.names,
+            retention=stage.retention,
             name="s3-arrival",
             description="Records raw objects in the ledger and starts their tables' Glue/EMR runs",
             source_dir=lambda_source("s3_arrival"),
