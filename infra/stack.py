@@ -78,7 +78,13 @@ class LakeloaderStack(Stack):
                     self, "S3TablesTeardown", stage=stage, bucket=self.table_bucket, key=self.storage.key
                 )
         self.config_store = ConfigStore(
-            self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key, network=self.network
+            self,
+            "ConfigStore",
+            names=stage.names,
+            retention=stage.retention,
+            lake=lake,
+            key=self.storage.key,
+            network=self.network,
         )
         self.catalog = Catalog(self, "Catalog", stage=stage, lake=lake, storage=self.storage)
         self.erasure = ErasurePolicy(
