@@ -72,7 +72,15 @@ class LakeloaderStack(Stack):
             )
         self.table_bucket = None  # target.storage: s3_tables
         if s3_tables_namespaces(lake):
-            self.table_bucket = TableBucket(self, "S3Tables", stage=stage, lake=lake, storage=self.storage)
+            self.table_bucket = TableBucket(
+                self,
+                "S3Tables",
+                names=stage.names,
+                retention=stage.retention,
+                settings=stage.settings.s3_tables,
+                lake=lake,
+                storage=self.storage,
+            )
             if not stage.settings.retain:  # a dev stage's bucket goes with the stack: empty it first
                 TableBucketTeardown(
                     self, "S3TablesTeardown", stage=stage, bucket=self.table_bucket, key=self.storage.key
