@@ -83,7 +83,12 @@ class LakeloaderStack(Stack):
             )
             if not stage.settings.retain:  # a dev stage's bucket goes with the stack: empty it first
                 TableBucketTeardown(
-                    self, "S3TablesTeardown", stage=stage, bucket=self.table_bucket, key=self.storage.key
+                    self,
+                    "S3TablesTeardown",
+                    names=stage.names,
+                    retention=stage.retention,
+                    bucket=self.table_bucket,
+                    key=self.storage.key,
                 )
         self.config_store = ConfigStore(
             self,
