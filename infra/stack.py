@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from constructs import Construct
 
-from infra.catalog import Catalog, raw_folders
+from infra.catalog import Catalog, CatalogSettings, raw_folders
 from infra.config_store import ConfigStore
 from infra.emr import check_emr_tables
 from infra.erasure import ErasurePolicy
@@ -99,7 +99,9 @@ class LakeloaderStack(Stack):
             key=self.storage.key,
             network=self.network,
         )
-        self.catalog = Catalog(self, "Catalog", stage=stage, lake=lake, storage=self.storage)
+        self.catalog = Catalog(
+            self, "Catalog", settings=catalog_settings(stage), lake=lake, storage=self.storage
+        )
         self.erasure = ErasurePolicy(
             self,
             "Erasure",
@@ -284,4 +286,13 @@ def storage_settings(stage: Stage) -> StorageSettings:
         quarantine_expiration_days=settings.quarantine_expiration_days,
         access_log_expiration_days=settings.access_log_expiration_days,
         temp_expiration_days=settings.temp_expiration_days,
+    )
+
+
+def catalog_settings(stage: Stage) -> CatalogSettings:
+    return CatalogSettings(
+        names=stage.names,
+        retention=stage.retention,
+        lake_formation=stage.settings.lake_formation,
+        crawlers=stage.settings.crawlers,
     )
