@@ -105,7 +105,7 @@ class LakeloaderStack(Stack):
         self.erasure = ErasurePolicy(
             self,
             "Erasure",
-            stage=stage,
+            names=stage.names,
             storage=self.storage,
             catalog=self.catalog,
             table_bucket=self.table_bucket,
