@@ -129,7 +129,7 @@ class LakeloaderStack(Stack):
             self.lake_formation = LakeFormationAccess(
                 self,
                 "LakeFormation",
-                stage=stage,
+                names=stage.names,
                 storage=self.storage,
                 catalog=self.catalog,
                 job_roles=[self.processing.glue_role, self.processing.emr_role],
