@@ -152,7 +152,9 @@ class LakeloaderStack(Stack):
         self.maintenance = MaintenanceWorkflow(
             self,
             "Maintenance",
-            stage=stage,
+            names=stage.names,
+            retention=stage.retention,
+            maintain_timeout_minutes=stage.settings.maintain.timeout_minutes,
             maintain_job=self.processing.maintain_job,
             topic=self.alarm_topic.topic,
             key=self.storage.key,
