@@ -147,7 +147,9 @@ class LakeloaderStack(Stack):
             )
         self.writers = None
         if stage.settings.writers:
-            self.writers = Writers(self, "Writers", stage=stage, storage=self.storage)
+            self.writers = Writers(
+                self, "Writers", names=stage.names, writers=stage.settings.writers, storage=self.storage
+            )
         self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, storage=self.storage)
         self.maintenance = MaintenanceWorkflow(
             self,
