@@ -150,7 +150,13 @@ class LakeloaderStack(Stack):
             self.writers = Writers(
                 self, "Writers", names=stage.names, writers=stage.settings.writers, storage=self.storage
             )
-        self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, storage=self.storage)
+        self.alarm_topic = AlarmTopic(
+            self,
+            "AlarmTopic",
+            names=stage.names,
+            alarm_email=stage.settings.alarm_email,
+            storage=self.storage,
+        )
         self.maintenance = MaintenanceWorkflow(
             self,
             "Maintenance",
@@ -175,7 +181,8 @@ class LakeloaderStack(Stack):
         self.monitoring = Monitoring(
             self,
             "Monitoring",
-            stage=stage,
+            names=stage.names,
+            max_attempts=stage.settings.max_attempts,
             topic=self.alarm_topic.topic,
             arrival=self.triggers.function,
             dead_letter_queue=self.triggers.dead_letter_queue,
