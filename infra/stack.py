@@ -65,8 +65,10 @@ class LakeloaderStack(Stack):
             self.network = StageNetwork(
                 self,
                 "Network",
-                stage=stage,
+                names=stage.names,
+                retention=stage.retention,
                 network=stage.settings.network,
+                lake_formation=stage.settings.lake_formation,
                 key=self.storage.key,
                 has_table_bucket=bool(s3_tables_namespaces(lake)),
             )
