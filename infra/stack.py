@@ -22,7 +22,7 @@ from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.s3_tables_teardown import TableBucketTeardown
 from infra.settings import Stage, check_flex_tables, check_format_versions
 from infra.storage import LakeStorage, StorageSettings
-from infra.triggers import Triggers
+from infra.triggers import Triggers, TriggerSettings
 from infra.verify_access import VerifyAccess
 from infra.writers import Writers
 from lakeloader.canary import with_canaries
@@ -172,7 +172,7 @@ class LakeloaderStack(Stack):
         self.triggers = Triggers(
             self,
             "Triggers",
-            stage=stage,
+            settings=trigger_settings(stage),
             lake=lake,
             storage=self.storage,
             store=self.config_store,
@@ -308,4 +308,17 @@ def catalog_settings(stage: Stage) -> CatalogSettings:
         retention=stage.retention,
         lake_formation=stage.settings.lake_formation,
         crawlers=stage.settings.crawlers,
+    )
+
+
+def trigger_settings(stage: Stage) -> TriggerSettings:
+    settings = stage.settings
+    return TriggerSettings(
+        names=stage.names,
+        retention=stage.retention,
+        arrival_lambda=settings.arrival_lambda,
+        tables_per_run=settings.batching.tables_per_run,
+        raw_event_prefixes=settings.raw_event_prefixes,
+        sweep_schedule=settings.sweep_schedule,
+        maintenance_schedule=settings.maintenance_schedule,
     )
