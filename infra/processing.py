@@ -342,7 +342,9 @@ class Processing(Construct):
             emr_arguments[contract.ARG_DATABASE_PREFIX] = catalog.database_prefix
         return EmrServerless(
             self,
-            stage=stage,
+            names=stage.names,
+            runtime=stage.runtime,
+            emr=settings.emr,
             storage=storage,
             role=self.emr_role,
             library=self.library,

@@ -123,7 +123,8 @@ class LakeloaderStack(Stack):
             network=self.network,
             table_bucket=self.table_bucket,
         )
-        check_emr_tables(stage, users, self.processing.emr.lakeloader_conf)  # the EMR canary runs only
+        emr_conf = self.processing.emr.lakeloader_conf
+        check_emr_tables(stage.names, stage.settings.emr, users, emr_conf)  # the EMR canary runs only
         check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
         check_format_versions(stage, users)
         self.lake_formation = None
