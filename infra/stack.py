@@ -16,7 +16,7 @@ from infra.lake_formation import LakeFormationAccess
 from infra.monitoring import AlarmTopic, Monitoring
 from infra.network import StageNetwork
 from infra.orchestration import MaintenanceWorkflow
-from infra.processing import Processing
+from infra.processing import Processing, ProcessingSettings
 from infra.readers import Readers
 from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.s3_tables_teardown import TableBucketTeardown
@@ -115,7 +115,7 @@ class LakeloaderStack(Stack):
         self.processing = Processing(
             self,
             "Processing",
-            stage=stage,
+            settings=processing_settings(stage),
             storage=self.storage,
             store=self.config_store,
             catalog=self.catalog,
@@ -322,4 +322,21 @@ def trigger_settings(stage: Stage) -> TriggerSettings:
         raw_event_prefixes=settings.raw_event_prefixes,
         sweep_schedule=settings.sweep_schedule,
         maintenance_schedule=settings.maintenance_schedule,
+    )
+
+
+def processing_settings(stage: Stage) -> ProcessingSettings:
+    settings = stage.settings
+    return ProcessingSettings(
+        names=stage.names,
+        runtime=stage.runtime,
+        ingest=settings.ingest,
+        maintain=settings.maintain,
+        spark_ui=settings.spark_ui,
+        emr=settings.emr,
+        lake_formation=settings.lake_formation,
+        lineage=settings.lineage,
+        parallel_tables=settings.batching.parallel_tables,
+        job_run_queuing=settings.batching.job_run_queuing,
+        max_attempts=settings.max_attempts,
     )
