@@ -181,7 +181,8 @@ class Readers(Construct):
             self.reader_grants = ReaderGrants(
                 self,
                 "TableGrants",
-                stage=stage,
+                names=stage.names,
+                retention=stage.retention,
                 key=storage.key,
                 grants=self.table_grants,
                 databases=self.grant_databases,
