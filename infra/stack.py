@@ -17,7 +17,7 @@ from infra.monitoring import AlarmTopic, Monitoring
 from infra.network import StageNetwork
 from infra.orchestration import MaintenanceWorkflow
 from infra.processing import Processing, ProcessingSettings
-from infra.readers import Readers
+from infra.readers import Readers, ReadersSettings
 from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.s3_tables_teardown import TableBucketTeardown
 from infra.settings import Stage, check_flex_tables, check_format_versions
@@ -142,7 +142,7 @@ class LakeloaderStack(Stack):
             self.readers = Readers(
                 self,
                 "Readers",
-                stage=stage,
+                settings=readers_settings(stage),
                 lake=lake,
                 storage=self.storage,
                 catalog=self.catalog,
@@ -309,6 +309,17 @@ def catalog_settings(stage: Stage) -> CatalogSettings:
         retention=stage.retention,
         lake_formation=stage.settings.lake_formation,
         crawlers=stage.settings.crawlers,
+    )
+
+
+def readers_settings(stage: Stage) -> ReadersSettings:
+    settings = stage.settings
+    return ReadersSettings(
+        names=stage.names,
+        retention=stage.retention,
+        readers=settings.readers,
+        lake_formation=settings.lake_formation,
+        query_results_expiration_days=settings.query_results_expiration_days,
     )
 
 
