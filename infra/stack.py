@@ -197,7 +197,9 @@ class LakeloaderStack(Stack):
         self.verify_access = VerifyAccess(
             self,
             "VerifyAccess",
-            stage=stage,
+            names=stage.names,
+            lake_formation=stage.settings.lake_formation,
+            verify_role_arn=stage.settings.verify_role_arn,
             storage=self.storage,
             store=self.config_store,
             catalog=self.catalog,
