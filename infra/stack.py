@@ -59,16 +59,47 @@ class LakeloaderStack(Stack):
         for key, value in (("project", stage.project), ("stage", stage.name)):
             Tags.of(self).add(key, value, exclude_resource_types=untagged)
 
+        self._storage(lake)
+        self._config_and_catalog(lake)
+        self.processing = Processing(
+            self,
+            "Processing",
+            settings=processing_settings(stage),
+            storage=self.storage,
+            store=self.config_store,
+            catalog=self.catalog,
+            raw_prefixes=raw_folders(lake),
+            network=self.network,
+            table_bucket=self.table_bucket,
+        )
+        emr_conf = self.processing.emr.lakeloader_conf
+        check_emr_tables(stage.names, stage.settings.emr, users, emr_conf)  # the EMR canary runs only
+        check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
+        check_format_versions(stage, users)
+        self._access(lake)
+        self._operations(lake)
+        self._verify_access()
+        # Last: every construct that brings a CDK-provided Lambda exists by now.
+        self.cdk_function_logs = own_cdk_function_logs(
+            self, names=stage.names, retention=stage.retention, key=self.storage.key
+        )
+        self._outputs(config_path)
+
+    # --- the steps of __init__: each construct gets its own few settings of the stage -----------
+
+    def _storage(self, lake: LakeConfig) -> None:
+        """The key and buckets, the network if the stage has one, the table bucket if a table needs it."""
+        stage, settings = self.stage, self.stage.settings
         self.storage = LakeStorage(self, "Storage", settings=storage_settings(stage))
         self.network = None
-        if stage.settings.network is not None:
+        if settings.network is not None:
             self.network = StageNetwork(
                 self,
                 "Network",
                 names=stage.names,
                 retention=stage.retention,
-                network=stage.settings.network,
-                lake_formation=stage.settings.lake_formation,
+                network=settings.network,
+                lake_formation=settings.lake_formation,
                 key=self.storage.key,
                 has_table_bucket=bool(s3_tables_namespaces(lake)),
             )
@@ -79,11 +110,11 @@ class LakeloaderStack(Stack):
                 "S3Tables",
                 names=stage.names,
                 retention=stage.retention,
-                settings=stage.settings.s3_tables,
+                settings=settings.s3_tables,
                 lake=lake,
                 storage=self.storage,
             )
-            if not stage.settings.retain:  # a dev stage's bucket goes with the stack: empty it first
+            if not settings.retain:  # a dev stage's bucket goes with the stack: empty it first
                 TableBucketTeardown(
                     self,
                     "S3TablesTeardown",
@@ -92,6 +123,10 @@ class LakeloaderStack(Stack):
                     bucket=self.table_bucket,
                     key=self.storage.key,
                 )
+
+    def _config_and_catalog(self, lake: LakeConfig) -> None:
+        """The config store, the Glue catalog and the erasure policy over both stores of tables."""
+        stage = self.stage
         self.config_store = ConfigStore(
             self,
             "ConfigStore",
@@ -112,23 +147,12 @@ class LakeloaderStack(Stack):
             catalog=self.catalog,
             table_bucket=self.table_bucket,
         )
-        self.processing = Processing(
-            self,
-            "Processing",
-            settings=processing_settings(stage),
-            storage=self.storage,
-            store=self.config_store,
-            catalog=self.catalog,
-            raw_prefixes=raw_folders(lake),
-            network=self.network,
-            table_bucket=self.table_bucket,
-        )
-        emr_conf = self.processing.emr.lakeloader_conf
-        check_emr_tables(stage.names, stage.settings.emr, users, emr_conf)  # the EMR canary runs only
-        check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
-        check_format_versions(stage, users)
+
+    def _access(self, lake: LakeConfig) -> None:
+        """Lake Formation mode's grants, the readers and the writers, each where the stage asks for it."""
+        stage, settings = self.stage, self.stage.settings
         self.lake_formation = None
-        if stage.settings.lake_formation:
+        if settings.lake_formation:
             self.lake_formation = LakeFormationAccess(
                 self,
                 "LakeFormation",
@@ -138,7 +162,7 @@ class LakeloaderStack(Stack):
                 job_roles=[self.processing.glue_role, self.processing.emr_role],
             )
         self.readers = None
-        if stage.settings.readers:
+        if settings.readers:
             self.readers = Readers(
                 self,
                 "Readers",
@@ -149,23 +173,23 @@ class LakeloaderStack(Stack):
                 table_bucket=self.table_bucket,
             )
         self.writers = None
-        if stage.settings.writers:
+        if settings.writers:
             self.writers = Writers(
-                self, "Writers", names=stage.names, writers=stage.settings.writers, storage=self.storage
+                self, "Writers", names=stage.names, writers=settings.writers, storage=self.storage
             )
+
+    def _operations(self, lake: LakeConfig) -> None:
+        """The alarm topic, the maintenance workflow, the triggers and the alarms and dashboard."""
+        stage, settings = self.stage, self.stage.settings
         self.alarm_topic = AlarmTopic(
-            self,
-            "AlarmTopic",
-            names=stage.names,
-            alarm_email=stage.settings.alarm_email,
-            storage=self.storage,
+            self, "AlarmTopic", names=stage.names, alarm_email=settings.alarm_email, storage=self.storage
         )
         self.maintenance = MaintenanceWorkflow(
             self,
             "Maintenance",
             names=stage.names,
             retention=stage.retention,
-            maintain_timeout_minutes=stage.settings.maintain.timeout_minutes,
+            maintain_timeout_minutes=settings.maintain.timeout_minutes,
             maintain_job=self.processing.maintain_job,
             topic=self.alarm_topic.topic,
             key=self.storage.key,
@@ -185,7 +209,7 @@ class LakeloaderStack(Stack):
             self,
             "Monitoring",
             names=stage.names,
-            max_attempts=stage.settings.max_attempts,
+            max_attempts=settings.max_attempts,
             topic=self.alarm_topic.topic,
             arrival=self.triggers.function,
             dead_letter_queue=self.triggers.dead_letter_queue,
@@ -194,12 +218,15 @@ class LakeloaderStack(Stack):
             maintenance=self.maintenance.state_machine,
             ledger_table_name=self.config_store.ledger_table.table_name,
         )
+
+    def _verify_access(self) -> None:
+        stage, settings = self.stage, self.stage.settings
         self.verify_access = VerifyAccess(
             self,
             "VerifyAccess",
             names=stage.names,
-            lake_formation=stage.settings.lake_formation,
-            verify_role_arn=stage.settings.verify_role_arn,
+            lake_formation=settings.lake_formation,
+            verify_role_arn=settings.verify_role_arn,
             storage=self.storage,
             store=self.config_store,
             catalog=self.catalog,
@@ -209,11 +236,6 @@ class LakeloaderStack(Stack):
             topic_arn=self.alarm_topic.topic.topic_arn,
             readers=self.readers,
         )
-        # Last: every construct that brings a CDK-provided Lambda exists by now.
-        self.cdk_function_logs = own_cdk_function_logs(
-            self, names=stage.names, retention=stage.retention, key=self.storage.key
-        )
-        self._outputs(config_path)
 
     def _outputs(self, config_path: Path) -> None:
         storage, store, processing = self.storage, self.config_store, self.processing
