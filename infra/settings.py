@@ -16,7 +16,8 @@ in one account.
 
 The stage's own blocks have modules of their own, all on `infra.settings_base.SettingsModel`:
 `settings_emr` (the EMR application and the releases a runtime accepts), `settings_access` (readers
-and writers), `settings_network`, `settings_encryption` and `settings_s3_tables`.
+and writers), `settings_network`, `settings_encryption` and `settings_s3_tables`. What the constructs
+take of a stage instead of this model (its names, its retention) is `settings_names`.
 """
 
 from __future__ import annotations
