@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_glue as glue
@@ -26,12 +27,13 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.nag import acknowledge_wildcards, arn_ref
-from infra.settings import SettingsError, Stage
+from infra.settings import SettingsError
+from infra.settings_names import Retention, StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
 from lakeloader.canary import is_canary
 from lakeloader.config import LakeConfig
 
-GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `Stage.role_name(GLUE_JOB_ROLE)` (infra.processing)
+GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `StageNames.role_name(GLUE_JOB_ROLE)` (infra.processing)
 DATABASE_TABLE_ACTIONS = [
     "glue:GetDatabase",
     "glue:GetTable",
@@ -115,12 +117,30 @@ def glue_arns(scope: Construct, databases: list[str], *, tables: bool = True) ->
     return arns
 
 
+@dataclass(frozen=True, kw_only=True)
+class CatalogSettings:
+    """What Catalog takes of the stage."""
+
+    names: StageNames
+    retention: Retention
+    lake_formation: bool  # new tables get no IAMAllowedPrincipals grant
+    crawlers: dict[str, str]  # the stage's `crawlers` setting: {source or "*": schedule}
+
+
 class Catalog(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, stage: Stage, lake: LakeConfig, storage: LakeStorage
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: CatalogSettings,
+        lake: LakeConfig,
+        storage: LakeStorage,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.security_configuration_name = stage.resource_name("glue")
+        self.settings = settings
+        names, retention = settings.names, settings.retention
+        self.security_configuration_name = names.resource_name("glue")
         self.security_configuration = glue.SecurityConfiguration(
             self,
             "SecurityConfiguration",
@@ -130,51 +150,49 @@ class Catalog(Construct):
             job_bookmarks_encryption=glue.JobBookmarksEncryption.client_side_kms(storage.key),
         )
         self.job_log_groups = [
-            stage_log_group(self, f"GlueJobLogs{index}", stage=stage, name=name, key=storage.key)
+            stage_log_group(self, f"GlueJobLogs{index}", retention=retention, name=name, key=storage.key)
             for index, name in enumerate(
-                glue_job_log_groups(self.security_configuration_name, stage.role_name(GLUE_JOB_ROLE))
+                glue_job_log_groups(self.security_configuration_name, names.role_name(GLUE_JOB_ROLE))
             )
         ]
 
         # Config database name -> the stage's Glue database (its physical name).
-        self.database_prefix = stage.database_prefix
+        self.database_prefix = names.database_prefix
         self.databases: dict[str, glue.Database] = {}
         for name in target_databases(lake):
-            physical = stage.glue_database(name)
+            physical = names.glue_database(name)
             self.databases[name] = glue.Database(
                 self,
                 f"Database-{name}",
                 database_name=physical,
-                description=f"lakeloader ({stage.name}): Iceberg tables of config database {name}",
+                description=f"lakeloader ({names.stage}): Iceberg tables of config database {name}",
                 location_uri=f"{storage.warehouse}{physical}.db",
-                removal_policy=removal_policy(stage),
+                removal_policy=removal_policy(retention),
             )
-            self._lake_formation_only(stage, self.databases[name])
-        self.database_names = sorted(stage.glue_database(name) for name in self.databases)
+            self._lake_formation_only(self.databases[name])
+        self.database_names = sorted(names.glue_database(name) for name in self.databases)
 
         self.crawler_databases: dict[str, str] = {}
         self.crawlers: dict[str, glue.CfnCrawler] = {}
         self.crawler_role: iam.Role | None = None
-        schedules = self._crawler_schedules(stage, lake)
+        schedules = self._crawler_schedules(lake)
         if schedules:
-            self._add_crawlers(stage, lake, storage, schedules)
+            self._add_crawlers(lake, storage, schedules)
 
-    @staticmethod
-    def _lake_formation_only(stage: Stage, database: glue.Database) -> None:
+    def _lake_formation_only(self, database: glue.Database) -> None:
         """Lake Formation mode: new tables get no IAMAllowedPrincipals grant (only LF's grants count)."""
-        if stage.settings.lake_formation:
+        if self.settings.lake_formation:
             cfn = database.node.default_child
             cfn.add_property_override("DatabaseInput.CreateTableDefaultPermissions", [])
 
-    @staticmethod
-    def _crawler_schedules(stage: Stage, lake: LakeConfig) -> dict[str, str]:
-        wanted = dict(stage.settings.crawlers)
+    def _crawler_schedules(self, lake: LakeConfig) -> dict[str, str]:
+        wanted = dict(self.settings.crawlers)
         known = sources(lake)
         every = wanted.pop("*", None)
         unknown = sorted(set(wanted) - set(known))
         if unknown:
             raise SettingsError(
-                f"cdk.json context lakeloader:stages.{stage.name}.crawlers: "
+                f"cdk.json context lakeloader:stages.{self.settings.names.stage}.crawlers: "
                 "no table of the config lies under "
                 f"{', '.join(repr(u) for u in unknown)}; sources are {', '.join(known)}"
             )
@@ -182,16 +200,15 @@ class Catalog(Construct):
             return {source: wanted.get(source, every) for source in known}
         return {source: wanted[source] for source in known if source in wanted}
 
-    def _add_crawlers(
-        self, stage: Stage, lake: LakeConfig, storage: LakeStorage, schedules: dict[str, str]
-    ) -> None:
+    def _add_crawlers(self, lake: LakeConfig, storage: LakeStorage, schedules: dict[str, str]) -> None:
+        names, retention = self.settings.names, self.settings.retention
         by_source = sources(lake)
-        role_name = stage.role_name("crawler")
+        role_name = names.role_name("crawler")
         role = iam.Role(
             self,
             "CrawlerRole",
             role_name=role_name,
-            description=f"{stage.prefix} Glue crawlers over the raw zone",
+            description=f"{names.prefix} Glue crawlers over the raw zone",
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
         )
         self.crawler_role = role
@@ -215,21 +232,21 @@ class Catalog(Construct):
         storage.key.grant(role, "kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
         databases = []
         for source, schedule in schedules.items():
-            database = glue_name(f"{stage.glue_prefix}_raw_{source}")
+            database = glue_name(f"{names.glue_prefix}_raw_{source}")
             databases.append(database)
             self.crawler_databases[source] = database
             db = glue.Database(
                 self,
                 f"RawDatabase-{source}",
                 database_name=database,
-                description=f"lakeloader ({stage.name}): crawled raw files of source {source}",
-                removal_policy=removal_policy(stage),
+                description=f"lakeloader ({names.stage}): crawled raw files of source {source}",
+                removal_policy=removal_policy(retention),
             )
-            self._lake_formation_only(stage, db)
+            self._lake_formation_only(db)
             crawler = glue.CfnCrawler(
                 self,
                 f"Crawler-{source}",
-                name=stage.resource_name(f"raw-{glue_name(source).replace('_', '-')}"),
+                name=names.resource_name(f"raw-{glue_name(source).replace('_', '-')}"),
                 description=f"Crawls the raw files of source {source!r}",
                 role=role.role_arn,
                 database_name=database,
@@ -266,7 +283,7 @@ class Catalog(Construct):
         self.crawler_log_group = stage_log_group(
             self,
             "CrawlerLogs",
-            stage=stage,
+            retention=retention,
             name=glue_crawler_log_group(role_name, self.security_configuration_name),
             key=storage.key,
         )

@@ -24,7 +24,7 @@ from constructs import Construct
 from infra.functions import PythonFunction, lambda_source
 from infra.network import StageNetwork
 from infra.packaging import publish
-from infra.settings import Stage
+from infra.settings_names import Retention, StageNames
 from infra.storage import removal_policy
 from lakeloader import contract
 from lakeloader.config import LakeConfig
@@ -53,48 +53,27 @@ class ConfigStore(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
+        retention: Retention,
         lake: LakeConfig,
         key: kms.IKey,
         network: StageNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        retain = stage.settings.retain
-
-        def table(
-            construct_id: str, name: str, sort_key: str | None, ttl: str | None = None
-        ) -> dynamodb.Table:
-            return dynamodb.Table(
-                self,
-                construct_id,
-                table_name=stage.resource_name(name),
-                partition_key=dynamodb.Attribute(name="table_id", type=dynamodb.AttributeType.STRING),
-                sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING)
-                if sort_key
-                else None,
-                billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-                point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                    point_in_time_recovery_enabled=True
-                ),
-                encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-                encryption_key=key,
-                time_to_live_attribute=ttl,
-                deletion_protection=retain,
-                removal_policy=removal_policy(stage),
-            )
-
-        self.config_table = table("ConfigTable", "config", None)
-        self.ledger_table = table("LedgerTable", "ledger", "object_id")
-        self.runs_table = table("RunsTable", "runs", "run_id", ttl=RUNS_TTL_ATTRIBUTE)
+        self.names, self.retention, self.key = names, retention, key
+        self.config_table = self._table("ConfigTable", "config", None)
+        self.ledger_table = self._table("LedgerTable", "ledger", "object_id")
+        self.runs_table = self._table("RunsTable", "runs", "run_id", ttl=RUNS_TTL_ATTRIBUTE)
 
         self.items = config_items(lake)
         self.items_asset = s3_assets.Asset(
-            self, "Items", path=str(items_file(stage.resource_name("config-items"), items_json(self.items)))
+            self, "Items", path=str(items_file(names.resource_name("config-items"), items_json(self.items)))
         )
         self.sync_function = PythonFunction(
             self,
             "SyncFunction",
-            stage=stage,
+            names=names,
+            retention=retention,
             name="config-sync",
             description="Writes config/tables.yaml into the config table (CloudFormation custom resource)",
             source_dir=lambda_source("config_sync"),
@@ -103,6 +82,33 @@ class ConfigStore(Construct):
             timeout=Duration.minutes(5),
             network=network,
         )
+        self._grant_sync()
+        self.sync = self._sync()
+
+    def _table(
+        self, construct_id: str, name: str, sort_key: str | None, ttl: str | None = None
+    ) -> dynamodb.Table:
+        return dynamodb.Table(
+            self,
+            construct_id,
+            table_name=self.names.resource_name(name),
+            partition_key=dynamodb.Attribute(name="table_id", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING)
+            if sort_key
+            else None,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=self.key,
+            time_to_live_attribute=ttl,
+            deletion_protection=self.retention.retain,
+            removal_policy=removal_policy(self.retention),
+        )
+
+    def _grant_sync(self) -> None:
+        """The sync function writes the config table with the stage's key, from this deploy's items."""
         self.config_table.grant(
             self.sync_function.role,
             "dynamodb:Scan",
@@ -110,7 +116,7 @@ class ConfigStore(Construct):
             "dynamodb:PutItem",
             "dynamodb:DeleteItem",
         )
-        key.grant(
+        self.key.grant(
             self.sync_function.role, "kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"
         )
         self.sync_function.role.add_to_policy(
@@ -120,7 +126,9 @@ class ConfigStore(Construct):
                 resources=[self.items_asset.bucket.arn_for_objects(self.items_asset.s3_object_key)],
             )
         )
-        self.sync = CustomResource(
+
+    def _sync(self) -> CustomResource:
+        sync = CustomResource(
             self,
             "Sync",
             service_token=self.sync_function.function.function_arn,
@@ -130,11 +138,12 @@ class ConfigStore(Construct):
                 "ItemsBucket": self.items_asset.s3_bucket_name,
                 "ItemsKey": self.items_asset.s3_object_key,
                 # dev may drop its items with the stack; prod never deletes on Delete.
-                "PruneOnDelete": "false" if retain else "true",
+                "PruneOnDelete": "false" if self.retention.retain else "true",
             },
             service_timeout=Duration.minutes(10),
         )
-        self.sync.node.add_dependency(self.sync_function.role)
+        sync.node.add_dependency(self.sync_function.role)
+        return sync
 
     def grant_config_read(self, role: iam.IRole, *, describe: bool = False) -> None:
         """Let `role` read the config table's items; `describe`: and describe the table (the job roles)."""

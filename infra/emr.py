@@ -21,7 +21,9 @@ from infra.nag import acknowledge_wildcards, arn_ref
 from infra.network import StageNetwork
 from infra.packaging import REPO_ROOT
 from infra.packed_venv import EMR_VENV_SUFFIX, emr_venv_archive
-from infra.settings import SettingsError, Stage
+from infra.settings import SettingsError
+from infra.settings_emr import EmrSettings
+from infra.settings_names import StageNames
 from infra.storage import EMR_LOGS_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
 from lakeloader.config import LakeConfig
@@ -45,7 +47,9 @@ def emr_venv_conf(archive_url: str) -> dict[str, str]:
     }
 
 
-def check_emr_tables(stage: Stage, lake: LakeConfig, spark_defaults: dict[str, str]) -> None:
+def check_emr_tables(
+    names: StageNames, emr: EmrSettings, lake: LakeConfig, spark_defaults: dict[str, str]
+) -> None:
     """Refuse `engine: emr` tables the stage's EMR Serverless application could not run.
 
     (A release off the stage runtime's line is refused by the settings already.)
@@ -53,8 +57,7 @@ def check_emr_tables(stage: Stage, lake: LakeConfig, spark_defaults: dict[str, s
     tables = [t.id for t in lake.tables if t.engine == "emr"]
     if not tables:
         return
-    emr = stage.settings.emr
-    where = f"cdk.json context lakeloader:stages.{stage.name}.emr"
+    where = f"cdk.json context lakeloader:stages.{names.stage}.emr"
     replaced = sorted(set(emr.spark_defaults) & set(spark_defaults))
     if replaced:
         problem = f"{where}.spark_defaults replaces {', '.join(replaced)}, which lakeloader's EMR runs need"
@@ -82,7 +85,9 @@ class EmrServerless:
         self,
         scope: Construct,
         *,
-        stage: Stage,
+        names: StageNames,
+        runtime: runtimes.Runtime,
+        emr: EmrSettings,
         storage: LakeStorage,
         role: iam.Role,
         library: s3_assets.Asset,
@@ -90,9 +95,6 @@ class EmrServerless:
         job_arguments: dict[str, str],
         network: StageNetwork | None = None,
     ) -> None:
-        emr = stage.settings.emr
-        runtime = stage.runtime
-        stack = Stack.of(scope)
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="EmrLogs",
@@ -119,10 +121,32 @@ class EmrServerless:
             "spark.submit.pyFiles": library.s3_object_url,
             **emr_venv_conf(self.dependencies.s3_object_url),
         }
-        self.application = emrserverless.CfnApplication(
+        self.application = self._application(scope, names, emr, storage, network)
+        self.application_arn = Stack.of(scope).format_arn(
+            service="emr-serverless",
+            resource="/applications",
+            resource_name=self.application.attr_application_id,
+        )
+        self.image_pull_statement = self._image_pull_statement(scope, emr)
+        # What the S3-arrival Lambda appends to its runs' entryPointArguments (EMR_EXTRA_ARGS): the
+        # `job_arguments` (contract.ARG_* -> value) as the EMR scripts' options.
+        self.entry_point_arguments = [
+            part for name, value in job_arguments.items() for part in (contract.emr_arg(name), value)
+        ]
+
+    def _application(
+        self,
+        scope: Construct,
+        names: StageNames,
+        emr: EmrSettings,
+        storage: LakeStorage,
+        network: StageNetwork | None,
+    ) -> emrserverless.CfnApplication:
+        """The application at the stage's release, with lakeloader's Spark defaults and the stage's own."""
+        return emrserverless.CfnApplication(
             scope,
             "EmrApplication",
-            name=stage.resource_name("spark"),
+            name=names.resource_name("spark"),
             release_label=emr.release_label,
             type="SPARK",
             auto_start_configuration=emrserverless.CfnApplication.AutoStartConfigurationProperty(
@@ -158,35 +182,28 @@ class EmrServerless:
                 )
             ),
         )
-        self.application_arn = stack.format_arn(
-            service="emr-serverless",
-            resource="/applications",
-            resource_name=self.application.attr_application_id,
-        )
-        # A custom image is pulled by the service, emr-serverless.amazonaws.com, when the application
-        # is created (before its id exists): the image's ECR repository policy must allow this
-        # account's applications. The stack cannot edit a repository it does not own; it outputs
-        # the statement to add (docs/deploy.md).
-        self.image_pull_statement: dict | None = None
-        if emr.image_uri:
-            self.image_pull_statement = {
-                "Sid": "EmrServerlessPull",
-                "Effect": "Allow",
-                "Principal": {"Service": "emr-serverless.amazonaws.com"},
-                "Action": ["ecr:BatchGetImage", "ecr:DescribeImages", "ecr:GetDownloadUrlForLayer"],
-                "Condition": {
-                    "ArnLike": {
-                        "aws:SourceArn": stack.format_arn(
-                            service="emr-serverless", resource="/applications", resource_name="*"
-                        )
-                    }
-                },
-            }
-        # What the S3-arrival Lambda appends to its runs' entryPointArguments (EMR_EXTRA_ARGS): the
-        # `job_arguments` (contract.ARG_* -> value) as the EMR scripts' options.
-        self.entry_point_arguments = [
-            part for name, value in job_arguments.items() for part in (contract.emr_arg(name), value)
-        ]
+
+    @staticmethod
+    def _image_pull_statement(scope: Construct, emr: EmrSettings) -> dict | None:
+        """A custom image is pulled by the service, emr-serverless.amazonaws.com, when the application
+        is created (before its id exists): the image's ECR repository policy must allow this
+        account's applications. The stack cannot edit a repository it does not own; it outputs
+        the statement to add (docs/deploy.md)."""
+        if not emr.image_uri:
+            return None
+        return {
+            "Sid": "EmrServerlessPull",
+            "Effect": "Allow",
+            "Principal": {"Service": "emr-serverless.amazonaws.com"},
+            "Action": ["ecr:BatchGetImage", "ecr:DescribeImages", "ecr:GetDownloadUrlForLayer"],
+            "Condition": {
+                "ArnLike": {
+                    "aws:SourceArn": Stack.of(scope).format_arn(
+                        service="emr-serverless", resource="/applications", resource_name="*"
+                    )
+                }
+            },
+        }
 
     def grant_start_job(self, role: iam.IRole) -> None:
         """Let `role` start job runs on the application and read their state (passing the job role is

@@ -32,7 +32,7 @@ from constructs import Construct
 from infra.catalog import Catalog, glue_arns
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.s3_tables import TableBucket
-from infra.settings import Stage
+from infra.settings_names import StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.contract import AUDIT_DATABASE
 
@@ -65,12 +65,24 @@ class ErasurePolicy(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
         storage: LakeStorage,
         catalog: Catalog,
         table_bucket: TableBucket | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            managed_policy_name=names.resource_name("erase"),
+            description=f"{names.prefix}: what `lakeloader erase` calls (GDPR erasure, old object versions)",
+            statements=self._statements(storage, catalog, table_bucket),
+        )
+        self._acknowledge_wildcards(storage, catalog, table_bucket)
+
+    def _statements(
+        self, storage: LakeStorage, catalog: Catalog, table_bucket: TableBucket | None
+    ) -> list[iam.PolicyStatement]:
         stack = Stack.of(self)
         audit = [
             stack.format_arn(service="glue", resource="database", resource_name=AUDIT_DATABASE),
@@ -88,37 +100,35 @@ class ErasurePolicy(Construct):
                     resources=[table_bucket.tables_arn],
                 ),
             ]
-        self.policy = iam.ManagedPolicy(
-            self,
-            "Policy",
-            managed_policy_name=stage.resource_name("erase"),
-            description=f"{stage.prefix}: what `lakeloader erase` calls (GDPR erasure, old object versions)",
-            statements=[
-                iam.PolicyStatement(
-                    sid="ErasureTables",
-                    actions=TABLE_ACTIONS,
-                    resources=glue_arns(self, catalog.database_names),
-                ),
-                iam.PolicyStatement(sid="ErasureAudit", actions=AUDIT_ACTIONS, resources=audit),
-                iam.PolicyStatement(
-                    sid="ErasureWarehouseObjects",
-                    actions=WAREHOUSE_OBJECT_ACTIONS,
-                    resources=[storage.curated.arn_for_objects(f"{WAREHOUSE_PREFIX}*")],
-                ),
-                iam.PolicyStatement(
-                    sid="ErasureWarehouseList",
-                    actions=WAREHOUSE_LIST_ACTIONS,
-                    resources=[storage.curated.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": [WAREHOUSE_PREFIX, f"{WAREHOUSE_PREFIX}*"]}},
-                ),
-                iam.PolicyStatement(
-                    sid="ErasureKey",
-                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                    resources=[storage.key.key_arn],
-                ),
-                *s3_tables,
-            ],
-        )
+        return [
+            iam.PolicyStatement(
+                sid="ErasureTables",
+                actions=TABLE_ACTIONS,
+                resources=glue_arns(self, catalog.database_names),
+            ),
+            iam.PolicyStatement(sid="ErasureAudit", actions=AUDIT_ACTIONS, resources=audit),
+            iam.PolicyStatement(
+                sid="ErasureWarehouseObjects",
+                actions=WAREHOUSE_OBJECT_ACTIONS,
+                resources=[storage.curated.arn_for_objects(f"{WAREHOUSE_PREFIX}*")],
+            ),
+            iam.PolicyStatement(
+                sid="ErasureWarehouseList",
+                actions=WAREHOUSE_LIST_ACTIONS,
+                resources=[storage.curated.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [WAREHOUSE_PREFIX, f"{WAREHOUSE_PREFIX}*"]}},
+            ),
+            iam.PolicyStatement(
+                sid="ErasureKey",
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[storage.key.key_arn],
+            ),
+            *s3_tables,
+        ]
+
+    def _acknowledge_wildcards(
+        self, storage: LakeStorage, catalog: Catalog, table_bucket: TableBucket | None
+    ) -> None:
         acknowledge_wildcards(
             self.policy,
             [f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*"]

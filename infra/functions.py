@@ -21,7 +21,7 @@ from infra.lambda_code import LAMBDA_PYTHON, lambda_bundle
 from infra.nag import acknowledge, acknowledge_check, acknowledge_wildcards
 from infra.network import StageNetwork
 from infra.packaging import REPO_ROOT
-from infra.settings import Stage
+from infra.settings_names import Retention, StageNames
 from infra.storage import stage_log_group
 
 # Python 3.12 on arm64: the version the handlers are written and tested for, and the one the bundles'
@@ -59,7 +59,8 @@ class PythonFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
+        retention: Retention,
         name: str,
         description: str,
         source_dir: Path,
@@ -74,26 +75,13 @@ class PythonFunction(Construct):
         network: StageNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        function_name = stage.resource_name(name)
+        function_name = names.resource_name(name)
         self.bundle_dir = bundle = lambda_bundle(function_name, source_dir)
 
         self.log_group = stage_log_group(
-            self, "Logs", stage=stage, name=f"/aws/lambda/{function_name}", key=key
+            self, "Logs", retention=retention, name=f"/aws/lambda/{function_name}", key=key
         )
-        self.role = iam.Role(
-            self,
-            "Role",
-            role_name=stage.role_name(name),
-            description=f"{function_name} Lambda",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],  # "<group>:*": its streams
-            )
-        )
+        self.role = self._role(names.role_name(name), function_name)
         self.function = lambda_.Function(
             self,
             "Function",
@@ -114,6 +102,33 @@ class PythonFunction(Construct):
             retry_attempts=retry_attempts,
             max_event_age=max_event_age,
         )
+        self._acknowledge_and_place(reserved_concurrency, dead_letter_queue, network)
+
+    def _role(self, role_name: str, function_name: str) -> iam.Role:
+        """The function's own role: its log group's streams, nothing managed."""
+        role = iam.Role(
+            self,
+            "Role",
+            role_name=role_name,
+            description=f"{function_name} Lambda",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteOwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],  # "<group>:*": its streams
+            )
+        )
+        return role
+
+    def _acknowledge_and_place(
+        self,
+        reserved_concurrency: int | None,
+        dead_letter_queue: sqs.IQueue | None,
+        network: StageNetwork | None,
+    ) -> None:
+        """The checks the function's settings answer, and its place in the stage's subnets if any."""
         acknowledge(self.function, "L1", reason=RUNTIME_REASON)
         if reserved_concurrency is None:
             acknowledge_check(self.function, "CKV_AWS_115", reason=UNRESERVED_REASON)
@@ -139,7 +154,9 @@ def lambda_source(name: str) -> Path:
     return REPO_ROOT / "lambda" / name
 
 
-def own_cdk_function_logs(stack: Stack, *, stage: Stage, key: kms.IKey) -> list[str]:
+def own_cdk_function_logs(
+    stack: Stack, *, names: StageNames, retention: Retention, key: kms.IKey
+) -> list[str]:
     """Give each Lambda that CDK adds by itself a stage log group (and acknowledge the checkov findings of a
     deploy-time handler); returns their logical ids.
 
@@ -158,8 +175,8 @@ def own_cdk_function_logs(stack: Stack, *, stage: Stage, key: kms.IKey) -> list[
         log_group = stage_log_group(
             stack,
             f"LogsOf{logical_id}",
-            stage=stage,
-            name=f"/aws/lambda/{stage.prefix}-cdk/{logical_id}",
+            retention=retention,
+            name=f"/aws/lambda/{names.prefix}-cdk/{logical_id}",
             key=key,
         )
         construct.add_property_override("LoggingConfig.LogGroup", log_group.log_group_name)

@@ -18,7 +18,8 @@ from constructs import Construct
 
 from infra.catalog import Catalog
 from infra.packaging import REPO_ROOT
-from infra.settings import GlueJobSettings, SettingsError, Stage
+from infra.settings import GlueJobSettings, SettingsError
+from infra.settings_names import StageNames
 from infra.storage import SPARK_UI_PREFIX, LakeStorage
 from lakeloader import runtimes
 
@@ -76,7 +77,9 @@ def lakeloader_glue_job(
     scope: Construct,
     construct_id: str,
     *,
-    stage: Stage,
+    names: StageNames,
+    runtime: runtimes.Runtime,
+    spark_ui: bool,
     role: iam.IRole,
     name: str,
     description: str,
@@ -93,11 +96,11 @@ def lakeloader_glue_job(
     made = glue.PySparkEtlJob(
         scope,
         construct_id,
-        job_name=stage.resource_name(name),
+        job_name=names.resource_name(name),
         description=description,
         role=role,
         script=glue.Code.from_bucket(script_asset.bucket, script_asset.s3_object_key),
-        glue_version=glue_version(stage.runtime),
+        glue_version=glue_version(runtime),
         worker_configuration=glue.WorkerConfiguration(
             worker_type=(_WORKER_TYPES | _GRAVITON_WORKER_TYPES)[job.worker_type],
             number_of_workers=job.number_of_workers,
@@ -114,16 +117,16 @@ def lakeloader_glue_job(
         enable_observability_metrics=True,
         spark_ui=(
             glue.SparkUIProps(bucket=storage.assets, prefix=f"/{SPARK_UI_PREFIX.rstrip('/')}")
-            if stage.settings.spark_ui
+            if spark_ui
             else None
         ),
-        tags={"lakeloader:stage": stage.name, "lakeloader:job": name},
+        tags={"lakeloader:stage": names.stage, "lakeloader:job": name},
     )
     # What the CDK enums cannot say yet (a newer Glue version, a Graviton worker type), set on the
     # AWS::Glue::Job itself.
     cfn_job = cast(glue.CfnJob, made.node.default_child)
-    if stage.runtime.glue_version in _GLUE_VERSIONS_AFTER_CDK:
-        cfn_job.glue_version = stage.runtime.glue_version
+    if runtime.glue_version in _GLUE_VERSIONS_AFTER_CDK:
+        cfn_job.glue_version = runtime.glue_version
     if job.worker_type in _GRAVITON_WORKER_TYPES:
         cfn_job.worker_type = job.worker_type
     return made

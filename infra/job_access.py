@@ -22,7 +22,6 @@ from aws_cdk import aws_iam as iam
 from infra.catalog import Catalog, glue_arns, grant_warehouse
 from infra.config_store import ConfigStore
 from infra.nag import arn_ref
-from infra.settings import Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader import contract
 
@@ -44,7 +43,7 @@ DEFAULT_DATABASE = "default"
 def grant_lake_access(
     role: iam.Role,
     *,
-    stage: Stage,
+    lake_formation: bool,
     storage: LakeStorage,
     store: ConfigStore,
     databases: list[str],
@@ -66,7 +65,7 @@ def grant_lake_access(
             conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in raw_prefixes]}},
         )
     )
-    if not stage.settings.lake_formation:  # Lake Formation vends the warehouse's credentials
+    if not lake_formation:  # Lake Formation vends the warehouse's credentials
         grant_warehouse(role, storage.curated)
     role.add_to_policy(
         iam.PolicyStatement(
@@ -100,7 +99,7 @@ def grant_lake_access(
             conditions={"StringEquals": {"cloudwatch:namespace": [contract.METRICS_NAMESPACE, "Glue"]}},
         )
     )
-    if stage.settings.lake_formation:
+    if lake_formation:
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="LakeFormationDataAccess", actions=["lakeformation:GetDataAccess"], resources=["*"]
@@ -109,11 +108,11 @@ def grant_lake_access(
 
 
 def lake_access_findings(
-    stage: Stage, storage: LakeStorage, catalog: Catalog, raw_prefixes: list[str]
+    storage: LakeStorage, catalog: Catalog, raw_prefixes: list[str], *, lake_formation: bool
 ) -> list[str]:
     """The cdk-nag wildcard findings `grant_lake_access` gives a role (each role acknowledges them)."""
     findings = [f"Resource::{arn_ref(storage.raw)}/{p}*" for p in raw_prefixes]
-    if not stage.settings.lake_formation:
+    if not lake_formation:
         findings.append(f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*")
     findings += [
         f"Resource::{arn_ref(storage.quarantine)}/*",

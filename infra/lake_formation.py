@@ -14,7 +14,7 @@ from constructs import Construct, IConstruct
 
 from infra.catalog import Catalog, grant_warehouse
 from infra.nag import acknowledge_wildcards, arn_ref
-from infra.settings import Stage
+from infra.settings_names import StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 
 
@@ -31,24 +31,39 @@ class LakeFormationAccess(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
         storage: LakeStorage,
         catalog: Catalog,
         job_roles: list[iam.IRole],
     ) -> None:
         super().__init__(scope, construct_id)
+        self.names = names
         warehouse_arn = storage.curated.arn_for_objects(WAREHOUSE_PREFIX.rstrip("/"))
-        self.data_access_role = iam.Role(
+        self.data_access_role = self._data_access_role(storage)
+        self.location = lakeformation.CfnResource(
+            self,
+            "Warehouse",
+            resource_arn=warehouse_arn,
+            use_service_linked_role=False,
+            role_arn=self.data_access_role.role_arn,
+        )
+        self.location.node.add_dependency(self.data_access_role)
+        self._grant_job_roles(job_roles, catalog, warehouse_arn)
+        self._grant_crawler(catalog)
+
+    def _data_access_role(self, storage: LakeStorage) -> iam.Role:
+        """The role Lake Formation reads and writes the registered warehouse as."""
+        role = iam.Role(
             self,
             "DataAccessRole",
-            role_name=stage.role_name("lf-data-access"),
-            description=f"{stage.prefix}: Lake Formation's access to the Iceberg warehouse",
+            role_name=self.names.role_name("lf-data-access"),
+            description=f"{self.names.prefix}: Lake Formation's access to the Iceberg warehouse",
             assumed_by=iam.ServicePrincipal("lakeformation.amazonaws.com"),
         )
-        grant_warehouse(self.data_access_role, storage.curated)
-        storage.key.grant_encrypt_decrypt(self.data_access_role)
+        grant_warehouse(role, storage.curated)
+        storage.key.grant_encrypt_decrypt(role)
         acknowledge_wildcards(
-            self.data_access_role,
+            role,
             [
                 f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*",
                 "Action::kms:ReEncrypt*",
@@ -59,14 +74,10 @@ class LakeFormationAccess(Construct):
                 "the stage's key only."
             ),
         )
-        self.location = lakeformation.CfnResource(
-            self,
-            "Warehouse",
-            resource_arn=warehouse_arn,
-            use_service_linked_role=False,
-            role_arn=self.data_access_role.role_arn,
-        )
-        self.location.node.add_dependency(self.data_access_role)
+        return role
+
+    def _grant_job_roles(self, job_roles: list[iam.IRole], catalog: Catalog, warehouse_arn: str) -> None:
+        """Each job role: the warehouse location, and its databases and their tables."""
         for index, role in enumerate(job_roles):
             principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
                 data_lake_principal_identifier=role.role_arn
@@ -80,7 +91,7 @@ class LakeFormationAccess(Construct):
                 depends=[self.location],
             )
             for name, database in catalog.databases.items():
-                physical = stage.glue_database(name)
+                physical = self.names.glue_database(name)
                 grant(
                     self,
                     f"Database{index}-{name}",
@@ -97,6 +108,9 @@ class LakeFormationAccess(Construct):
                     ["ALL"],  # full table access: Glue/EMR jobs that write need ALL
                     depends=[database],
                 )
+
+    def _grant_crawler(self, catalog: Catalog) -> None:
+        """The crawler role, if any: its raw databases and their tables."""
         if catalog.crawler_role is not None:
             principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
                 data_lake_principal_identifier=catalog.crawler_role.role_arn

@@ -24,7 +24,6 @@ from __future__ import annotations
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 
-from infra.settings import Stage
 from infra.settings_lineage import DataZoneLineage, LineageSetting
 from lakeloader import runtimes
 
@@ -67,11 +66,11 @@ def grant_post_events(role: iam.IRole, setting: LineageSetting, *, aws_default: 
         )
 
 
-def glue_captures(stage: Stage) -> bool:
+def glue_captures(runtime: runtimes.Runtime) -> bool:
     """Whether the stage's Glue jobs run where AWS captures lineage by default."""
-    return stage.runtime.aws_lineage
+    return runtime.aws_lineage
 
 
-def emr_captures(stage: Stage) -> bool:
+def emr_captures(release_label: str) -> bool:
     """Whether the stage's EMR Serverless release captures lineage by default."""
-    return runtimes.emr_captures_lineage(stage.settings.emr.release_label)
+    return runtimes.emr_captures_lineage(release_label)

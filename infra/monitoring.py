@@ -36,7 +36,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.settings import Stage
+from infra.settings_names import StageNames
 from infra.storage import LakeStorage
 from lakeloader.contract import (
     FILES_QUARANTINED_METRIC,
@@ -66,14 +66,22 @@ class _TriggerMetrics:
 
 
 class AlarmTopic(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage, storage: LakeStorage) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        names: StageNames,
+        alarm_email: str | None,
+        storage: LakeStorage,
+    ) -> None:
         super().__init__(scope, construct_id)
         key = storage.key
         self.topic = sns.Topic(
             self,
             "Topic",
-            topic_name=stage.resource_name("alarms"),
-            display_name=f"lakeloader {stage.name} alarms",
+            topic_name=names.resource_name("alarms"),
+            display_name=f"lakeloader {names.stage} alarms",
             master_key=key,
             enforce_ssl=True,
         )
@@ -98,8 +106,8 @@ class AlarmTopic(Construct):
                 resources=["*"],
             )
         )
-        if stage.settings.alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(stage.settings.alarm_email))
+        if alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
 
 
 class Monitoring(Construct):
@@ -110,7 +118,8 @@ class Monitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
+        max_attempts: int,  # failures before a raw file is quarantined (FileQuarantined)
         topic: sns.ITopic,
         arrival: lambda_.IFunction,
         dead_letter_queue: sqs.IQueue,
@@ -122,7 +131,8 @@ class Monitoring(Construct):
     ) -> None:
         """`reader_grants`: the readers' grants Lambda (infra.reader_grants), where the stage has one."""
         super().__init__(scope, construct_id)
-        self._stage = stage
+        self._names = names
+        self._max_attempts = max_attempts
         self._action = cw_actions.SnsAction(topic)
         self._ledger_table_name = ledger_table_name
         self.alarms: dict[str, cloudwatch.Alarm] = {}
@@ -147,7 +157,7 @@ class Monitoring(Construct):
         created = cloudwatch.Alarm(
             self,
             construct_id,
-            alarm_name=self._stage.resource_name(name),
+            alarm_name=self._names.resource_name(name),
             alarm_description=description,
             metric=metric,
             threshold=threshold,
@@ -164,11 +174,11 @@ class Monitoring(Construct):
         self, topic: sns.ITopic, glue_jobs: list[glue.IJob], emr_application_id: str
     ) -> list[cloudwatch.Metric]:
         """Failed job runs: EventBridge -> SNS, and an alarm on each rule's matches (returned)."""
-        stage = self._stage
+        names = self._names
         self.glue_failed_rule = events.Rule(
             self,
             "GlueJobFailed",
-            rule_name=stage.resource_name("glue-job-failed"),
+            rule_name=names.resource_name("glue-job-failed"),
             description="A lakeloader Glue job run failed, timed out or errored",
             event_pattern=events.EventPattern(
                 source=["aws.glue"],
@@ -179,7 +189,7 @@ class Monitoring(Construct):
                 targets.SnsTopic(
                     topic,
                     message=events.RuleTargetInput.from_text(
-                        f"lakeloader {stage.name}: Glue job "
+                        f"lakeloader {names.stage}: Glue job "
                         f"{events.EventField.from_path('$.detail.jobName')} "
                         f"run {events.EventField.from_path('$.detail.jobRunId')} ended "
                         f"{events.EventField.from_path('$.detail.state')}: "
@@ -191,7 +201,7 @@ class Monitoring(Construct):
         self.emr_failed_rule = events.Rule(
             self,
             "EmrJobFailed",
-            rule_name=stage.resource_name("emr-job-failed"),
+            rule_name=names.resource_name("emr-job-failed"),
             description="A lakeloader EMR Serverless job run failed",
             event_pattern=events.EventPattern(
                 source=["aws.emr-serverless"],
@@ -202,7 +212,7 @@ class Monitoring(Construct):
                 targets.SnsTopic(
                     topic,
                     message=events.RuleTargetInput.from_text(
-                        f"lakeloader {stage.name}: EMR Serverless job run "
+                        f"lakeloader {names.stage}: EMR Serverless job run "
                         f"{events.EventField.from_path('$.detail.jobRunId')} "
                         f"({events.EventField.from_path('$.detail.jobRunName')}) ended "
                         f"{events.EventField.from_path('$.detail.state')}: "
@@ -304,13 +314,13 @@ class Monitoring(Construct):
         SNS at contributor level: "Acting on alarm changes",
         https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Acting_Alarm_Changes.html).
         Per-table alarms cost three resources a table and stopped a stage at about 140 tables."""
-        stage = self._stage
-        status = f"lakeloader status --stage {stage.name}"
+        names = self._names
+        status = f"lakeloader status --stage {names.stage}"
         self._alarm(
             "QuarantinedAlarm",
             "quarantined",
             self._per_table_query(FILES_QUARANTINED_METRIC, "SUM"),
-            f"A raw file of the table this notification names (TableId) failed {stage.settings.max_attempts} "
+            f"A raw file of the table this notification names (TableId) failed {self._max_attempts} "
             f"times and is quarantined: {status} says why; fix it, then lakeloader requeue or skip.",
         )
         self._alarm(
@@ -370,11 +380,11 @@ class Monitoring(Construct):
         trigger: _TriggerMetrics,
     ) -> None:
         """Runs, rows merged and quarantined, raw arrivals, lag, failures and the alarms' states."""
-        search, stage_name = self._search, self._stage.name
+        search, stage_name = self._search, self._names.stage
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",
-            dashboard_name=self._stage.resource_name("dashboard"),
+            dashboard_name=self._names.resource_name("dashboard"),
             default_interval=Duration.days(1),
         )
         self.dashboard.add_widgets(

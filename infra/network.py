@@ -24,7 +24,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.nag import acknowledge_check
-from infra.settings import Stage
+from infra.settings_names import Retention, StageNames
 from infra.settings_network import NetworkSettings
 from infra.storage import stage_log_group
 
@@ -44,10 +44,10 @@ INTERFACE_ENDPOINTS = {
 }
 
 
-def lake_formation_endpoints(stage: Stage) -> dict[str, ec2.InterfaceVpcEndpointAwsService]:
+def lake_formation_endpoints(lake_formation: bool) -> dict[str, ec2.InterfaceVpcEndpointAwsService]:
     """Lake Formation mode: the jobs' catalog asks Lake Formation for each table's credentials
     (lakeformation:GetDataAccess), so a VPC with no route out needs its endpoint too."""
-    if not stage.settings.lake_formation:
+    if not lake_formation:
         return {}
     return {"LakeFormation": ec2.InterfaceVpcEndpointAwsService.LAKE_FORMATION}
 
@@ -89,14 +89,17 @@ class StageNetwork(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
+        retention: Retention,
         network: NetworkSettings,
+        lake_formation: bool,
         key: kms.IKey,
         has_table_bucket: bool,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.names = names
         if network.create_vpc:
-            self.vpc: ec2.IVpc = self._create_vpc(stage, network, key)
+            self.vpc: ec2.IVpc = self._create_vpc(network, retention, key)
             self.subnets = [(s.subnet_id, s.availability_zone) for s in self.vpc.isolated_subnets]
         else:
             self.vpc = ec2.Vpc.from_vpc_attributes(
@@ -109,42 +112,51 @@ class StageNetwork(Construct):
         self.security_group_ids = list(network.security_group_ids)
         self.workload_group: ec2.SecurityGroup | None = None
         if not self.security_group_ids:
-            group = ec2.SecurityGroup(
-                self,
-                "Workload",
-                vpc=self.vpc,
-                security_group_name=stage.resource_name("workload"),
-                description=f"{stage.prefix}: Glue jobs, EMR Serverless runs and Lambdas",
-                allow_all_outbound=True,
-            )
-            group.add_ingress_rule(
-                group, ec2.Port.all_tcp(), description="Glue: a job's workers talk to each other"
-            )
-            self.security_group_ids = [group.security_group_id]
-            self.workload_group = group
+            self.workload_group = self._workload_group()
+            self.security_group_ids = [self.workload_group.security_group_id]
         if network.create_vpc:
             self._add_endpoints(
-                stage,
-                INTERFACE_ENDPOINTS | lake_formation_endpoints(stage) | s3_tables_endpoints(has_table_bucket),
+                INTERFACE_ENDPOINTS
+                | lake_formation_endpoints(lake_formation)
+                | s3_tables_endpoints(has_table_bucket)
             )
         self.glue_connections = [
-            glue.CfnConnection(
-                self,
-                f"GlueConnection{index}",
-                catalog_id=Aws.ACCOUNT_ID,
-                connection_input=glue.CfnConnection.ConnectionInputProperty(
-                    name=stage.resource_name(f"network-{index}"),
-                    description=f"{stage.prefix}: the Glue jobs' network ({availability_zone})",
-                    connection_type="NETWORK",
-                    physical_connection_requirements=glue.CfnConnection.PhysicalConnectionRequirementsProperty(
-                        subnet_id=subnet_id,
-                        availability_zone=availability_zone,
-                        security_group_id_list=self.security_group_ids,
-                    ),
-                ),
-            )
+            self._glue_connection(index, subnet_id, availability_zone)
             for index, (subnet_id, availability_zone) in enumerate(self.subnets)
         ]
+
+    def _workload_group(self) -> ec2.SecurityGroup:
+        """The stack's security group of the workload, when the stage names none of its own."""
+        group = ec2.SecurityGroup(
+            self,
+            "Workload",
+            vpc=self.vpc,
+            security_group_name=self.names.resource_name("workload"),
+            description=f"{self.names.prefix}: Glue jobs, EMR Serverless runs and Lambdas",
+            allow_all_outbound=True,
+        )
+        group.add_ingress_rule(
+            group, ec2.Port.all_tcp(), description="Glue: a job's workers talk to each other"
+        )
+        return group
+
+    def _glue_connection(self, index: int, subnet_id: str, availability_zone: str) -> glue.CfnConnection:
+        """The Glue NETWORK connection of one subnet."""
+        return glue.CfnConnection(
+            self,
+            f"GlueConnection{index}",
+            catalog_id=Aws.ACCOUNT_ID,
+            connection_input=glue.CfnConnection.ConnectionInputProperty(
+                name=self.names.resource_name(f"network-{index}"),
+                description=f"{self.names.prefix}: the Glue jobs' network ({availability_zone})",
+                connection_type="NETWORK",
+                physical_connection_requirements=glue.CfnConnection.PhysicalConnectionRequirementsProperty(
+                    subnet_id=subnet_id,
+                    availability_zone=availability_zone,
+                    security_group_id_list=self.security_group_ids,
+                ),
+            ),
+        )
 
     @property
     def subnet_ids(self) -> list[str]:
@@ -158,11 +170,11 @@ class StageNetwork(Construct):
         """A Lambda function's `VpcConfig`."""
         return {"SubnetIds": self.subnet_ids, "SecurityGroupIds": self.security_group_ids}
 
-    def _create_vpc(self, stage: Stage, network: NetworkSettings, key: kms.IKey) -> ec2.Vpc:
+    def _create_vpc(self, network: NetworkSettings, retention: Retention, key: kms.IKey) -> ec2.Vpc:
         vpc = ec2.Vpc(
             self,
             "Vpc",
-            vpc_name=stage.resource_name("vpc"),
+            vpc_name=self.names.resource_name("vpc"),
             ip_addresses=ec2.IpAddresses.cidr(network.cidr),
             max_azs=network.availability_zones,
             nat_gateways=0,
@@ -177,20 +189,20 @@ class StageNetwork(Construct):
             enable_dns_support=True,
         )
         flow_logs = stage_log_group(
-            self, "FlowLogs", stage=stage, name=f"/{stage.prefix}/vpc-flow-logs", key=key
+            self, "FlowLogs", retention=retention, name=f"/{self.names.prefix}/vpc-flow-logs", key=key
         )
         vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
         for name, service in GATEWAY_ENDPOINTS.items():
             vpc.add_gateway_endpoint(name, service=service)
         return vpc
 
-    def _add_endpoints(self, stage: Stage, services: dict[str, ec2.InterfaceVpcEndpointAwsService]) -> None:
+    def _add_endpoints(self, services: dict[str, ec2.InterfaceVpcEndpointAwsService]) -> None:
         endpoints = ec2.SecurityGroup(
             self,
             "Endpoints",
             vpc=self.vpc,
-            security_group_name=stage.resource_name("endpoints"),
-            description=f"{stage.prefix}: interface endpoints of the VPC (HTTPS from the workload)",
+            security_group_name=self.names.resource_name("endpoints"),
+            description=f"{self.names.prefix}: interface endpoints of the VPC (HTTPS from the workload)",
             allow_all_outbound=False,
         )
         endpoints.add_ingress_rule(

@@ -15,7 +15,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from infra.nag import acknowledge_wildcards
-from infra.settings import Stage
+from infra.settings_names import Retention, StageNames
 from infra.storage import stage_log_group
 from lakeloader.contract import ARG_CORRELATION_ID, ARG_TABLE_ID, glue_arg
 
@@ -26,14 +26,47 @@ class MaintenanceWorkflow(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
+        retention: Retention,
+        maintain_timeout_minutes: int,
         maintain_job: glue.IJob,
         topic: sns.ITopic,
         key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
-        job_timeout = Duration.minutes(stage.settings.maintain.timeout_minutes + 15)
+        job_timeout = Duration.minutes(maintain_timeout_minutes + 15)
+        definition = self._definition(names.stage, maintain_job, topic, job_timeout)
 
+        name = names.resource_name("maintenance")
+        self.log_group = stage_log_group(
+            self, "Logs", retention=retention, name=f"/aws/vendedlogs/states/{name}", key=key
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_name=name,
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            timeout=Duration.minutes(maintain_timeout_minutes + 20),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
+            ),
+        )
+        # SnsPublish grants sns:Publish only; the topic is encrypted with the stage's key.
+        key.grant(self.state_machine, "kms:Decrypt", "kms:GenerateDataKey")
+        acknowledge_wildcards(
+            self.state_machine,
+            ["Resource::*"],
+            reason=(
+                "X-Ray tracing and CloudWatch Logs delivery (CreateLogDelivery and friends) take no "
+                "resource-level permissions; CDK grants them on '*' as AWS documents."
+            ),
+        )
+
+    def _definition(
+        self, stage_name: str, maintain_job: glue.IJob, topic: sns.ITopic, job_timeout: Duration
+    ) -> sfn.IChainable:
+        """Defaults, the caller's input, the maintenance run; a failure notifies the topic and fails."""
         defaults = sfn.Pass(
             self, "Defaults", result=sfn.Result.from_object({"table_id": ""}), result_path="$.defaults"
         )
@@ -61,10 +94,10 @@ class MaintenanceWorkflow(Construct):
             self,
             "NotifyFailure",
             topic=topic,
-            subject=f"lakeloader {stage.name}: maintenance failed",
+            subject=f"lakeloader {stage_name}: maintenance failed",
             message=sfn.TaskInput.from_object(
                 {
-                    "stage": stage.name,
+                    "stage": stage_name,
                     "execution": sfn.JsonPath.string_at("$$.Execution.Id"),
                     "table_id": sfn.JsonPath.string_at("$.table_id"),
                     "error": sfn.JsonPath.string_at("$.error.Error"),
@@ -77,30 +110,4 @@ class MaintenanceWorkflow(Construct):
             self, "MaintenanceFailed", error="MaintenanceFailed", cause="The Glue maintenance job run failed"
         )
         run.add_catch(notify.next(failed), errors=["States.ALL"], result_path="$.error")
-        definition = defaults.next(apply_input).next(run).next(sfn.Succeed(self, "Done"))
-
-        name = stage.resource_name("maintenance")
-        self.log_group = stage_log_group(
-            self, "Logs", stage=stage, name=f"/aws/vendedlogs/states/{name}", key=key
-        )
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
-            state_machine_name=name,
-            definition_body=sfn.DefinitionBody.from_chainable(definition),
-            timeout=Duration.minutes(stage.settings.maintain.timeout_minutes + 20),
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
-            ),
-        )
-        # SnsPublish grants sns:Publish only; the topic is encrypted with the stage's key.
-        key.grant(self.state_machine, "kms:Decrypt", "kms:GenerateDataKey")
-        acknowledge_wildcards(
-            self.state_machine,
-            ["Resource::*"],
-            reason=(
-                "X-Ray tracing and CloudWatch Logs delivery (CreateLogDelivery and friends) take no "
-                "resource-level permissions; CDK grants them on '*' as AWS documents."
-            ),
-        )
+        return defaults.next(apply_input).next(run).next(sfn.Succeed(self, "Done"))

@@ -12,6 +12,8 @@ for both engines and both runtimes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
@@ -31,7 +33,10 @@ from infra.network import StageNetwork
 from infra.packaging import GLUE_WHEELS_SUFFIX, glue_wheels_zip, lakeloader_zip
 from infra.packed_venv import GLUE_VENV_SUFFIX, glue_venv_archive, uses_python_venv
 from infra.s3_tables import TableBucket
-from infra.settings import Stage
+from infra.settings import GlueJobSettings
+from infra.settings_emr import EmrSettings
+from infra.settings_lineage import LineageSetting
+from infra.settings_names import StageNames
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
 from lakeloader import contract, runtimes
 
@@ -47,6 +52,31 @@ def s3a_region_conf(region: str) -> dict[str, str]:
     return {S3A_REGION: region}
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProcessingSettings:
+    """What Processing takes of the stage: the runtime, both Glue jobs, the EMR application, lineage."""
+
+    names: StageNames
+    runtime: runtimes.Runtime
+    ingest: GlueJobSettings
+    maintain: GlueJobSettings
+    spark_ui: bool
+    emr: EmrSettings
+    lake_formation: bool
+    lineage: LineageSetting
+    parallel_tables: int  # batching.parallel_tables: tables one run drains at once
+    job_run_queuing: bool  # batching.job_run_queuing, on the ingest job
+    max_attempts: int  # a raw file's failures before it is quarantined
+
+    @property
+    def glue_captures(self) -> bool:
+        return glue_captures(self.runtime)
+
+    @property
+    def emr_captures(self) -> bool:
+        return emr_captures(self.emr.release_label)
+
+
 class Processing(Construct):
     """The jobs, the EMR Serverless application and the roles they run as."""
 
@@ -55,7 +85,7 @@ class Processing(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        settings: ProcessingSettings,
         storage: LakeStorage,
         store: ConfigStore,
         catalog: Catalog,
@@ -64,9 +94,10 @@ class Processing(Construct):
         table_bucket: TableBucket | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.settings = settings
         self.library = s3_assets.Asset(self, "LakeloaderLibrary", path=str(lakeloader_zip()))
-        python_arguments = self._glue_dependencies(stage.runtime, stage.settings.ingest.architecture)
-        iceberg_conf = self._iceberg_conf(stage, storage, table_bucket)
+        python_arguments = self._glue_dependencies(settings.runtime, settings.ingest.architecture)
+        iceberg_conf = self._iceberg_conf(storage, table_bucket)
         # What every job needs to start (contract.JOB_REQUIRED_ARGS), for both engines.
         required = {
             contract.ARG_CONFIG_TABLE: store.config_table.table_name,
@@ -75,9 +106,8 @@ class Processing(Construct):
             contract.ARG_RAW_ROOT: storage.raw_root,
             contract.ARG_WAREHOUSE: storage.warehouse,
         }
-        self._job_roles(stage)
+        self._job_roles()
         self._grant_lake_access(
-            stage=stage,
             storage=storage,
             store=store,
             catalog=catalog,
@@ -85,36 +115,22 @@ class Processing(Construct):
             table_bucket=table_bucket,
         )
         self._grant_glue_temp_and_logs(storage)
-        lineage = stage.settings.lineage
-        grant_post_events(self.glue_role, lineage, aws_default=glue_captures(stage))
-        grant_post_events(self.emr_role, lineage, aws_default=emr_captures(stage))
+        grant_post_events(self.glue_role, settings.lineage, aws_default=settings.glue_captures)
+        grant_post_events(self.emr_role, settings.lineage, aws_default=settings.emr_captures)
         self._glue_jobs(
-            stage=stage,
             storage=storage,
             catalog=catalog,
-            arguments={
-                **{contract.glue_arg(name): value for name, value in required.items()},
-                **self._per_run_glue_arguments(catalog),
-                "--datalake-formats": "iceberg",
-                "--conf": glue_conf_argument(
-                    iceberg_conf | lineage_conf(lineage, aws_default=glue_captures(stage))
-                ),
-                "--enable-job-insights": "true",
-                "--job-bookmark-option": "job-bookmark-disable",
-                "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
-                **python_arguments,
-            },
+            arguments=self._glue_arguments(storage, catalog, required, iceberg_conf, python_arguments),
             network=network,
         )
         self.emr = self._emr_application(
-            stage=stage,
             storage=storage,
             catalog=catalog,
-            iceberg_conf=iceberg_conf | lineage_conf(lineage, aws_default=emr_captures(stage)),
+            iceberg_conf=iceberg_conf | lineage_conf(settings.lineage, aws_default=settings.emr_captures),
             required=required,
             network=network,
         )
-        self._acknowledge_wildcards(stage, storage, catalog, raw_prefixes, table_bucket)
+        self._acknowledge_wildcards(storage, catalog, raw_prefixes, table_bucket)
 
     def grant_start_ingest(self, role: iam.IRole) -> None:
         """Let `role` start and watch ingest runs on either engine (the S3-arrival Lambda): the Glue
@@ -169,13 +185,11 @@ class Processing(Construct):
             "--python-modules-installer-option": "--no-index",
         }
 
-    def _iceberg_conf(
-        self, stage: Stage, storage: LakeStorage, table_bucket: TableBucket | None
-    ) -> dict[str, str]:
+    def _iceberg_conf(self, storage: LakeStorage, table_bucket: TableBucket | None) -> dict[str, str]:
         """Both engines' Spark settings: Iceberg tables in the Glue Data Catalog, and the region S3A calls."""
         iceberg_conf = contract.iceberg_catalog_conf(contract.GLUE_CATALOG, storage.warehouse)
         iceberg_conf |= s3a_region_conf(Aws.REGION)
-        if stage.settings.lake_formation:
+        if self.settings.lake_formation:
             iceberg_conf |= contract.lake_formation_catalog_conf(
                 contract.GLUE_CATALOG, Aws.ACCOUNT_ID, Aws.REGION
             )
@@ -186,6 +200,27 @@ class Processing(Construct):
                 table_bucket.arn, Aws.REGION, url_suffix=Aws.URL_SUFFIX
             )
         return iceberg_conf
+
+    def _glue_arguments(
+        self,
+        storage: LakeStorage,
+        catalog: Catalog,
+        required: dict[str, str],
+        iceberg_conf: dict[str, str],
+        python_arguments: dict[str, str],
+    ) -> dict[str, str]:
+        """Both Glue jobs' default arguments."""
+        lineage = lineage_conf(self.settings.lineage, aws_default=self.settings.glue_captures)
+        return {
+            **{contract.glue_arg(name): value for name, value in required.items()},
+            **self._per_run_glue_arguments(catalog),
+            "--datalake-formats": "iceberg",
+            "--conf": glue_conf_argument(iceberg_conf | lineage),
+            "--enable-job-insights": "true",
+            "--job-bookmark-option": "job-bookmark-disable",
+            "--TempDir": storage.assets.s3_url_for_object(GLUE_TEMP_PREFIX),
+            **python_arguments,
+        }
 
     @staticmethod
     def _per_run_glue_arguments(catalog: Catalog) -> dict[str, str]:
@@ -198,19 +233,20 @@ class Processing(Construct):
             contract.glue_arg(contract.ARG_DATABASE_PREFIX): catalog.database_prefix,
         }
 
-    def _job_roles(self, stage: Stage) -> None:
+    def _job_roles(self) -> None:
+        names = self.settings.names
         self.glue_role = iam.Role(
             self,
             "GlueJobRole",
-            role_name=stage.role_name(GLUE_JOB_ROLE),
-            description=f"{stage.prefix} Glue jobs (ingest, maintain)",
+            role_name=names.role_name(GLUE_JOB_ROLE),
+            description=f"{names.prefix} Glue jobs (ingest, maintain)",
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
         )
         self.emr_role = iam.Role(
             self,
             "EmrJobRole",
-            role_name=stage.role_name("emr-job"),
-            description=f"{stage.prefix} EMR Serverless job runs",
+            role_name=names.role_name("emr-job"),
+            description=f"{names.prefix} EMR Serverless job runs",
             assumed_by=iam.ServicePrincipal(
                 "emr-serverless.amazonaws.com",
                 conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
@@ -220,7 +256,6 @@ class Processing(Construct):
     def _grant_lake_access(
         self,
         *,
-        stage: Stage,
         storage: LakeStorage,
         store: ConfigStore,
         catalog: Catalog,
@@ -231,7 +266,7 @@ class Processing(Construct):
         for role in (self.glue_role, self.emr_role):
             grant_lake_access(
                 role,
-                stage=stage,
+                lake_formation=self.settings.lake_formation,
                 storage=storage,
                 store=store,
                 databases=catalog.database_names,
@@ -268,20 +303,21 @@ class Processing(Construct):
     def _glue_jobs(
         self,
         *,
-        stage: Stage,
         storage: LakeStorage,
         catalog: Catalog,
         arguments: dict[str, str],
         network: StageNetwork | None,
     ) -> None:
         """The ingest and maintenance jobs, in the stage's network when it has one."""
-        settings = stage.settings
+        settings = self.settings
         self.glue_dependencies.bucket.grant_read(self.glue_role, self.glue_dependencies.s3_object_key)
         library = glue.Code.from_bucket(self.library.bucket, self.library.s3_object_key)
         self.ingest_job = lakeloader_glue_job(
             self,
             "IngestJob",
-            stage=stage,
+            names=settings.names,
+            runtime=settings.runtime,
+            spark_ui=settings.spark_ui,
             role=self.glue_role,
             name="ingest",
             description="lakeloader: merge a table's pending raw objects into its Iceberg table",
@@ -290,18 +326,20 @@ class Processing(Construct):
             arguments={
                 **arguments,
                 # how many of a run's tables (the trigger groups batching.tables_per_run) drain at once
-                contract.glue_arg(contract.ARG_PARALLEL_TABLES): str(settings.batching.parallel_tables),
+                contract.glue_arg(contract.ARG_PARALLEL_TABLES): str(settings.parallel_tables),
                 contract.glue_arg(contract.ARG_MAX_ATTEMPTS): str(settings.max_attempts),
             },
             library=library,
             storage=storage,
             catalog=catalog,
-            job_run_queuing=settings.batching.job_run_queuing,
+            job_run_queuing=settings.job_run_queuing,
         )
         self.maintain_job = lakeloader_glue_job(
             self,
             "MaintainJob",
-            stage=stage,
+            names=settings.names,
+            runtime=settings.runtime,
+            spark_ui=settings.spark_ui,
             role=self.glue_role,
             name="maintain",
             description="lakeloader: Iceberg maintenance (compaction, snapshot expiry, orphan files)",
@@ -324,7 +362,6 @@ class Processing(Construct):
     def _emr_application(
         self,
         *,
-        stage: Stage,
         storage: LakeStorage,
         catalog: Catalog,
         iceberg_conf: dict[str, str],
@@ -332,17 +369,19 @@ class Processing(Construct):
         network: StageNetwork | None,
     ) -> EmrServerless:
         """The EMR Serverless application (its job role is made with the Glue one)."""
-        settings = stage.settings
+        settings = self.settings
         emr_arguments = {
             **required,
-            contract.ARG_PARALLEL_TABLES: str(settings.batching.parallel_tables),
+            contract.ARG_PARALLEL_TABLES: str(settings.parallel_tables),
             contract.ARG_MAX_ATTEMPTS: str(settings.max_attempts),
         }
         if catalog.database_prefix:
             emr_arguments[contract.ARG_DATABASE_PREFIX] = catalog.database_prefix
         return EmrServerless(
             self,
-            stage=stage,
+            names=settings.names,
+            runtime=settings.runtime,
+            emr=settings.emr,
             storage=storage,
             role=self.emr_role,
             library=self.library,
@@ -353,14 +392,15 @@ class Processing(Construct):
 
     def _acknowledge_wildcards(
         self,
-        stage: Stage,
         storage: LakeStorage,
         catalog: Catalog,
         raw_prefixes: list[str],
         table_bucket: TableBucket | None,
     ) -> None:
         """cdk-nag's IAM5 findings of both job roles, each a wildcard the jobs' work needs."""
-        lake_findings = lake_access_findings(stage, storage, catalog, raw_prefixes)
+        lake_findings = lake_access_findings(
+            storage, catalog, raw_prefixes, lake_formation=self.settings.lake_formation
+        )
         if table_bucket is not None:
             lake_findings.append(f"Resource::{arn_ref(table_bucket.bucket, 'TableBucketARN')}/table/*")
         acknowledge_wildcards(

@@ -42,7 +42,8 @@ from constructs import Construct, IConstruct
 from infra.catalog import glue_arns
 from infra.functions import PythonFunction, lambda_source
 from infra.nag import acknowledge_wildcards
-from infra.settings import SettingsError, Stage
+from infra.settings import SettingsError
+from infra.settings_names import Retention, StageNames
 from lakeloader import contract, reader_grants
 from lakeloader.reader_grants import TableGrant
 
@@ -68,7 +69,8 @@ class ReaderGrants(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
+        retention: Retention,
         key: kms.IKey,
         grants: list[TableGrant],
         databases: dict[str, IConstruct],
@@ -80,14 +82,15 @@ class ReaderGrants(Construct):
         encoded = reader_grants.encode(grants)
         if len(encoded) > GRANTS_ENV_LIMIT:
             raise SettingsError(
-                f"cdk.json context lakeloader:stages.{stage.name}.readers: {len(grants)} grants on tables by "
-                f"name take {len(encoded)} characters, more than the {GRANTS_ENV_LIMIT} the reader-grants "
+                f"cdk.json context lakeloader:stages.{names.stage}.readers: {len(grants)} grants on tables "
+                f"by name take {len(encoded)} characters, more than the {GRANTS_ENV_LIMIT} the reader-grants "
                 "Lambda's environment holds; give readers whole databases (`<database>.*`, one grant each)"
             )
         self.function = PythonFunction(
             self,
             "Function",
-            stage=stage,
+            names=names,
+            retention=retention,
             name=reader_grants.FUNCTION_NAME,
             description="Applies readers' Lake Formation grants on tables by name once each table exists",
             source_dir=lambda_source("reader_grants"),
@@ -99,6 +102,21 @@ class ReaderGrants(Construct):
             },
             timeout=Duration.minutes(2),
         )
+        self._grant_function(databases, federated_arns)
+        self._grantor_permissions(databases)
+        self._rules(names, databases)
+        self.apply = CustomResource(
+            self,
+            "Apply",
+            service_token=self.function.function.function_arn,
+            resource_type="Custom::LakeloaderReaderGrants",
+            properties={reader_grants.PROPERTY_GRANTS: encoded},
+            service_timeout=Duration.minutes(5),
+        )
+        self.apply.node.add_dependency(self.function.role, *self.grantor_permissions)
+
+    def _grant_function(self, databases: dict[str, IConstruct], federated_arns: list[str]) -> None:
+        """The function grants and revokes in Lake Formation and reads the readers' tables' entries."""
         role = self.function.role
         role.add_to_policy(
             iam.PolicyStatement(
@@ -135,6 +153,10 @@ class ReaderGrants(Construct):
                 "readers' databases' tables, whose names come with the tables."
             ),
         )
+
+    def _grantor_permissions(self, databases: dict[str, IConstruct]) -> None:
+        """The function may grant what it grants (SELECT, DESCRIBE) on the databases' tables."""
+        role = self.function.role
         principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
             data_lake_principal_identifier=role.role_arn
         )
@@ -153,12 +175,15 @@ class ReaderGrants(Construct):
             )
             permission.node.add_dependency(database)
             self.grantor_permissions.append(permission)
+
+    def _rules(self, names: StageNames, databases: dict[str, IConstruct]) -> None:
+        """A table created in a readers' database invokes the function; so does an hourly sweep."""
         function = self.function.function
         if databases:
             events.Rule(
                 self,
                 "TableCreated",
-                description=f"{stage.prefix}: a table of a readers' database is created: grant its readers",
+                description=f"{names.prefix}: a table of a readers' database is created: grant its readers",
                 event_pattern=events.EventPattern(
                     source=[reader_grants.GLUE_SOURCE],
                     detail_type=[reader_grants.TABLE_CREATED_DETAIL_TYPE],
@@ -169,16 +194,7 @@ class ReaderGrants(Construct):
         events.Rule(
             self,
             "Hourly",
-            description=f"{stage.prefix}: grant readers the tables whose creation event was missed",
+            description=f"{names.prefix}: grant readers the tables whose creation event was missed",
             schedule=events.Schedule.rate(Duration.hours(1)),
             targets=[targets.LambdaFunction(function, retry_attempts=2)],
         )
-        self.apply = CustomResource(
-            self,
-            "Apply",
-            service_token=function.function_arn,
-            resource_type="Custom::LakeloaderReaderGrants",
-            properties={reader_grants.PROPERTY_GRANTS: encoded},
-            service_timeout=Duration.minutes(5),
-        )
-        self.apply.node.add_dependency(role, *self.grantor_permissions)

@@ -28,6 +28,7 @@ Tables integration with the Glue Data Catalog, and nothing on the table bucket o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
@@ -49,8 +50,9 @@ from infra.s3_tables_readers import (
     namespaces_of,
     reader_statements,
 )
-from infra.settings import SettingsError, Stage
+from infra.settings import SettingsError
 from infra.settings_access import ReaderSettings
+from infra.settings_names import Retention, StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
 from lakeloader.contract import TOMBSTONES_SUFFIX
@@ -93,11 +95,11 @@ TOMBSTONE_DENIED_ACTIONS = [
 ]
 
 
-def selected_tables(stage: Stage, lake: LakeConfig, index: int, reader: ReaderSettings) -> list[str]:
+def selected_tables(stage_name: str, lake: LakeConfig, index: int, reader: ReaderSettings) -> list[str]:
     """The config targets (`database.table`, sorted) the reader's `tables` patterns select; every pattern
     and every `exclude_columns` table must select one."""
     targets = sorted(f"{t.target.database}.{t.target.table}" for t in lake.tables)
-    where = f"cdk.json context lakeloader:stages.{stage.name}.readers[{index}]"
+    where = f"cdk.json context lakeloader:stages.{stage_name}.readers[{index}]"
     chosen: set[str] = set()
     for pattern in reader.tables:
         matched = [t for t in targets if fnmatchcase(t, pattern)]
@@ -137,6 +139,17 @@ def grant_units(
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReadersSettings:
+    """What Readers takes of the stage."""
+
+    names: StageNames
+    retention: Retention
+    readers: list[ReaderSettings]
+    lake_formation: bool  # grants in Lake Formation instead of S3 reads of the tables' folders
+    query_results_expiration_days: int
+
+
 class Readers(Construct):
     """The stage's readers: a policy, an Athena workgroup and (Lake Formation mode) grants each."""
 
@@ -145,17 +158,16 @@ class Readers(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        settings: ReadersSettings,
         lake: LakeConfig,
         storage: LakeStorage,
         catalog: Catalog,
         table_bucket: TableBucket | None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.settings = settings
         self.table_bucket = table_bucket
-        settings = stage.settings
         self.results = storage.lake_bucket(
-            stage,
             "QueryResults",
             "results",
             [
@@ -175,14 +187,15 @@ class Readers(Construct):
         # the table bucket's tables some reader has Lake Formation grants on: namespace -> names
         self.federated_tables: dict[str, set[str]] = {}
         for index, reader in enumerate(settings.readers):
-            tables = selected_tables(stage, lake, index, reader)
-            self._reader(stage, storage, catalog, lake, reader, tables)
+            tables = selected_tables(settings.names.stage, lake, index, reader)
+            self._reader(storage, catalog, lake, reader, tables)
         self.reader_grants: ReaderGrants | None = None
         if self.table_grants:
             self.reader_grants = ReaderGrants(
                 self,
                 "TableGrants",
-                stage=stage,
+                names=settings.names,
+                retention=settings.retention,
                 key=storage.key,
                 grants=self.table_grants,
                 databases=self.grant_databases,
@@ -199,7 +212,6 @@ class Readers(Construct):
 
     def _reader(
         self,
-        stage: Stage,
         storage: LakeStorage,
         catalog: Catalog,
         lake: LakeConfig,
@@ -207,20 +219,21 @@ class Readers(Construct):
         tables: list[str],
     ) -> None:
         name, query_name = reader.role_name, reader.query_name
+        stage_names, lake_formation = self.settings.names, self.settings.lake_formation
         stack = Stack.of(self)
         in_table_bucket = bucket_targets(lake)
         in_bucket = namespaces_of([t for t in tables if t in in_table_bucket])
         tables_in_glue = [t for t in tables if t not in in_table_bucket]
         units = grant_units(lake, tables_in_glue, reader.exclude_columns)
-        physical = [(stage.glue_database(d), t) for d, names in units.items() for t in names]
+        physical = [(stage_names.glue_database(d), t) for d, names in units.items() for t in names]
         databases = sorted({database for database, _ in physical})
         workgroup = athena.CfnWorkGroup(
             self,
             f"Workgroup-{name}",
-            name=stage.resource_name(f"reader-{query_name}"),
-            description=f"{stage.prefix}: queries of {reader.role_arn}",
+            name=stage_names.resource_name(f"reader-{query_name}"),
+            description=f"{stage_names.prefix}: queries of {reader.role_arn}",
             state="ENABLED",
-            recursive_delete_option=not stage.settings.retain,
+            recursive_delete_option=not self.settings.retention.retain,
             work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
                 enforce_work_group_configuration=True,
                 publish_cloud_watch_metrics_enabled=True,
@@ -236,7 +249,7 @@ class Readers(Construct):
             ),
         )
         workgroup.apply_removal_policy(
-            RemovalPolicy.RETAIN if stage.settings.retain else RemovalPolicy.DESTROY
+            RemovalPolicy.RETAIN if self.settings.retention.retain else RemovalPolicy.DESTROY
         )
         workgroup_arn = stack.format_arn(service="athena", resource="workgroup", resource_name=workgroup.name)
         statements = [
@@ -297,13 +310,13 @@ class Readers(Construct):
                 )
             )
         folders = [f"{WAREHOUSE_PREFIX}{d}.db/" + ("" if t == "*" else f"{t}/") for d, t in physical]
-        if stage.settings.lake_formation:
+        if lake_formation:
             statements.append(
                 iam.PolicyStatement(
                     sid="LakeFormationDataAccess", actions=["lakeformation:GetDataAccess"], resources=["*"]
                 )
             )
-            self._lake_formation_grants(stage, catalog, reader, units)
+            self._lake_formation_grants(catalog, reader, units)
         elif folders:
             statements += [
                 iam.PolicyStatement(
@@ -318,13 +331,13 @@ class Readers(Construct):
                     conditions={"StringLike": {"s3:prefix": [f"{f}*" for f in folders]}},
                 ),
             ]
-        bucket_statements, findings = self._bucket_tables(stage, reader, in_bucket)
+        bucket_statements, findings = self._bucket_tables(reader, in_bucket)
         statements += bucket_statements
         policy = iam.ManagedPolicy(
             self,
             f"Policy-{name}",
-            managed_policy_name=stage.resource_name(f"reader-{name}"),
-            description=f"{stage.prefix}: SELECT on {', '.join(tables)}",
+            managed_policy_name=stage_names.resource_name(f"reader-{name}"),
+            description=f"{stage_names.prefix}: SELECT on {', '.join(tables)}",
             statements=statements,
             roles=[iam.Role.from_role_arn(self, f"Role-{name}", reader.role_arn)],
         )
@@ -335,7 +348,7 @@ class Readers(Construct):
             for d, t in physical
             if t == "*"
         ]
-        if stage.settings.lake_formation:
+        if lake_formation:
             findings.append("Resource::*")
         else:
             findings += [f"Resource::{arn_ref(storage.curated)}/{f}*" for f in folders]
@@ -352,13 +365,13 @@ class Readers(Construct):
         )
 
     def _bucket_tables(
-        self, stage: Stage, reader: ReaderSettings, tables: dict[str, list[str]]
+        self, reader: ReaderSettings, tables: dict[str, list[str]]
     ) -> tuple[list[iam.PolicyStatement], list[str]]:
         """The reader's statements on the table bucket's `tables` (namespace -> names; none: nothing on
         the bucket) and the wildcard findings they raise; its Lake Formation grants go to the Lambda's."""
         if not tables or self.table_bucket is None:
             return [], []
-        lake_formation = stage.settings.lake_formation
+        lake_formation = self.settings.lake_formation
         statements = reader_statements(
             self, bucket=self.table_bucket, tables=tables, lake_formation=lake_formation
         )
@@ -372,7 +385,7 @@ class Readers(Construct):
         return statements, []
 
     def _lake_formation_grants(
-        self, stage: Stage, catalog: Catalog, reader: ReaderSettings, units: dict[str, list[str]]
+        self, catalog: Catalog, reader: ReaderSettings, units: dict[str, list[str]]
     ) -> None:
         """DESCRIBE on the databases; SELECT and DESCRIBE on the tables (every table of a whole database),
         without the excluded columns.
@@ -386,7 +399,7 @@ class Readers(Construct):
         )
         name = reader.role_name
         for database, tables in units.items():
-            physical = stage.glue_database(database)
+            physical = self.settings.names.glue_database(database)
             depends = [catalog.databases[database]]
             grant(
                 self,

@@ -19,7 +19,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3tables as s3tables
 from constructs import Construct
 
-from infra.settings import Stage
+from infra.settings_names import Retention, StageNames
+from infra.settings_s3_tables import S3TablesSettings
 from infra.storage import LakeStorage, removal_policy
 from lakeloader.config import LakeConfig
 
@@ -63,12 +64,19 @@ class TableBucket(Construct):
     """The table bucket, its namespaces and its policy (only built when a table uses S3 Tables)."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, stage: Stage, lake: LakeConfig, storage: LakeStorage
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        names: StageNames,
+        retention: Retention,
+        settings: S3TablesSettings,
+        lake: LakeConfig,
+        storage: LakeStorage,
     ) -> None:
         super().__init__(scope, construct_id)
-        settings = stage.settings.s3_tables
         key = storage.key
-        self.name = stage.resource_name("tables")
+        self.name = names.resource_name("tables")
         self.bucket = s3tables.CfnTableBucket(
             self,
             "TableBucket",
@@ -82,7 +90,7 @@ class TableBucket(Construct):
                 noncurrent_days=settings.noncurrent_days,
             ),
         )
-        self.bucket.apply_removal_policy(removal_policy(stage))
+        self.bucket.apply_removal_policy(removal_policy(retention))
         self.arn = self.bucket.attr_table_bucket_arn
         self.namespaces = {
             namespace: s3tables.CfnNamespace(

@@ -15,7 +15,7 @@ from constructs import Construct
 from infra.functions import PythonFunction, lambda_source
 from infra.nag import acknowledge_wildcards
 from infra.s3_tables import TableBucket
-from infra.settings import Stage
+from infra.settings_names import Retention, StageNames
 from lakeloader import contract, table_bucket_teardown
 
 FUNCTION_NAME = "table-bucket-teardown"
@@ -25,13 +25,21 @@ class TableBucketTeardown(Construct):
     """The teardown Lambda, its S3 Tables permissions and its custom resource."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, stage: Stage, bucket: TableBucket, key: kms.IKey
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        names: StageNames,
+        retention: Retention,
+        bucket: TableBucket,
+        key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = PythonFunction(
             self,
             "Function",
-            stage=stage,
+            names=names,
+            retention=retention,
             name=FUNCTION_NAME,
             description="Empties the stage's S3 Tables table bucket when the stack is deleted (dev stages)",
             source_dir=lambda_source("table_bucket_teardown"),

@@ -16,7 +16,8 @@ in one account.
 
 The stage's own blocks have modules of their own, all on `infra.settings_base.SettingsModel`:
 `settings_emr` (the EMR application and the releases a runtime accepts), `settings_access` (readers
-and writers), `settings_network`, `settings_encryption` and `settings_s3_tables`.
+and writers), `settings_network`, `settings_encryption` and `settings_s3_tables`. What the constructs
+take of a stage instead of this model (its names, its retention) is `settings_names`.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from infra.settings_access import ROLE_ARN, ReaderSettings, WriterSettings, check_readers, check_writers
-from infra.settings_base import SettingsModel
+from infra.settings_base import SettingsError, SettingsModel
 from infra.settings_emr import EmrSettings, emr_release_problem
 from infra.settings_encryption import EncryptionSettings
 from infra.settings_lineage import LINEAGE_DESCRIPTION, DataZoneLineage, LineageSetting
+from infra.settings_names import Retention, StageNames
 from infra.settings_network import NetworkSettings
 from infra.settings_s3_tables import S3TablesSettings
 from lakeloader import runtimes
@@ -41,17 +43,11 @@ from lakeloader.config.target import s3_tables_problems
 from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
 
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
-LONGEST_REGION = "ap-southeast-5"  # 14 characters, as long as any region name
-MAX_ROLE_NAME = 64
 
 
 # What AWS's default lineage capture sets, which a stage must not replace ("Lineage for Amazon EMR").
 AWS_LINEAGE_KEYS = ("spark.extraListeners",)
 TRANSPORT = "spark.openlineage.transport."
-
-
-class SettingsError(ValueError):
-    """The cdk.json context is invalid; the message names the key."""
 
 
 class GlueJobSettings(SettingsModel):
@@ -445,8 +441,19 @@ class Stage(SettingsModel):
     settings: StageSettings
 
     @property
+    def names(self) -> StageNames:
+        """How the stage names its resources: what most constructs take instead of this model."""
+        return StageNames(
+            project=self.project, stage=self.name, configured_database_prefix=self.settings.database_prefix
+        )
+
+    @property
+    def retention(self) -> Retention:
+        return Retention(retain=self.settings.retain, log_retention_days=self.settings.log_retention_days)
+
+    @property
     def prefix(self) -> str:
-        return f"{self.project}-{self.name}"
+        return self.names.prefix
 
     @property
     def runtime(self) -> runtimes.Runtime:
@@ -454,37 +461,21 @@ class Stage(SettingsModel):
         return self.settings.runtime_row
 
     def resource_name(self, what: str) -> str:
-        """``<project>-<stage>-<what>``: the name of a stage-scoped resource."""
-        return f"{self.prefix}-{what}"
+        return self.names.resource_name(what)
 
     def role_name(self, what: str) -> str:
-        """``<project>-<stage>-<what>-<region>``: IAM names are account-wide, so a stage deployed to
-        two regions of one account needs the region in its role names. Checked at synth (64 characters,
-        with the longest region name)."""
-        from aws_cdk import Aws
-
-        name = self.resource_name(what)
-        if len(f"{name}-{LONGEST_REGION}") > MAX_ROLE_NAME:
-            raise SettingsError(
-                f"role name {name}-<region> can exceed IAM's {MAX_ROLE_NAME} characters: shorten "
-                "lakeloader:project or the stage name"
-            )
-        return f"{name}-{Aws.REGION}"
+        return self.names.role_name(what)
 
     @property
     def glue_prefix(self) -> str:
-        """The same prefix in the form Glue database names accept (lower case, underscores)."""
-        return self.prefix.replace("-", "_")
+        return self.names.glue_prefix
 
     @property
     def database_prefix(self) -> str:
-        """What the stage puts before a config database name to get its Glue database name."""
-        configured = self.settings.database_prefix
-        return f"{self.glue_prefix}_" if configured is None else configured
+        return self.names.database_prefix
 
     def glue_database(self, database: str) -> str:
-        """The Glue database of the config's `database` in this stage (local runs use the bare name)."""
-        return f"{self.database_prefix}{database}"
+        return self.names.glue_database(database)
 
 
 def _as_bool(value: Any, key: str) -> bool:

@@ -13,3 +13,7 @@ class SettingsModel(BaseModel):
     """A part of a stage's settings in cdk.json: a key it does not know fails synth."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SettingsError(ValueError):
+    """The cdk.json context is invalid; the message names the key."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from constructs import Construct
 
-from infra.catalog import Catalog, raw_folders
+from infra.catalog import Catalog, CatalogSettings, raw_folders
 from infra.config_store import ConfigStore
 from infra.emr import check_emr_tables
 from infra.erasure import ErasurePolicy
@@ -16,13 +16,13 @@ from infra.lake_formation import LakeFormationAccess
 from infra.monitoring import AlarmTopic, Monitoring
 from infra.network import StageNetwork
 from infra.orchestration import MaintenanceWorkflow
-from infra.processing import Processing
-from infra.readers import Readers
+from infra.processing import Processing, ProcessingSettings
+from infra.readers import Readers, ReadersSettings
 from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.s3_tables_teardown import TableBucketTeardown
 from infra.settings import Stage, check_flex_tables, check_format_versions
-from infra.storage import LakeStorage
-from infra.triggers import Triggers
+from infra.storage import LakeStorage, StorageSettings
+from infra.triggers import Triggers, TriggerSettings
 from infra.verify_access import VerifyAccess
 from infra.writers import Writers
 from lakeloader.canary import with_canaries
@@ -59,40 +59,12 @@ class LakeloaderStack(Stack):
         for key, value in (("project", stage.project), ("stage", stage.name)):
             Tags.of(self).add(key, value, exclude_resource_types=untagged)
 
-        self.storage = LakeStorage(self, "Storage", stage=stage)
-        self.network = None
-        if stage.settings.network is not None:
-            self.network = StageNetwork(
-                self,
-                "Network",
-                stage=stage,
-                network=stage.settings.network,
-                key=self.storage.key,
-                has_table_bucket=bool(s3_tables_namespaces(lake)),
-            )
-        self.table_bucket = None  # target.storage: s3_tables
-        if s3_tables_namespaces(lake):
-            self.table_bucket = TableBucket(self, "S3Tables", stage=stage, lake=lake, storage=self.storage)
-            if not stage.settings.retain:  # a dev stage's bucket goes with the stack: empty it first
-                TableBucketTeardown(
-                    self, "S3TablesTeardown", stage=stage, bucket=self.table_bucket, key=self.storage.key
-                )
-        self.config_store = ConfigStore(
-            self, "ConfigStore", stage=stage, lake=lake, key=self.storage.key, network=self.network
-        )
-        self.catalog = Catalog(self, "Catalog", stage=stage, lake=lake, storage=self.storage)
-        self.erasure = ErasurePolicy(
-            self,
-            "Erasure",
-            stage=stage,
-            storage=self.storage,
-            catalog=self.catalog,
-            table_bucket=self.table_bucket,
-        )
+        self._storage(lake)
+        self._config_and_catalog(lake)
         self.processing = Processing(
             self,
             "Processing",
-            stage=stage,
+            settings=processing_settings(stage),
             storage=self.storage,
             store=self.config_store,
             catalog=self.catalog,
@@ -100,38 +72,124 @@ class LakeloaderStack(Stack):
             network=self.network,
             table_bucket=self.table_bucket,
         )
-        check_emr_tables(stage, users, self.processing.emr.lakeloader_conf)  # the EMR canary runs only
+        emr_conf = self.processing.emr.lakeloader_conf
+        check_emr_tables(stage.names, stage.settings.emr, users, emr_conf)  # the EMR canary runs only
         check_flex_tables(stage, users)  # where a table of the stage does (lakeloader.verify)
         check_format_versions(stage, users)
+        self._access(lake)
+        self._operations(lake)
+        self._verify_access()
+        # Last: every construct that brings a CDK-provided Lambda exists by now.
+        self.cdk_function_logs = own_cdk_function_logs(
+            self, names=stage.names, retention=stage.retention, key=self.storage.key
+        )
+        self._outputs(config_path)
+
+    # --- the steps of __init__: each construct gets its own few settings of the stage -----------
+
+    def _storage(self, lake: LakeConfig) -> None:
+        """The key and buckets, the network if the stage has one, the table bucket if a table needs it."""
+        stage, settings = self.stage, self.stage.settings
+        self.storage = LakeStorage(self, "Storage", settings=storage_settings(stage))
+        self.network = None
+        if settings.network is not None:
+            self.network = StageNetwork(
+                self,
+                "Network",
+                names=stage.names,
+                retention=stage.retention,
+                network=settings.network,
+                lake_formation=settings.lake_formation,
+                key=self.storage.key,
+                has_table_bucket=bool(s3_tables_namespaces(lake)),
+            )
+        self.table_bucket = None  # target.storage: s3_tables
+        if s3_tables_namespaces(lake):
+            self.table_bucket = TableBucket(
+                self,
+                "S3Tables",
+                names=stage.names,
+                retention=stage.retention,
+                settings=settings.s3_tables,
+                lake=lake,
+                storage=self.storage,
+            )
+            if not settings.retain:  # a dev stage's bucket goes with the stack: empty it first
+                TableBucketTeardown(
+                    self,
+                    "S3TablesTeardown",
+                    names=stage.names,
+                    retention=stage.retention,
+                    bucket=self.table_bucket,
+                    key=self.storage.key,
+                )
+
+    def _config_and_catalog(self, lake: LakeConfig) -> None:
+        """The config store, the Glue catalog and the erasure policy over both stores of tables."""
+        stage = self.stage
+        self.config_store = ConfigStore(
+            self,
+            "ConfigStore",
+            names=stage.names,
+            retention=stage.retention,
+            lake=lake,
+            key=self.storage.key,
+            network=self.network,
+        )
+        self.catalog = Catalog(
+            self, "Catalog", settings=catalog_settings(stage), lake=lake, storage=self.storage
+        )
+        self.erasure = ErasurePolicy(
+            self,
+            "Erasure",
+            names=stage.names,
+            storage=self.storage,
+            catalog=self.catalog,
+            table_bucket=self.table_bucket,
+        )
+
+    def _access(self, lake: LakeConfig) -> None:
+        """Lake Formation mode's grants, the readers and the writers, each where the stage asks for it."""
+        stage, settings = self.stage, self.stage.settings
         self.lake_formation = None
-        if stage.settings.lake_formation:
+        if settings.lake_formation:
             self.lake_formation = LakeFormationAccess(
                 self,
                 "LakeFormation",
-                stage=stage,
+                names=stage.names,
                 storage=self.storage,
                 catalog=self.catalog,
                 job_roles=[self.processing.glue_role, self.processing.emr_role],
             )
         self.readers = None
-        if stage.settings.readers:
+        if settings.readers:
             self.readers = Readers(
                 self,
                 "Readers",
-                stage=stage,
+                settings=readers_settings(stage),
                 lake=lake,
                 storage=self.storage,
                 catalog=self.catalog,
                 table_bucket=self.table_bucket,
             )
         self.writers = None
-        if stage.settings.writers:
-            self.writers = Writers(self, "Writers", stage=stage, storage=self.storage)
-        self.alarm_topic = AlarmTopic(self, "AlarmTopic", stage=stage, storage=self.storage)
+        if settings.writers:
+            self.writers = Writers(
+                self, "Writers", names=stage.names, writers=settings.writers, storage=self.storage
+            )
+
+    def _operations(self, lake: LakeConfig) -> None:
+        """The alarm topic, the maintenance workflow, the triggers and the alarms and dashboard."""
+        stage, settings = self.stage, self.stage.settings
+        self.alarm_topic = AlarmTopic(
+            self, "AlarmTopic", names=stage.names, alarm_email=settings.alarm_email, storage=self.storage
+        )
         self.maintenance = MaintenanceWorkflow(
             self,
             "Maintenance",
-            stage=stage,
+            names=stage.names,
+            retention=stage.retention,
+            maintain_timeout_minutes=settings.maintain.timeout_minutes,
             maintain_job=self.processing.maintain_job,
             topic=self.alarm_topic.topic,
             key=self.storage.key,
@@ -139,7 +197,7 @@ class LakeloaderStack(Stack):
         self.triggers = Triggers(
             self,
             "Triggers",
-            stage=stage,
+            settings=trigger_settings(stage),
             lake=lake,
             storage=self.storage,
             store=self.config_store,
@@ -150,7 +208,8 @@ class LakeloaderStack(Stack):
         self.monitoring = Monitoring(
             self,
             "Monitoring",
-            stage=stage,
+            names=stage.names,
+            max_attempts=settings.max_attempts,
             topic=self.alarm_topic.topic,
             arrival=self.triggers.function,
             dead_letter_queue=self.triggers.dead_letter_queue,
@@ -162,10 +221,15 @@ class LakeloaderStack(Stack):
             if self.readers is not None and self.readers.reader_grants is not None
             else None,
         )
+
+    def _verify_access(self) -> None:
+        stage, settings = self.stage, self.stage.settings
         self.verify_access = VerifyAccess(
             self,
             "VerifyAccess",
-            stage=stage,
+            names=stage.names,
+            lake_formation=settings.lake_formation,
+            verify_role_arn=settings.verify_role_arn,
             storage=self.storage,
             store=self.config_store,
             catalog=self.catalog,
@@ -175,9 +239,6 @@ class LakeloaderStack(Stack):
             topic_arn=self.alarm_topic.topic.topic_arn,
             readers=self.readers,
         )
-        # Last: every construct that brings a CDK-provided Lambda exists by now.
-        self.cdk_function_logs = own_cdk_function_logs(self, stage=stage, key=self.storage.key)
-        self._outputs(config_path)
 
     def _outputs(self, config_path: Path) -> None:
         storage, store, processing = self.storage, self.config_store, self.processing
@@ -250,3 +311,70 @@ class LakeloaderStack(Stack):
             )
         for output_id, (value, description) in outputs.items():
             CfnOutput(self, output_id, value=value, description=description)
+
+
+# --- what each construct takes of the stage: the one place the whole settings model is read ------
+
+
+def storage_settings(stage: Stage) -> StorageSettings:
+    settings = stage.settings
+    return StorageSettings(
+        names=stage.names,
+        retention=stage.retention,
+        key_arn=settings.encryption.key_arn,
+        raw_transition=settings.raw_transition,
+        noncurrent_version_expiration_days=settings.noncurrent_version_expiration_days,
+        quarantine_expiration_days=settings.quarantine_expiration_days,
+        access_log_expiration_days=settings.access_log_expiration_days,
+        temp_expiration_days=settings.temp_expiration_days,
+    )
+
+
+def catalog_settings(stage: Stage) -> CatalogSettings:
+    return CatalogSettings(
+        names=stage.names,
+        retention=stage.retention,
+        lake_formation=stage.settings.lake_formation,
+        crawlers=stage.settings.crawlers,
+    )
+
+
+def readers_settings(stage: Stage) -> ReadersSettings:
+    settings = stage.settings
+    return ReadersSettings(
+        names=stage.names,
+        retention=stage.retention,
+        readers=settings.readers,
+        lake_formation=settings.lake_formation,
+        query_results_expiration_days=settings.query_results_expiration_days,
+    )
+
+
+def trigger_settings(stage: Stage) -> TriggerSettings:
+    settings = stage.settings
+    return TriggerSettings(
+        names=stage.names,
+        retention=stage.retention,
+        arrival_lambda=settings.arrival_lambda,
+        tables_per_run=settings.batching.tables_per_run,
+        raw_event_prefixes=settings.raw_event_prefixes,
+        sweep_schedule=settings.sweep_schedule,
+        maintenance_schedule=settings.maintenance_schedule,
+    )
+
+
+def processing_settings(stage: Stage) -> ProcessingSettings:
+    settings = stage.settings
+    return ProcessingSettings(
+        names=stage.names,
+        runtime=stage.runtime,
+        ingest=settings.ingest,
+        maintain=settings.maintain,
+        spark_ui=settings.spark_ui,
+        emr=settings.emr,
+        lake_formation=settings.lake_formation,
+        lineage=settings.lineage,
+        parallel_tables=settings.batching.parallel_tables,
+        job_run_queuing=settings.batching.job_run_queuing,
+        max_attempts=settings.max_attempts,
+    )

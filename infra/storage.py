@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
@@ -13,7 +14,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.nag import acknowledge_check
-from infra.settings import LONGEST_REGION, SettingsError, Stage
+from infra.settings import RawTransition, SettingsError
+from infra.settings_names import LONGEST_REGION, Retention, StageNames
 from lakeloader.contract import EMR_LOGS_PREFIX
 
 WAREHOUSE_PREFIX = "warehouse/"
@@ -77,27 +79,41 @@ def bucket_name_problem(name: str) -> str | None:
     return None
 
 
-def removal_policy(stage: Stage) -> RemovalPolicy:
+def removal_policy(retention: Retention) -> RemovalPolicy:
     """dev: resources go with the stack; prod: they outlive it."""
-    return RemovalPolicy.RETAIN if stage.settings.retain else RemovalPolicy.DESTROY
+    return RemovalPolicy.RETAIN if retention.retain else RemovalPolicy.DESTROY
 
 
-def log_retention(stage: Stage) -> logs.RetentionDays:
-    return _RETENTION[stage.settings.log_retention_days]
+def log_retention(retention: Retention) -> logs.RetentionDays:
+    return _RETENTION[retention.log_retention_days]
 
 
 def stage_log_group(
-    scope: Construct, construct_id: str, *, stage: Stage, name: str, key: kms.IKey
+    scope: Construct, construct_id: str, *, retention: Retention, name: str, key: kms.IKey
 ) -> logs.LogGroup:
     """A log group encrypted with the stage's key, with the stage's retention."""
     return logs.LogGroup(
         scope,
         construct_id,
         log_group_name=name,
-        retention=log_retention(stage),
+        retention=log_retention(retention),
         encryption_key=key,
-        removal_policy=removal_policy(stage),
+        removal_policy=removal_policy(retention),
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageSettings:
+    """What LakeStorage takes of the stage: its names, retention, key and the buckets' lifecycles."""
+
+    names: StageNames
+    retention: Retention
+    key_arn: str | None  # encryption.key_arn: a key of yours instead of the stage's own
+    raw_transition: RawTransition
+    noncurrent_version_expiration_days: int
+    quarantine_expiration_days: int
+    access_log_expiration_days: int
+    temp_expiration_days: int
 
 
 class LakeStorage(Construct):
@@ -109,27 +125,33 @@ class LakeStorage(Construct):
     destroy everything with the stack; prod retains buckets and key.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: StorageSettings) -> None:
         super().__init__(scope, construct_id)
-        settings = stage.settings
-        removal = removal_policy(stage)
-        auto_delete = not settings.retain
-
+        self.settings = settings
         self.key_policy_statements: list[iam.PolicyStatement] = []
-        if settings.encryption.key_arn:
-            self.key: kms.IKey = kms.Key.from_key_arn(self, "Key", settings.encryption.key_arn)
-        else:
-            self.key = kms.Key(
-                self,
-                "Key",
-                alias=f"alias/{stage.prefix}",
-                description=f"{stage.prefix}: encrypts the lake's buckets, tables, queues, topics and logs",
-                enable_key_rotation=True,
-                pending_window=Duration.days(30 if settings.retain else 7),
-                removal_policy=removal,
-            )
-        # CloudWatch Logs encrypts the stage's log groups (Lambda, Step Functions, Glue
-        # security configuration) with the key; scoped by the log-group encryption context.
+        self.key = self._key()
+        self._allow_logs_on_key()
+        self.access_logs = self._access_logs_bucket()
+        self._lake_buckets()
+
+    def _key(self) -> kms.IKey:
+        """The stage's customer-managed key, or the one encryption.key_arn names."""
+        settings, prefix = self.settings, self.settings.names.prefix
+        if settings.key_arn:
+            return kms.Key.from_key_arn(self, "Key", settings.key_arn)
+        return kms.Key(
+            self,
+            "Key",
+            alias=f"alias/{prefix}",
+            description=f"{prefix}: encrypts the lake's buckets, tables, queues, topics and logs",
+            enable_key_rotation=True,
+            pending_window=Duration.days(30 if settings.retention.retain else 7),
+            removal_policy=removal_policy(settings.retention),
+        )
+
+    def _allow_logs_on_key(self) -> None:
+        """CloudWatch Logs encrypts the stage's log groups (Lambda, Step Functions, Glue security
+        configuration) with the key; scoped by the log-group encryption context."""
         self.allow_on_key(
             iam.PolicyStatement(
                 sid="AllowCloudWatchLogsOfThisAccount",
@@ -152,10 +174,11 @@ class LakeStorage(Construct):
             )
         )
 
-        self.access_logs = s3.Bucket(
+    def _access_logs_bucket(self) -> s3.Bucket:
+        access_logs = s3.Bucket(
             self,
             "AccessLogs",
-            bucket_name=self._bucket_name(stage, "access-logs"),
+            bucket_name=self._bucket_name("access-logs"),
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
@@ -165,28 +188,30 @@ class LakeStorage(Construct):
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-access-logs",
-                    expiration=Duration.days(settings.access_log_expiration_days),
+                    expiration=Duration.days(self.settings.access_log_expiration_days),
                     noncurrent_version_expiration=Duration.days(1),
                     abort_incomplete_multipart_upload_after=Duration.days(1),
                 )
             ],
-            removal_policy=removal,
-            auto_delete_objects=auto_delete,
+            removal_policy=removal_policy(self.settings.retention),
+            auto_delete_objects=not self.settings.retention.retain,
         )
-
         acknowledge_check(
-            self.access_logs,
+            access_logs,
             "CKV_AWS_18",
             reason=(
                 "The access-log bucket receives the other buckets' server access logs: logging it to itself "
                 "would loop, and to another bucket would only move the question."
             ),
         )
+        return access_logs
 
+    def _lake_buckets(self) -> None:
+        """Raw, curated, quarantine and assets, each with its lifecycle."""
+        settings = self.settings
         noncurrent = Duration.days(settings.noncurrent_version_expiration_days)
         transition = settings.raw_transition
         self.raw = self.lake_bucket(
-            stage,
             "Raw",
             "raw",
             [
@@ -207,7 +232,6 @@ class LakeStorage(Construct):
             ],
         )
         self.curated = self.lake_bucket(
-            stage,
             "Curated",
             "curated",
             [
@@ -219,7 +243,6 @@ class LakeStorage(Construct):
             ],
         )
         self.quarantine = self.lake_bucket(
-            stage,
             "Quarantine",
             "quarantine",
             [
@@ -232,7 +255,6 @@ class LakeStorage(Construct):
             ],
         )
         self.assets = self.lake_bucket(
-            stage,
             "Assets",
             "assets",
             [
@@ -250,12 +272,12 @@ class LakeStorage(Construct):
                 s3.LifecycleRule(
                     id="expire-emr-logs",
                     prefix=EMR_LOGS_PREFIX,
-                    expiration=Duration.days(settings.log_retention_days),
+                    expiration=Duration.days(settings.retention.log_retention_days),
                 ),
                 s3.LifecycleRule(
                     id="expire-spark-ui-logs",
                     prefix=SPARK_UI_PREFIX,
-                    expiration=Duration.days(settings.log_retention_days),
+                    expiration=Duration.days(settings.retention.log_retention_days),
                 ),
             ],
         )
@@ -287,26 +309,25 @@ class LakeStorage(Construct):
         """`warehouse` of the jobs on AWS: the Iceberg warehouse in the curated bucket."""
         return f"s3://{self.curated.bucket_name}/{WAREHOUSE_PREFIX}"
 
-    @staticmethod
-    def _bucket_name(stage: Stage, what: str) -> str:
+    def _bucket_name(self, what: str) -> str:
         """Bucket names are global: stage-scoped and suffixed with account and region.
 
         Checked here, with the longest account id and region the tokens can become, so a name
         S3 would refuse fails `cdk synth` instead of the deploy.
         """
-        worst_case = f"{stage.resource_name(what)}-{WORST_CASE_ACCOUNT}-{WORST_CASE_REGION}"
+        names = self.settings.names
+        worst_case = f"{names.resource_name(what)}-{WORST_CASE_ACCOUNT}-{WORST_CASE_REGION}"
         problem = bucket_name_problem(worst_case)
         if problem:
             raise SettingsError(
-                f"bucket name {stage.resource_name(what)}-<account>-<region> (up to {len(worst_case)} "
+                f"bucket name {names.resource_name(what)}-<account>-<region> (up to {len(worst_case)} "
                 f"characters) is not a valid S3 name: {problem}; shorten context lakeloader:project "
-                f"({stage.project!r}) or the stage name ({stage.name!r})"
+                f"({names.project!r}) or the stage name ({names.stage!r})"
             )
-        return f"{stage.resource_name(what)}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
+        return f"{names.resource_name(what)}-{Aws.ACCOUNT_ID}-{Aws.REGION}"
 
     def lake_bucket(
         self,
-        stage: Stage,
         construct_id: str,
         what: str,
         lifecycle_rules: list[s3.LifecycleRule],
@@ -318,7 +339,7 @@ class LakeStorage(Construct):
         return s3.Bucket(
             scope or self,
             construct_id,
-            bucket_name=self._bucket_name(stage, what),
+            bucket_name=self._bucket_name(what),
             encryption=s3.BucketEncryption.KMS,
             encryption_key=self.key,
             bucket_key_enabled=True,
@@ -330,6 +351,6 @@ class LakeStorage(Construct):
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix=f"{what}/",
             lifecycle_rules=lifecycle_rules,
-            removal_policy=removal_policy(stage),
-            auto_delete_objects=not stage.settings.retain,
+            removal_policy=removal_policy(self.settings.retention),
+            auto_delete_objects=not self.settings.retention.retain,
         )

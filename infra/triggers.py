@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
@@ -30,7 +31,8 @@ from infra.functions import PythonFunction, lambda_source
 from infra.nag import acknowledge
 from infra.network import StageNetwork
 from infra.processing import Processing
-from infra.settings import SettingsError, Stage
+from infra.settings import ArrivalLambdaSettings, SettingsError
+from infra.settings_names import Retention, StageNames
 from infra.storage import LakeStorage
 from lakeloader import contract
 from lakeloader.canary import CANARY_PREFIX
@@ -39,10 +41,23 @@ from lakeloader.config import LakeConfig
 BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
 
-def event_prefixes(stage: Stage, lake: LakeConfig) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class TriggerSettings:
+    """What Triggers takes of the stage: the Lambda's settings, its event prefixes and the schedules."""
+
+    names: StageNames
+    retention: Retention
+    arrival_lambda: ArrivalLambdaSettings
+    tables_per_run: int  # batching.tables_per_run: tables due together that one run drains
+    raw_event_prefixes: list[str]  # []: each source folder of the config
+    sweep_schedule: str | None  # None: "off"
+    maintenance_schedule: str | None
+
+
+def event_prefixes(settings: TriggerSettings, lake: LakeConfig) -> list[str]:
     """The key prefixes whose object-created events invoke the Lambda (no two overlapping); the
     canaries' always (lakeloader verify)."""
-    configured = stage.settings.raw_event_prefixes
+    configured = settings.raw_event_prefixes
     if not configured:
         wanted = [f"{source}/" for source in sources(lake)]
         wanted += [source_of(s.prefix) + "/" for s in lake.sources]  # sources: entries find tables there
@@ -60,7 +75,7 @@ def event_prefixes(stage: Stage, lake: LakeConfig) -> list[str]:
     uncovered += [f"source {s.id}" for s in lake.sources if not any(s.prefix.startswith(p) for p in kept)]
     if uncovered:
         raise SettingsError(
-            f"cdk.json context lakeloader:stages.{stage.name}.raw_event_prefixes: tables "
+            f"cdk.json context lakeloader:stages.{settings.names.stage}.raw_event_prefixes: tables "
             f"{', '.join(uncovered)} lie outside {kept}; their files would never trigger a run"
         )
     return sorted(kept)
@@ -70,7 +85,7 @@ _RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
 
-def check_batching_windows(stage: Stage, lake: LakeConfig) -> None:
+def check_batching_windows(settings: TriggerSettings, lake: LakeConfig) -> None:
     """Refuse batched tables whose pending objects no sweep would pick up in time.
 
     A batched table's runs are started by the sweep only: with the sweep off its objects would
@@ -79,8 +94,8 @@ def check_batching_windows(stage: Stage, lake: LakeConfig) -> None:
     batched = [t for t in lake.tables if t.enabled and t.trigger.min_interval_seconds > 0]
     if not batched:
         return
-    key = f"cdk.json context lakeloader:stages.{stage.name}.sweep_schedule"
-    schedule = stage.settings.sweep_schedule
+    key = f"cdk.json context lakeloader:stages.{settings.names.stage}.sweep_schedule"
+    schedule = settings.sweep_schedule
     if schedule is None:
         raise SettingsError(
             f"{key} is off, but table(s) {', '.join(t.id for t in batched)} set "
@@ -106,7 +121,7 @@ class Triggers(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        settings: TriggerSettings,
         lake: LakeConfig,
         storage: LakeStorage,
         store: ConfigStore,
@@ -115,25 +130,25 @@ class Triggers(Construct):
         network: StageNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        check_batching_windows(stage, lake)
-        self._arrival_function(stage, storage, store, processing, network)
-        self._notifications(stage, lake, storage)
-        self._schedules(stage, maintenance)
+        self.settings = settings
+        check_batching_windows(settings, lake)
+        self._arrival_function(storage, store, processing, network)
+        self._notifications(lake, storage)
+        self._schedules(maintenance)
 
     def _arrival_function(
         self,
-        stage: Stage,
         storage: LakeStorage,
         store: ConfigStore,
         processing: Processing,
         network: StageNetwork | None,
     ) -> None:
         """The Lambda, its dead-letter queue, and what its role may do: the owners' grants."""
-        settings = stage.settings.arrival_lambda
+        names, settings = self.settings.names, self.settings.arrival_lambda
         self.dead_letter_queue = sqs.Queue(
             self,
             "DeadLetterQueue",
-            queue_name=stage.resource_name("s3-arrival-dlq"),
+            queue_name=names.resource_name("s3-arrival-dlq"),
             encryption=sqs.QueueEncryption.KMS,
             encryption_master_key=storage.key,
             enforce_ssl=True,
@@ -142,7 +157,8 @@ class Triggers(Construct):
         self.arrival = PythonFunction(
             self,
             "Arrival",
-            stage=stage,
+            names=names,
+            retention=self.settings.retention,
             name="s3-arrival",
             description="Records raw objects in the ledger and starts their tables' Glue/EMR runs",
             source_dir=lambda_source("s3_arrival"),
@@ -157,7 +173,7 @@ class Triggers(Construct):
                 contract.ENV_POWERTOOLS_SERVICE_NAME: contract.ARRIVAL_SERVICE_NAME,
                 contract.ENV_POWERTOOLS_METRICS_NAMESPACE: contract.METRICS_NAMESPACE,
                 contract.ENV_LOG_LEVEL: settings.log_level,
-                contract.ENV_TABLES_PER_RUN: str(stage.settings.batching.tables_per_run),
+                contract.ENV_TABLES_PER_RUN: str(self.settings.tables_per_run),
             },
             timeout=Duration.seconds(settings.timeout_seconds),
             memory_mb=settings.memory_mb,
@@ -174,9 +190,9 @@ class Triggers(Construct):
         storage.grant_key_use(role)
         processing.grant_start_ingest(role)
 
-    def _notifications(self, stage: Stage, lake: LakeConfig, storage: LakeStorage) -> None:
+    def _notifications(self, lake: LakeConfig, storage: LakeStorage) -> None:
         """Object-created events under the event prefixes invoke the Lambda."""
-        self.event_prefixes = event_prefixes(stage, lake)
+        self.event_prefixes = event_prefixes(self.settings, lake)
         destination = s3n.LambdaDestination(self.function)
         for prefix in self.event_prefixes:
             filters = [s3.NotificationKeyFilter(prefix=prefix)] if prefix else []
@@ -194,16 +210,17 @@ class Triggers(Construct):
                 ),
             )
 
-    def _schedules(self, stage: Stage, maintenance: sfn.IStateMachine) -> None:
+    def _schedules(self, maintenance: sfn.IStateMachine) -> None:
         """The sweep (the Lambda) and the maintenance schedule (the state machine), each unless "off"."""
+        settings, names = self.settings, self.settings.names
         self.sweep_rule: events.Rule | None = None
-        if stage.settings.sweep_schedule:
+        if settings.sweep_schedule:
             self.sweep_rule = events.Rule(
                 self,
                 "SweepSchedule",
-                rule_name=stage.resource_name("s3-arrival-sweep"),
+                rule_name=names.resource_name("s3-arrival-sweep"),
                 description="Starts runs for tables whose raw objects stayed pending (lakeloader sweep)",
-                schedule=events.Schedule.expression(stage.settings.sweep_schedule),
+                schedule=events.Schedule.expression(settings.sweep_schedule),
                 targets=[
                     targets.LambdaFunction(
                         self.function,
@@ -214,13 +231,13 @@ class Triggers(Construct):
                 ],
             )
         self.maintenance_rule: events.Rule | None = None
-        if stage.settings.maintenance_schedule:
+        if settings.maintenance_schedule:
             self.maintenance_rule = events.Rule(
                 self,
                 "MaintenanceSchedule",
-                rule_name=stage.resource_name("maintenance-schedule"),
+                rule_name=names.resource_name("maintenance-schedule"),
                 description="Runs lakeloader's Iceberg maintenance for every enabled table",
-                schedule=events.Schedule.expression(stage.settings.maintenance_schedule),
+                schedule=events.Schedule.expression(settings.maintenance_schedule),
                 targets=[
                     targets.SfnStateMachine(
                         maintenance,

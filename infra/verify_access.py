@@ -21,7 +21,7 @@ from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lakeformation as lakeformation
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.catalog import Catalog, glue_arns
 from infra.config_store import ConfigStore
@@ -29,7 +29,7 @@ from infra.lake_formation import grant
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.processing import Processing
 from infra.readers import Readers
-from infra.settings import Stage
+from infra.settings_names import StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader import canary
 
@@ -45,7 +45,9 @@ class VerifyAccess(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        stage: Stage,
+        names: StageNames,
+        lake_formation: bool,
+        verify_role_arn: str | None,
         storage: LakeStorage,
         store: ConfigStore,
         catalog: Catalog,
@@ -56,13 +58,47 @@ class VerifyAccess(Construct):
         readers: Readers | None,
     ) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
-        raw, curated = storage.raw, storage.curated
-        canary_db = catalog.databases[canary.CANARY_DATABASE]
         database = f"{catalog.database_prefix}{canary.CANARY_DATABASE}"  # a string: the nag finding names it
         canary_files = f"{WAREHOUSE_PREFIX}{database}"
+        statements = self._statements(
+            storage, store, processing, database, canary_files, arrival, dead_letter_queue_arn, topic_arn
+        )
+        if readers is not None:
+            statements += self._reader_statements(readers)
+        if lake_formation:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="LakeFormationData", actions=["lakeformation:GetDataAccess"], resources=["*"]
+                )
+            )
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            managed_policy_name=names.resource_name("verify"),
+            description=f"{names.prefix}: what `lakeloader verify` needs (docs/deploy.md#verify)",
+            statements=statements,
+            roles=[iam.Role.from_role_arn(self, "Role", verify_role_arn)] if verify_role_arn else None,
+        )
+        self._acknowledge_wildcards(storage, database, canary_files, arrival, readers)
+        if lake_formation and verify_role_arn:
+            self._lake_formation_grants(verify_role_arn, database, catalog.databases[canary.CANARY_DATABASE])
+
+    def _statements(
+        self,
+        storage: LakeStorage,
+        store: ConfigStore,
+        processing: Processing,
+        database: str,
+        canary_files: str,
+        arrival: lambda_.Function,
+        dead_letter_queue_arn: str,
+        topic_arn: str,
+    ) -> list[iam.PolicyStatement]:
+        """The canary's files, ledger entries, runs, tables and logs; the stack, the DLQ and the topic."""
+        stack = Stack.of(self)
+        raw, curated = storage.raw, storage.curated
         arrival_log_group = f"/aws/lambda/{arrival.function_name}"
-        statements = [
+        return [
             iam.PolicyStatement(
                 sid="ReadStack",
                 actions=["cloudformation:DescribeStacks"],
@@ -149,50 +185,45 @@ class VerifyAccess(Construct):
             ),
             iam.PolicyStatement(sid="AlarmTopic", actions=["sns:Publish"], resources=[topic_arn]),
         ]
-        if readers is not None:
-            statements.append(
-                iam.PolicyStatement(
-                    sid="ReadersWorkgroups",
-                    actions=[
-                        "athena:StartQueryExecution",
-                        "athena:GetQueryExecution",
-                        "athena:GetQueryResults",
-                    ],
-                    resources=[
-                        stack.format_arn(service="athena", resource="workgroup", resource_name=wg.name)
-                        for wg in readers.workgroups.values()
-                    ],
-                )
-            )
-            statements.append(
-                iam.PolicyStatement(
-                    sid="ReadersResults",
-                    actions=["s3:GetObject", "s3:PutObject"],
-                    resources=[readers.results.arn_for_objects("*")],
-                )
-            )
-            statements.append(
-                iam.PolicyStatement(
-                    sid="ReadersResultsBucket",
-                    actions=["s3:GetBucketLocation", "s3:ListBucket"],
-                    resources=[readers.results.bucket_arn],
-                )
-            )
-        if stage.settings.lake_formation:
-            statements.append(
-                iam.PolicyStatement(
-                    sid="LakeFormationData", actions=["lakeformation:GetDataAccess"], resources=["*"]
-                )
-            )
-        role_arn = stage.settings.verify_role_arn
-        self.policy = iam.ManagedPolicy(
-            self,
-            "Policy",
-            managed_policy_name=stage.resource_name("verify"),
-            description=f"{stage.prefix}: what `lakeloader verify` needs (docs/deploy.md#verify)",
-            statements=statements,
-            roles=[iam.Role.from_role_arn(self, "Role", role_arn)] if role_arn else None,
-        )
+
+    def _reader_statements(self, readers: Readers) -> list[iam.PolicyStatement]:
+        """verify queries through the readers' workgroups (its Athena checks)."""
+        stack = Stack.of(self)
+        return [
+            iam.PolicyStatement(
+                sid="ReadersWorkgroups",
+                actions=[
+                    "athena:StartQueryExecution",
+                    "athena:GetQueryExecution",
+                    "athena:GetQueryResults",
+                ],
+                resources=[
+                    stack.format_arn(service="athena", resource="workgroup", resource_name=wg.name)
+                    for wg in readers.workgroups.values()
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="ReadersResults",
+                actions=["s3:GetObject", "s3:PutObject"],
+                resources=[readers.results.arn_for_objects("*")],
+            ),
+            iam.PolicyStatement(
+                sid="ReadersResultsBucket",
+                actions=["s3:GetBucketLocation", "s3:ListBucket"],
+                resources=[readers.results.bucket_arn],
+            ),
+        ]
+
+    def _acknowledge_wildcards(
+        self,
+        storage: LakeStorage,
+        database: str,
+        canary_files: str,
+        arrival: lambda_.Function,
+        readers: Readers | None,
+    ) -> None:
+        stack = Stack.of(self)
+        raw, curated = storage.raw, storage.curated
         acknowledge_wildcards(
             self.policy,
             [
@@ -212,20 +243,22 @@ class VerifyAccess(Construct):
                 "GetDataAccess has no resource-level permissions."
             ),
         )
-        if stage.settings.lake_formation and role_arn:
-            principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
-                data_lake_principal_identifier=role_arn
-            )
-            for grant_id, resource, permissions in (
-                (
-                    "CanaryDatabase",
-                    {"database": {"catalogId": Aws.ACCOUNT_ID, "name": database}},
-                    ["DESCRIBE"],
-                ),
-                (
-                    "CanaryTables",
-                    {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": database, "tableWildcard": {}}},
-                    CANARY_TABLE_PERMISSIONS,
-                ),
-            ):
-                grant(self, grant_id, principal, resource, permissions, depends=[canary_db])
+
+    def _lake_formation_grants(self, role_arn: str, database: str, canary_db: IConstruct) -> None:
+        """Lake Formation mode: the verify role may describe the canary database and drop its tables."""
+        principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+            data_lake_principal_identifier=role_arn
+        )
+        for grant_id, resource, permissions in (
+            (
+                "CanaryDatabase",
+                {"database": {"catalogId": Aws.ACCOUNT_ID, "name": database}},
+                ["DESCRIBE"],
+            ),
+            (
+                "CanaryTables",
+                {"table": {"catalogId": Aws.ACCOUNT_ID, "databaseName": database, "tableWildcard": {}}},
+                CANARY_TABLE_PERMISSIONS,
+            ),
+        ):
+            grant(self, grant_id, principal, resource, permissions, depends=[canary_db])

@@ -37,8 +37,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.nag import acknowledge_wildcards, arn_ref
-from infra.settings import Stage
 from infra.settings_access import WriterSettings
+from infra.settings_names import StageNames
 from infra.storage import LakeStorage
 
 WRITE_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging", "s3:DeleteObject"]
@@ -55,20 +55,28 @@ def listed_prefixes(prefixes: list[str]) -> list[str]:
 class Writers(Construct):
     """One managed policy per writer role: write under its raw prefixes, with the stage's key via S3."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, stage: Stage, storage: LakeStorage) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        names: StageNames,
+        writers: list[WriterSettings],
+        storage: LakeStorage,
+    ) -> None:
         super().__init__(scope, construct_id)
         self.policies: dict[str, iam.ManagedPolicy] = {}
-        for writer in stage.settings.writers:
-            self.policies[writer.role_name] = self._writer(stage, storage, writer)
+        for writer in writers:
+            self.policies[writer.role_name] = self._writer(names, storage, writer)
 
-    def _writer(self, stage: Stage, storage: LakeStorage, writer: WriterSettings) -> iam.ManagedPolicy:
+    def _writer(self, names: StageNames, storage: LakeStorage, writer: WriterSettings) -> iam.ManagedPolicy:
         name, raw = writer.role_name, storage.raw
         prefixes = sorted(writer.prefixes)
         policy = iam.ManagedPolicy(
             self,
             f"Policy-{name}",
-            managed_policy_name=stage.resource_name(f"writer-{name}"),
-            description=f"{stage.prefix}: land raw files under {', '.join(prefixes)}",
+            managed_policy_name=names.resource_name(f"writer-{name}"),
+            description=f"{names.prefix}: land raw files under {', '.join(prefixes)}",
             statements=self._statements(storage, writer, prefixes),
             roles=[iam.Role.from_role_arn(self, f"Role-{name}", writer.role_arn)],
         )

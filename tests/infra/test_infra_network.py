@@ -263,7 +263,16 @@ def network_alone(network: dict, *, env: Environment | None = None) -> Template:
     stack = Stack(App(), "Network", env=env)
     stage = resolve_stage({**cdk_json_context(), **with_settings("dev", network=network), "stage": "dev"})
     settings, key = stage.settings.network, kms.Key(stack, "Key")
-    StageNetwork(stack, "Network", stage=stage, network=settings, key=key, has_table_bucket=False)
+    StageNetwork(
+        stack,
+        "Network",
+        names=stage.names,
+        retention=stage.retention,
+        network=settings,
+        lake_formation=stage.settings.lake_formation,
+        key=key,
+        has_table_bucket=False,
+    )
     return Template.from_stack(stack)
 
 

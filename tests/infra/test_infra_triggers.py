@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from infra.settings import SettingsError, resolve_stage
+from infra.stack import trigger_settings
 from infra.triggers import check_batching_windows, event_prefixes
 from lakeloader.config import LakeConfig, parse_config
 from tests.infra.cdk_helpers import config_items, join, stage_settings
@@ -176,19 +177,23 @@ def stage_with(prefixes):
     return resolve_stage(context)
 
 
+def triggers_with(prefixes):
+    return trigger_settings(stage_with(prefixes))
+
+
 def test_event_prefixes_default_to_source_folders_and_the_canaries():
-    assert event_prefixes(stage_with([]), LAKE) == ["crm/", "hr/", "lakeloader-canary/"]
+    assert event_prefixes(triggers_with([]), LAKE) == ["crm/", "hr/", "lakeloader-canary/"]
 
 
 def test_event_prefixes_drop_nested_prefixes_s3_would_reject():
     wanted = ["crm/public/", "crm/", "hr/c/"]
-    assert event_prefixes(stage_with(wanted), LAKE) == ["crm/", "hr/c/", "lakeloader-canary/"]
-    assert event_prefixes(stage_with(["", "crm/"]), LAKE) == [""]
+    assert event_prefixes(triggers_with(wanted), LAKE) == ["crm/", "hr/c/", "lakeloader-canary/"]
+    assert event_prefixes(triggers_with(["", "crm/"]), LAKE) == [""]
 
 
 def test_event_prefixes_must_cover_every_table():
     with pytest.raises(SettingsError, match="tables c lie outside"):
-        event_prefixes(stage_with(["crm/"]), LAKE)
+        event_prefixes(triggers_with(["crm/"]), LAKE)
 
 
 ERP = {"id": "erp", "prefix": "erp/dms/", "cdc": "dms", "defaults": {"sequence_by": "last_update_time"}}
@@ -196,9 +201,9 @@ ERP = {"id": "erp", "prefix": "erp/dms/", "cdc": "dms", "defaults": {"sequence_b
 
 def test_event_prefixes_cover_the_sources_whose_tables_are_found_as_they_arrive():
     lake = LAKE.model_copy(update={"sources": parse_config({"sources": [ERP]}).sources})
-    assert event_prefixes(stage_with([]), lake) == ["crm/", "erp/", "hr/", "lakeloader-canary/"]
+    assert event_prefixes(triggers_with([]), lake) == ["crm/", "erp/", "hr/", "lakeloader-canary/"]
     with pytest.raises(SettingsError, match="tables source erp lie outside"):
-        event_prefixes(stage_with(["crm/", "hr/"]), lake)
+        event_prefixes(triggers_with(["crm/", "hr/"]), lake)
 
 
 def test_the_jobs_read_a_sources_folder():
@@ -288,7 +293,7 @@ def stage_with_sweep(schedule: str):
 
     context = cdk_json_context()
     context["lakeloader:stages"]["dev"]["sweep_schedule"] = schedule
-    return resolve_stage(context)
+    return trigger_settings(resolve_stage(context))
 
 
 def test_a_batched_table_needs_a_sweep_at_least_as_often_as_its_window():
