@@ -358,7 +358,7 @@ class Monitoring(Construct):
                 label="Reader grants not applied",
             ),
             f"A reader's Lake Formation grant is not applied (denied, or the grants Lambda lacks the grant "
-            f"option): lakeloader doctor --stage {self._stage.name} names each, with the command a data lake "
+            f"option): lakeloader doctor --stage {self._names.stage} names each, with the command a data lake "
             "administrator runs to apply it.",
         )
 
