@@ -158,6 +158,7 @@ def _open(
     progress: Progress,
     log_consumed: bool,
 ) -> _Batch:
+    """The batch's target as the batch finds it: read once, before any step writes to it."""
     name = s3_tables.target_name(spark, catalog, table)
     exists = table_exists(spark, name)
     state = iceberg.read_state(spark, name) if exists else iceberg.TableState()
@@ -199,6 +200,7 @@ def _consumed(batch: _Batch, files: list[InputFile], result: BatchResult) -> Bat
 
 
 def _log_consumed(batch: _Batch, files: list[InputFile]) -> None:
+    """Runs without a ledger keep the consumed files in the input log (commit.log_inputs)."""
     if batch.log_consumed:
         commit.log_inputs(batch.spark, batch.catalog, batch.table.id, files, batch.run_id)
 
