@@ -20,13 +20,13 @@ from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_match
 from lakeloader.ledger import (
     QUARANTINED,
     ActionOutcome,
-    Ledger,
     LedgerObject,
     ObjectRef,
     RunRecord,
     object_id_for,
     utc_now_iso,
 )
+from lakeloader.ledger.interfaces import ObjectIntake, ObjectReview, StatusLedger
 from lakeloader.progress import Progress, no_progress
 from lakeloader.reconciliation import from_run_counts
 
@@ -77,7 +77,7 @@ def _run_view(run: RunRecord | None) -> dict[str, Any] | None:
     }
 
 
-def table_status(ledger: Ledger, table: TableConfig, now: datetime | None = None) -> TableStatus:
+def table_status(ledger: StatusLedger, table: TableConfig, now: datetime | None = None) -> TableStatus:
     backlog = ledger.backlog(table.id)
     runs = ledger.list_runs(table.id, limit=20)
     committed = next((r for r in runs if r.snapshot_id), None)
@@ -102,7 +102,7 @@ def table_status(ledger: Ledger, table: TableConfig, now: datetime | None = None
     )
 
 
-def table_statuses(ledger: Ledger, tables: list[TableConfig]) -> list[TableStatus]:
+def table_statuses(ledger: StatusLedger, tables: list[TableConfig]) -> list[TableStatus]:
     """`table_status` of each table, in their order, several tables' queries in flight at once: a
     stage of 1,000 tables is 2,000 round trips, which one at a time would take minutes."""
     now = datetime.now(UTC)
@@ -168,7 +168,7 @@ def status_json(statuses: list[TableStatus]) -> str:
 
 
 def select_objects(
-    ledger: Ledger, table_id: str, *, keys: list[str] | None, statuses: tuple[str, ...]
+    ledger: ObjectReview, table_id: str, *, keys: list[str] | None, statuses: tuple[str, ...]
 ) -> list[LedgerObject]:
     """The table's objects an action names: by key (any status), else every object in `statuses`."""
     if keys:
@@ -178,7 +178,7 @@ def select_objects(
 
 
 def act(
-    ledger: Ledger,
+    ledger: ObjectReview,
     action: str,
     table_id: str,
     *,
@@ -285,7 +285,7 @@ def backfill(
             refs.append((table.id, ref))
     # found, not "to record": objects the trigger already recorded are only counted
     progress(f"backfill: {len(refs)} object(s) under the prefixes of {len(selected)} table(s)")
-    ledger = stage.ledger()
+    ledger: ObjectIntake = stage.ledger()
 
     def record(item: tuple[str, ObjectRef]) -> tuple[str, bool]:
         table_id, ref = item

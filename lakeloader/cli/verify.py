@@ -36,6 +36,7 @@ from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.stage import DeployedStage, StageNotFoundError
 from lakeloader.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
 from lakeloader.ledger import DONE, FAILED, QUARANTINED
+from lakeloader.ledger.interfaces import StatusLedger
 from lakeloader.trigger.events import ObjectsArrived
 
 LOG_LINES = 10
@@ -114,7 +115,7 @@ class Verifier:
         self.stage, self.outputs, self.timeout, self.say, self.poll = stage, outputs, timeout, say, poll
         self.token = f"verify-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         self.s3, self.glue, self.sqs = boto3.client("s3"), boto3.client("glue"), boto3.client("sqs")
-        self.ledger = stage.ledger()
+        self.ledger: StatusLedger = stage.ledger()
         self.started, self.started_at = time.monotonic(), time.time()
         self.read_dead_letters = True
         self.current = ("config", f"DynamoDB table {stage.config_table}")  # the hop under way, its resource

@@ -7,33 +7,22 @@ what a batch must pass before `main` moves is decided here. docs/quality_erase_m
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pyspark.sql import DataFrame
 
 from lakeloader import iceberg
-from lakeloader.config import TableConfig
-from lakeloader.engine import quality
+from lakeloader.engine import modes, quality
+from lakeloader.engine.modes import WritePlan
 from lakeloader.faults import crash_point
 from lakeloader.iceberg import commit
 from lakeloader.iceberg.retry import retry_on_conflict
-from lakeloader.progress import Progress
-
-Write = Callable[[commit.Destination, DataFrame], None]
-"""Writes a batch (the normalised change rows) to a Destination, inside `Destination.committing()`."""
 
 
 def commit_batch(
-    main: commit.Destination,
-    table: TableConfig,
-    batch: DataFrame,
-    write: Write,
-    *,
-    run_id: str,
-    progress: Progress,
+    main: commit.Destination, batch: DataFrame, plan: WritePlan, *, run_id: str
 ) -> quality.QualityReport | None:
-    """Commit `batch` through `write`; with quality rules, via an audit branch checked before it is
-    published. Commit conflicts are retried per `table.maintenance.retry`, each attempt re-planned.
+    """Commit `batch` as the table's mode writes it (`modes.write` with `plan`); with quality rules,
+    via an audit branch checked before it is published. Commit conflicts are retried per
+    `table.maintenance.retry`, each attempt re-planned.
 
     A table whose `reconcile.on_mismatch` is `fail` goes through the audit branch too, rules or none:
     a commit the table disagrees with (engine.commit_check) fails there, before `main` moves.
@@ -41,14 +30,18 @@ def commit_batch(
     Returns the quality report (None when the table has no rules); raises QualityError when the
     batch is rejected, ReconciliationError when the table disagrees with the commit.
     """
+    table, progress = plan.table, plan.progress
     what = f"table {table.id!r}: commit"
     if not table.quality.rules and table.reconcile.on_mismatch != "fail":
         retry_on_conflict(
-            lambda: write(main, batch), what=what, settings=table.maintenance.retry, progress=progress
+            lambda: modes.write(main, batch, plan),
+            what=what,
+            settings=table.maintenance.retry,
+            progress=progress,
         )
         return None
     return retry_on_conflict(
-        lambda: _audit_once(main, table, batch, write, run_id, progress),
+        lambda: _audit_once(main, batch, plan, run_id),
         what=what,
         settings=table.maintenance.retry,
         progress=progress,
@@ -56,16 +49,11 @@ def commit_batch(
 
 
 def _audit_once(
-    main: commit.Destination,
-    table: TableConfig,
-    batch: DataFrame,
-    write: Write,
-    run_id: str,
-    progress: Progress,
+    main: commit.Destination, batch: DataFrame, plan: WritePlan, run_id: str
 ) -> quality.QualityReport | None:
     """Write to a fresh audit branch, check the rules there, quarantine or fail, publish to `main`.
     A table without rules (there for reconciliation alone) is published as written, with no report."""
-    spark, name = main.spark, main.name
+    spark, name, table, progress = main.spark, main.name, plan.table, plan.progress
     base = iceberg.ref_snapshot(spark, name, "main")
     branch = commit.open_branch(main, run_id)
     report = quality.QualityReport(branch=branch.name)
@@ -73,7 +61,8 @@ def _audit_once(
     published = False
     try:
         progress(f"writing the batch to audit branch {branch.name}")
-        write(branch.destination, batch)  # raises ReconciliationError on a mismatch (on_mismatch: fail)
+        # raises ReconciliationError on a mismatch (on_mismatch: fail)
+        modes.write(branch.destination, batch, plan)
         if not table.quality.rules:
             crash_point("before_publish")
             branch.publish(progress)
@@ -92,7 +81,7 @@ def _audit_once(
             progress("quality rules failed; quarantining the failing rows and re-writing the rest")
             failing = check.failing_rows.localCheckpoint(eager=True)
             branch.reset(progress)
-            write(branch.destination, quality.exclude(batch, failing, table))
+            modes.write(branch.destination, quality.exclude(batch, failing, table), plan)
             again = quality.evaluate(spark, name, branch.name, base, table, batch, run_id=run_id)
             if not again.passed:
                 report.action = "failed"

@@ -30,9 +30,10 @@ from pyspark.sql import types as T
 from lakeloader import iceberg, s3_tables
 from lakeloader.columns import OP, SEQ, find_column, seq_columns
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, gate, merge, scd2, tombstones
+from lakeloader.engine import cdc, gate, scd2, tombstones
 from lakeloader.engine import snapshot as diffing
 from lakeloader.engine.batch_result import BatchResult
+from lakeloader.engine.modes import WritePlan
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import commit
 from lakeloader.inputs import InputFile
@@ -244,30 +245,21 @@ def repair_difference(
     result = BatchResult(changes=count)
     seq = [c for c in (find_column(target.fieldNames(), n) for n in table.sequence_columns) if c]
 
-    def write(destination: commit.Destination, batch: DataFrame) -> None:
-        if table.mode == "merge":
-            # the deletes reach keys no list of the batch's keys names: nothing narrows the target
-            merge.write(
-                spark,
-                destination,
-                table,
-                batch,
-                target,
-                seq,
-                result,
-                progress,
-                {},
-                {},
-                target_rows=comparison.records,
-                key_rows=count,
-                deletes=deletes,
-            )
-        else:
-            scd2.write(spark, destination, table, batch, target, result, progress)
-
+    # the deletes reach keys no list of the batch's keys names: nothing narrows the target
+    plan = WritePlan(
+        spark,
+        table,
+        target,
+        seq,
+        result,
+        progress,
+        target_rows=comparison.records,
+        key_rows=count,
+        deletes=deletes,
+    )
     summary = commit.repair_summary(run_id, table.id, audit)
     main = commit.Destination(spark, comparison.name, summary, publishes=True, before_publish=before_publish)
-    result.quality = gate.commit_batch(main, table, changes, write, run_id=run_id, progress=progress)
+    result.quality = gate.commit_batch(main, changes, plan, run_id=run_id)
     if result.quality is not None:
         result.notes.append(result.quality.describe())
     result.snapshot_id = iceberg.current_snapshot_id(spark, comparison.name, refresh=False)

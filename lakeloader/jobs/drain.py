@@ -31,9 +31,9 @@ from lakeloader.ledger import (
     FAILED,
     PENDING,
     QUARANTINED,
-    Ledger,
     LedgerObject,
 )
+from lakeloader.ledger.interfaces import DrainLedger, ObjectBatches
 from lakeloader.lineage import LineageLog
 
 _CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients
@@ -55,7 +55,7 @@ def _input_file(obj: LedgerObject, raw_root: str) -> InputFile:
 def drain_table(
     spark,
     table: TableConfig,
-    ledger: Ledger,
+    ledger: DrainLedger,
     *,
     catalog: str,
     raw_root: str,
@@ -172,7 +172,7 @@ def drain_table(
 def _rebuild(
     spark,
     table: TableConfig,
-    ledger: Ledger,
+    ledger: ObjectBatches,
     *,
     catalog: str,
     raw_root: str,
@@ -201,7 +201,7 @@ def _rebuild(
 
 
 def _set_aside(
-    ledger: Ledger,
+    ledger: ObjectBatches,
     table: TableConfig,
     batch: list[LedgerObject],
     guilty: dict[LedgerObject, str],
@@ -268,7 +268,7 @@ def publish_metrics(result: LoadResult, ledger_table: str, quarantined: int = 0)
 def drain_tables(
     spark,
     tables: list[TableConfig],
-    ledger: Ledger,
+    ledger: DrainLedger,
     *,
     catalog: str,
     raw_root: str,

@@ -35,7 +35,7 @@ from lakeloader.progress import Progress, no_progress, text_table
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakeloader.ledger import Ledger
+    from lakeloader.ledger.interfaces import RunLease
 
 KINDS = ("missing", "extra", "different")
 WHAT = {
@@ -298,7 +298,7 @@ def reconcile(
 
 def reconcile_on_stage(
     spark: SparkSession,
-    ledger: Ledger,
+    ledger: RunLease,
     table: TableConfig,
     uri: str,
     *,

@@ -16,6 +16,7 @@ from typing import Any
 from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD
 from lakeloader.inputs import SUCCESS_MARKER
 from lakeloader.ledger import FAILED, PENDING, Ledger, LedgerObject
+from lakeloader.ledger.interfaces import ArrivalLedger
 from lakeloader.trigger.events import (
     ObjectEvent,
     ObjectsArrived,
@@ -55,7 +56,9 @@ class Trigger:
         self.settings = settings
         self.dynamodb = dynamodb or aws_client("dynamodb")
         self.clock = clock
-        self.ledger = Ledger(self.dynamodb, settings.ledger_table, settings.runs_table, clock=clock)
+        self.ledger: ArrivalLedger = Ledger(
+            self.dynamodb, settings.ledger_table, settings.runs_table, clock=clock
+        )
         self.found = FoundTables(self.dynamodb, settings.config_table, settings.ledger_table)
         self.starter = RunStarter(
             settings=settings,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.ledger import Ledger
+from lakeloader.ledger.interfaces import StartLease
 from lakeloader.trigger.launch import START_ERRORS, Launcher, failure_reason
 from lakeloader.trigger.logs import log
 from lakeloader.trigger.routes import TableRoute
@@ -44,7 +44,7 @@ class RunStarter:
         self,
         *,
         settings: TriggerSettings,
-        ledger: Ledger,
+        ledger: StartLease,
         launcher: Launcher,
         clock: Callable[[], float],
     ) -> None:
