@@ -6,7 +6,7 @@ no Spark. The CLI verbs are thin wrappers (lakeloader.cli.stage_verbs); docs/ope
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -17,6 +17,7 @@ import boto3
 from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import TableConfig
 from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_matches
+from lakeloader.discovery import FoundTable
 from lakeloader.ledger import (
     QUARANTINED,
     ActionOutcome,
@@ -182,8 +183,25 @@ def _reconciled(found: dict[str, Any] | None) -> str:
     return f"ok {found['commits']} {found.get('at') or ''}".strip()
 
 
-def status_json(statuses: list[TableStatus]) -> str:
-    return json.dumps([asdict(s) | {"healthy": s.healthy} for s in statuses], indent=2, default=str)
+def status_json(statuses: list[TableStatus], held: Sequence[FoundTable] = ()) -> str:
+    """The tables' statuses, then each held table (found by a source, waiting for its keys): its
+    source, folder, why, the line to add (None when keys are not what it waits for), never healthy."""
+    tables = [asdict(s) | {"healthy": s.healthy} for s in statuses]
+    waiting = [
+        {
+            "table_id": table.table_id,
+            "held": {
+                "source": table.source_id,
+                "prefix": table.prefix,
+                "reason": table.held,
+                "line": table.keys_line if table.needs_keys else None,
+                "hint": table.hint,
+            },
+            "healthy": False,
+        }
+        for table in held
+    ]
+    return json.dumps(tables + waiting, indent=2, default=str)
 
 
 def select_objects(

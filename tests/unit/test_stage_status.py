@@ -177,8 +177,9 @@ def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage
 
 def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys):
     """A table a source found without keys (lakeloader.trigger.found) is not a table to load: status of
-    the stage lists it under the tables, with the one line that releases it, and exits 1; status of
-    another table (--table) answers for that table alone."""
+    the stage lists it under the tables, with the one line that releases it, and exits 1; --json lists
+    it after the tables, with the same line; status of another table (--table) answers for that table
+    alone."""
     from lakeloader.config_store import found_item, put_found_item
 
     held = found_item(
@@ -197,10 +198,31 @@ def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys)
     code, out = stage.cli(capsys, "status")
 
     assert code == 1
-    assert out.splitlines()[-1] == (
-        "! app.orders: held (mode merge needs key columns and no entry of the source's keys matches); its "
+    hint = (
+        "app.orders: held (mode merge needs key columns and no entry of the source's keys matches); its "
         "files stay pending: add under sources 'erp' -> keys: \"app.orders\": [<key column>, ...]"
     )
+    assert out.splitlines()[-1] == f"! {hint}"
+
+    code, out = stage.cli(capsys, "status", "--json")
+
+    assert code == 1
+    *tables, orders = json.loads(out)
+    assert [t["table_id"] for t in tables] == [t.id for t in stage.deployed.tables()]
+    assert all("held" not in t for t in tables)  # a table that loads keeps its entry as it was
+    assert orders == {
+        "table_id": "app.orders",
+        "held": {
+            "source": "erp",
+            "prefix": "erp/app/orders/",
+            "reason": "mode merge needs key columns and no entry of the source's keys matches",
+            "line": '"app.orders": [<key column>, ...]',
+            "hint": hint,
+        },
+        "healthy": False,
+    }
+    code, out = stage.cli(capsys, "status", "--json", "--table", "crm.customers")
+    assert code == 0 and [t["table_id"] for t in json.loads(out)] == ["crm.customers"]
 
 
 def test_status_of_the_whole_stage_reads_each_table_of_the_ledger_in_pages_and_says_the_same(stage):
