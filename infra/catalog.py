@@ -30,6 +30,7 @@ from infra.settings import SettingsError, Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
 from lakeloader.canary import is_canary
 from lakeloader.config import LakeConfig
+from lakeloader.discovery import database_glob
 
 GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `Stage.role_name(GLUE_JOB_ROLE)` (infra.processing)
 DATABASE_TABLE_ACTIONS = [
@@ -79,6 +80,12 @@ def raw_folders(lake: LakeConfig) -> list[str]:
 
 def target_databases(lake: LakeConfig) -> list[str]:
     return sorted({table.target.database for table in lake.tables})
+
+
+def found_database_globs(stage: Stage, lake: LakeConfig) -> list[str]:
+    """The stage's Glue databases the sources' found tables may land in, as globs under the stage's
+    prefix (`lakeloader_dev_*`, `lakeloader_dev_erp_*`): the jobs create them (lakeloader.discovery)."""
+    return sorted({stage.glue_database(database_glob(source.as_data())) for source in lake.sources})
 
 
 def glue_name(value: str) -> str:
@@ -151,6 +158,8 @@ class Catalog(Construct):
             )
             self._lake_formation_only(stage, self.databases[name])
         self.database_names = sorted(stage.glue_database(name) for name in self.databases)
+        # Globs of the databases the jobs create for the tables the sources find (no deploy names them).
+        self.found_databases = found_database_globs(stage, lake)
 
         self.crawler_databases: dict[str, str] = {}
         self.crawlers: dict[str, glue.CfnCrawler] = {}

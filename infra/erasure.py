@@ -97,7 +97,7 @@ class ErasurePolicy(Construct):
                 iam.PolicyStatement(
                     sid="ErasureTables",
                     actions=TABLE_ACTIONS,
-                    resources=glue_arns(self, catalog.database_names),
+                    resources=glue_arns(self, [*catalog.database_names, *catalog.found_databases]),
                 ),
                 iam.PolicyStatement(sid="ErasureAudit", actions=AUDIT_ACTIONS, resources=audit),
                 iam.PolicyStatement(
@@ -124,7 +124,7 @@ class ErasurePolicy(Construct):
             [f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*"]
             + [
                 f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{database}/*"
-                for database in [*catalog.database_names, AUDIT_DATABASE]
+                for database in [*catalog.database_names, *catalog.found_databases, AUDIT_DATABASE]
             ],
             reason=(
                 "Erasure rewrites and deletes Iceberg files it cannot name in advance (data, delete and "
