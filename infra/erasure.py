@@ -125,11 +125,16 @@ class ErasurePolicy(Construct):
             + [
                 f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{database}/*"
                 for database in [*catalog.database_names, *catalog.found_databases, AUDIT_DATABASE]
+            ]
+            + [
+                f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:database/{database}"
+                for database in catalog.found_databases
             ],
             reason=(
                 "Erasure rewrites and deletes Iceberg files it cannot name in advance (data, delete and "
                 "metadata files, old object versions) under the warehouse prefix only, and commits to the "
-                "tables of the stage's own databases and its audit database only."
+                "tables of the stage's own databases (declared, and those its sources' tables land in, "
+                "under the stage's prefix) and its audit database only."
             ),
         )
         if table_bucket is not None:
