@@ -3,9 +3,9 @@
     python -m benchmarks.found_tables --tables 10 100 1000 [--tables-per-run 10] [--window 900]
 
 For each N: a config table holding one source (the stage's config sync writes it), the ledger and run
-tables, and a Glue job, on moto's server (the emulator's base, without its Glue runner: a started run
-runs nothing, so only the trigger is timed). Then, as the S3-arrival Lambda sees them (the handler in
-this process, its clients over HTTP):
+tables, and a Glue job, on moto's server in a process of its own, as the emulator runs (the
+emulator's base, without its Glue runner: a started run runs nothing, so only the trigger is timed).
+Then, as the S3-arrival Lambda sees them (the handler in this process, its clients over HTTP):
 
 - one file in each of N new tables, one event each: each table found, recorded in the config table,
   its file recorded (prod's batching window defers the start to the sweep): time per object;
@@ -13,7 +13,9 @@ this process, its clients over HTTP):
 - the sweep over the N tables: its time, and the runs it starts (target: at most
   ceil(N / tables_per_run), never one per file);
 - `lakeloader status` over the N tables (the stage verb's code, on the same tables): its time
-  (target <= 10 s at 1,000);
+  (target <= 10 s at 1,000), the part of it that loads the config and the part that reads the ledger,
+  its requests to the ledger and run tables, and the CPU seconds it took (this process and the
+  emulator's: on a loaded machine the wall time is that CPU time stretched by the load);
 - the config table's requests: per arrival once the routes are cached, per sweep, and what one job
   run's config load (`load_tables_from_dynamodb`) costs.
 
@@ -26,9 +28,12 @@ import argparse
 import contextlib
 import io
 import math
+import multiprocessing
 import os
+import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 SOURCE_ID = "bench"
@@ -59,7 +64,13 @@ def _record(key: str) -> dict[str, Any]:
     }
 
 
-def measure(tables: int, tables_per_run: int, window: int) -> dict[str, Any]:
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux: /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(tables: int, tables_per_run: int, window: int, server_pid: int) -> dict[str, Any]:
     import boto3
 
     from lakeloader import trigger as trigger_module
@@ -149,12 +160,18 @@ def measure(tables: int, tables_per_run: int, window: int) -> dict[str, Any]:
     job_client = boto3.client("dynamodb")
     job_calls = _requests(job_client, names["config"])
     loaded = load_tables_from_dynamodb(names["config"], client=job_client)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu_seconds(os.getpid()) + _cpu_seconds(server_pid)
     ledger = stage.ledger()
-    statuses = operate.table_statuses(ledger, stage.tables())
+    ledger_calls = _requests(ledger.client, names["ledger"])
+    runs_calls = _requests(ledger.client, names["runs"])
+    deployed = stage.tables()
+    config_seconds = time.perf_counter() - started
+    statuses = operate.stage_statuses(ledger, deployed)
+    ledger_seconds = time.perf_counter() - started - config_seconds
     stage.held_tables()
     operate.status_report(statuses)
     status_seconds = time.perf_counter() - started
+    status_cpu = _cpu_seconds(os.getpid()) + _cpu_seconds(server_pid) - cpu
     return {
         "tables": tables,
         "found": len(loaded),
@@ -168,8 +185,26 @@ def measure(tables: int, tables_per_run: int, window: int) -> dict[str, Any]:
         "runs target": math.ceil(tables / tables_per_run),
         "started by sweep": len(swept["started"]),
         "status, s": status_seconds,
+        "of which config load, s": config_seconds,
+        "of which ledger reads, s": ledger_seconds,
+        "status CPU (CLI + emulator), s": status_cpu,
+        "status ledger+runs requests": sum(ledger_calls.values()) + sum(runs_calls.values()),
         "job config load: Scan pages": job_calls["Scan"],
     }
+
+
+def _serve(address: Any) -> None:
+    """moto's server in a process of its own, as the emulator runs beside the CLI and the Lambda
+    (`python -m lakeloader_dev.local up`): its address on `address`, then serve until terminated."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    address.put(server.get_host_and_port())
+    threading.Event().wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,15 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=900, help="prod's batching.window_seconds")
     args = parser.parse_args(argv)
 
-    import logging
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    context = multiprocessing.get_context("spawn")
+    address = context.Queue()
+    server = context.Process(target=_serve, args=(address,), daemon=True)
     server.start()
-    host, port = server.get_host_and_port()
+    host, port = address.get(timeout=120)
     os.environ.update(
         {
             "AWS_ENDPOINT_URL": f"http://{host}:{port}",
@@ -200,9 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("AWS_PROFILE", None)
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # the sweep's metrics are log lines on stdout
-            rows = [measure(n, args.tables_per_run, args.window) for n in args.tables]
+            rows = [measure(n, args.tables_per_run, args.window, server.pid) for n in args.tables]
     finally:
-        server.stop()
+        server.terminate()
+        server.join()
     header = list(rows[0])
     print(" | ".join(header))
     for row in rows:

@@ -32,6 +32,7 @@ from infra.settings_names import Retention, StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
 from lakeloader.canary import is_canary
 from lakeloader.config import LakeConfig
+from lakeloader.discovery import database_glob
 
 GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `StageNames.role_name(GLUE_JOB_ROLE)` (infra.processing)
 DATABASE_TABLE_ACTIONS = [
@@ -81,6 +82,12 @@ def raw_folders(lake: LakeConfig) -> list[str]:
 
 def target_databases(lake: LakeConfig) -> list[str]:
     return sorted({table.target.database for table in lake.tables})
+
+
+def found_database_globs(names: StageNames, lake: LakeConfig) -> list[str]:
+    """The stage's Glue databases the sources' found tables may land in, as globs under the stage's
+    prefix (`lakeloader_dev_*`, `lakeloader_dev_erp_*`): the jobs create them (lakeloader.discovery)."""
+    return sorted({names.glue_database(database_glob(source.as_data())) for source in lake.sources})
 
 
 def glue_name(value: str) -> str:
@@ -171,6 +178,8 @@ class Catalog(Construct):
             )
             self._lake_formation_only(self.databases[name])
         self.database_names = sorted(names.glue_database(name) for name in self.databases)
+        # Globs of the databases the jobs create for the tables the sources find (no deploy names them).
+        self.found_databases = found_database_globs(names, lake)
 
         self.crawler_databases: dict[str, str] = {}
         self.crawlers: dict[str, glue.CfnCrawler] = {}

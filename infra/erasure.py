@@ -104,7 +104,7 @@ class ErasurePolicy(Construct):
             iam.PolicyStatement(
                 sid="ErasureTables",
                 actions=TABLE_ACTIONS,
-                resources=glue_arns(self, catalog.database_names),
+                resources=glue_arns(self, [*catalog.database_names, *catalog.found_databases]),
             ),
             iam.PolicyStatement(sid="ErasureAudit", actions=AUDIT_ACTIONS, resources=audit),
             iam.PolicyStatement(
@@ -134,12 +134,17 @@ class ErasurePolicy(Construct):
             [f"Resource::{arn_ref(storage.curated)}/{WAREHOUSE_PREFIX}*"]
             + [
                 f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{database}/*"
-                for database in [*catalog.database_names, AUDIT_DATABASE]
+                for database in [*catalog.database_names, *catalog.found_databases, AUDIT_DATABASE]
+            ]
+            + [
+                f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:database/{database}"
+                for database in catalog.found_databases
             ],
             reason=(
                 "Erasure rewrites and deletes Iceberg files it cannot name in advance (data, delete and "
                 "metadata files, old object versions) under the warehouse prefix only, and commits to the "
-                "tables of the stage's own databases and its audit database only."
+                "tables of the stage's own databases (declared, and those its sources' tables land in, "
+                "under the stage's prefix) and its audit database only."
             ),
         )
         if table_bucket is not None:

@@ -25,8 +25,8 @@ from infra.nag import arn_ref
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader import contract
 
-# What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog): CloudFormation owns the
-# databases, so no job creates or changes one.
+# What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog). CloudFormation owns the
+# declared tables' databases; a found table's database the job creates (CREATE_DATABASE_ACTIONS).
 JOB_CATALOG_ACTIONS = [
     "glue:GetDatabase",
     "glue:GetTable",
@@ -35,6 +35,9 @@ JOB_CATALOG_ACTIONS = [
     "glue:UpdateTable",
     "glue:DeleteTable",
 ]
+# `CREATE NAMESPACE IF NOT EXISTS` of a found table's database (Iceberg's GlueCatalog.createNamespace):
+# glue:CreateDatabase is authorised on the catalog and on the new database.
+CREATE_DATABASE_ACTIONS = ["glue:CreateDatabase"]
 # Spark resolves its current namespace, `default`, when a session starts (EMR's session catalog is
 # the Glue Data Catalog): reading it is all the jobs do there.
 DEFAULT_DATABASE = "default"
@@ -47,9 +50,12 @@ def grant_lake_access(
     storage: LakeStorage,
     store: ConfigStore,
     databases: list[str],
+    found_databases: list[str],
     raw_prefixes: list[str],
 ) -> None:
-    """What both engines' jobs touch: raw source folders, warehouse, quarantine, tables, catalog, key."""
+    """What both engines' jobs touch: raw source folders, warehouse, quarantine, tables, catalog, key.
+    `found_databases`: globs of the databases the sources' found tables land in, which the jobs create
+    (under the stage's database prefix, so another stage's databases stay out of reach)."""
     role.add_to_policy(
         iam.PolicyStatement(
             sid="ReadRawTablePrefixes",
@@ -81,9 +87,17 @@ def grant_lake_access(
         iam.PolicyStatement(
             sid="IcebergTablesInGlueCatalog",
             actions=JOB_CATALOG_ACTIONS,
-            resources=glue_arns(role, databases),
+            resources=glue_arns(role, [*databases, *found_databases]),
         )
     )
+    if found_databases:
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="CreateFoundTablesDatabases",
+                actions=CREATE_DATABASE_ACTIONS,
+                resources=glue_arns(role, found_databases, tables=False),
+            )
+        )
     role.add_to_policy(
         iam.PolicyStatement(
             sid="ReadDefaultDatabase",
@@ -120,6 +134,10 @@ def lake_access_findings(
     ]
     findings += [
         f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
-        for d in catalog.database_names
+        for d in [*catalog.database_names, *catalog.found_databases]
+    ]
+    findings += [
+        f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:database/{d}"
+        for d in catalog.found_databases
     ]
     return findings

@@ -8,14 +8,15 @@
   executions, and a dashboard of runs, rows merged and failures.
 
 The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged`, `FilesQuarantined` and
-`ReconciliationMismatch`, and the sweep `PendingAgeSeconds`, to the `lakeloader` namespace
-(lakeloader.contract.METRICS_NAMESPACE) with the dimensions Ledger (this stage's ledger table) and
-TableId; the sweep also `PendingAgeOverFreshness` for tables with `trigger.freshness_minutes`. One
-alarm each, over every table (Metrics Insights, grouped by TableId; the notification names the table):
-quarantined files, a commit that did not reconcile, lag past a table's freshness. Nothing here grows
-with the tables (docs/scale.md). With readers' grants on tables by name (infra.reader_grants), one
-more on its `ReaderGrantsUngranted`: a deploy never fails for a grant, so this alarm is what tells the
-operator that one is not applied.
+`ReconciliationMismatch`, the sweep `PendingAgeSeconds` and the S3-arrival Lambda `TableHeld` to the
+`lakeloader` namespace (lakeloader.contract.METRICS_NAMESPACE) with the dimensions Ledger (this
+stage's ledger table) and TableId; the sweep also `PendingAgeOverFreshness` for tables with
+`trigger.freshness_minutes`. One alarm each, over every table (Metrics Insights, grouped by TableId;
+the notification names the table): quarantined files, a commit that did not reconcile, lag past a
+table's freshness, a found table held for its keys. Nothing here grows with the tables
+(docs/scale.md). With readers' grants on tables by name (infra.reader_grants), one more on its
+`ReaderGrantsUngranted`: a deploy never fails for a grant, so this alarm is what tells the operator
+that one is not applied.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from lakeloader.contract import (
     PENDING_AGE_OVER_FRESHNESS_METRIC,
     READER_GRANTS_UNGRANTED_METRIC,
     RECONCILIATION_MISMATCH_METRIC,
+    TABLE_HELD_METRIC,
 )
 
 FIVE_MINUTES = Duration.minutes(5)
@@ -304,8 +306,9 @@ class Monitoring(Construct):
         )
 
     def _table_alarms(self) -> None:
-        """Quarantined files, a commit that did not reconcile, lag past a table's freshness_minutes: one
-        alarm each over every table of the stage, declared or found, however many there are.
+        """Quarantined files, a commit that did not reconcile, lag past a table's freshness_minutes, a
+        found table held for its keys: one alarm each over every table of the stage, declared or found,
+        however many there are.
 
         Each is a CloudWatch alarm on a Metrics Insights query grouped by TableId: every table's time
         series is a contributor that goes into ALARM and notifies the topic by itself, its TableId
@@ -339,6 +342,15 @@ class Monitoring(Construct):
             f"freshness_minutes (the sweep's {PENDING_AGE_OVER_FRESHNESS_METRIC} reached 1): {status}.",
             evaluation_periods=3,  # the sweep measures it every 10-15 minutes
         )
+        self._alarm(
+            "HeldAlarm",
+            "held",
+            self._per_table_query(TABLE_HELD_METRIC, "SUM"),
+            "A source found the table this notification names (TableId) and holds it: no entry of the "
+            "source's keys gives its key columns, so its files stay pending and nothing loads. "
+            f"{status} prints the line to add under the source's keys; deploy, and the next sweep loads "
+            f"it. (The S3-arrival Lambda writes {TABLE_HELD_METRIC} once, when it records the table.)",
+        )
 
     def _reader_grants_alarm(self, function: lambda_.IFunction) -> None:
         """Readers' grants the Lambda could not apply (denied, no grant option, an error other than a
@@ -358,8 +370,8 @@ class Monitoring(Construct):
                 label="Reader grants not applied",
             ),
             f"A reader's Lake Formation grant is not applied (denied, or the grants Lambda lacks the grant "
-            f"option): lakeloader doctor --stage {self._names.stage} names each, with the command a data lake "
-            "administrator runs to apply it.",
+            f"option): lakeloader doctor --stage {self._names.stage} names each, with the command a data "
+            "lake administrator runs to apply it.",
         )
 
     def _search(self, metric_name: str, label: str, statistic: str = "Sum") -> cloudwatch.MathExpression:

@@ -270,6 +270,7 @@ class Processing(Construct):
                 storage=storage,
                 store=store,
                 databases=catalog.database_names,
+                found_databases=catalog.found_databases,
                 raw_prefixes=raw_prefixes,
             )
             if table_bucket is not None:

@@ -120,6 +120,13 @@ def _fill(value: Any, schema: str, table: str) -> Any:
     return value
 
 
+def database_glob(source: Mapping[str, Any]) -> str:
+    """A glob every target database of the source's found tables matches (`<schema>`, `<table>` as
+    `*`): what the stage grants its jobs, which create those databases as tables appear."""
+    database = ((source.get("defaults") or {}).get("target") or {}).get("database") or "<schema>"
+    return re.sub(r"\*+", "*", database.replace("<schema>", "*").replace("<table>", "*"))
+
+
 def keys_for(source: Mapping[str, Any], table_id: str) -> list[str] | None:
     """The key columns the source's `keys` map gives a table: its exact id first, else the first glob
     that matches it, in the map's order; None when no entry matches."""

@@ -6,7 +6,7 @@ no Spark. The CLI verbs are thin wrappers (lakeloader.cli.stage_verbs); docs/ope
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -17,9 +17,11 @@ import boto3
 from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import TableConfig
 from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_matches
+from lakeloader.discovery import FoundTable
 from lakeloader.ledger import (
     QUARANTINED,
     ActionOutcome,
+    Backlog,
     LedgerObject,
     ObjectRef,
     RunRecord,
@@ -31,7 +33,8 @@ from lakeloader.progress import Progress, no_progress
 from lakeloader.reconciliation import from_run_counts
 
 RECORD_THREADS = 8  # conditional puts in flight while a backfill records a listing
-STATUS_THREADS = 16  # tables whose ledger items `status` reads at once: each is two round trips
+STATUS_THREADS = 16  # tables whose ledger items `status --table` reads at once: each is two round trips
+RUNS_READ = 20  # a table's newest runs status looks through for its last commit and reconciliation
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,11 @@ def _run_view(run: RunRecord | None) -> dict[str, Any] | None:
 
 
 def table_status(ledger: StatusLedger, table: TableConfig, now: datetime | None = None) -> TableStatus:
-    backlog = ledger.backlog(table.id)
-    runs = ledger.list_runs(table.id, limit=20)
+    return _status(table, ledger.backlog(table.id), ledger.list_runs(table.id, limit=RUNS_READ), now)
+
+
+def _status(table: TableConfig, backlog: Backlog, runs: list[RunRecord], now: datetime | None) -> TableStatus:
+    """What status says of one table, from its backlog and its newest runs (newest first)."""
     committed = next((r for r in runs if r.snapshot_id), None)
     reconciled = next(((r, found) for r in runs if (found := from_run_counts(r.counts))), None)
     return TableStatus(
@@ -103,11 +109,25 @@ def table_status(ledger: StatusLedger, table: TableConfig, now: datetime | None 
 
 
 def table_statuses(ledger: StatusLedger, tables: list[TableConfig]) -> list[TableStatus]:
-    """`table_status` of each table, in their order, several tables' queries in flight at once: a
-    stage of 1,000 tables is 2,000 round trips, which one at a time would take minutes."""
+    """`table_status` of each table named (`status --table`), in their order, several tables' queries
+    in flight at once (two round trips a table)."""
     now = datetime.now(UTC)
     with ThreadPoolExecutor(max_workers=STATUS_THREADS) as pool:
         return list(pool.map(lambda table: table_status(ledger, table, now), tables))
+
+
+def stage_statuses(
+    ledger: StatusLedger, tables: list[TableConfig], now: datetime | None = None
+) -> list[TableStatus]:
+    """`table_status` of every table of the stage, in their order, from one Scan of each of the two
+    tables (their pages, not two queries a table: at 1,000 tables that was minutes). The same items
+    the queries read: a table's backlog reads every object it has, done ones too."""
+    now = now or datetime.now(UTC)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        backlogs = pool.submit(ledger.every_table_backlog)
+        runs = pool.submit(ledger.every_table_runs, limit=RUNS_READ)
+        backlog, runs_of = backlogs.result(), runs.result()
+    return [_status(t, backlog.get(t.id, Backlog.of([])), runs_of.get(t.id, []), now) for t in tables]
 
 
 def _minutes(seconds: float | None) -> str:
@@ -163,8 +183,25 @@ def _reconciled(found: dict[str, Any] | None) -> str:
     return f"ok {found['commits']} {found.get('at') or ''}".strip()
 
 
-def status_json(statuses: list[TableStatus]) -> str:
-    return json.dumps([asdict(s) | {"healthy": s.healthy} for s in statuses], indent=2, default=str)
+def status_json(statuses: list[TableStatus], held: Sequence[FoundTable] = ()) -> str:
+    """The tables' statuses, then each held table (found by a source, waiting for its keys): its
+    source, folder, why, the line to add (None when keys are not what it waits for), never healthy."""
+    tables = [asdict(s) | {"healthy": s.healthy} for s in statuses]
+    waiting = [
+        {
+            "table_id": table.table_id,
+            "held": {
+                "source": table.source_id,
+                "prefix": table.prefix,
+                "reason": table.held,
+                "line": table.keys_line if table.needs_keys else None,
+                "hint": table.hint,
+            },
+            "healthy": False,
+        }
+        for table in held
+    ]
+    return json.dumps(tables + waiting, indent=2, default=str)
 
 
 def select_objects(

@@ -207,11 +207,14 @@ def run(args: argparse.Namespace) -> int:
         return 1 if any(check.passed is False for check in checks) else 0
     ledger = stage.ledger()
     if args.command == "status":
-        statuses = operate.table_statuses(ledger, tables)
+        statuses = (operate.table_statuses if args.table else operate.stage_statuses)(ledger, tables)
         held = [t for t in stage.held_tables() if not args.table or t.table_id in args.table]
-        print(operate.status_json(statuses) if args.json else operate.status_report(statuses))
-        for table in held if not args.json else []:  # found by a source, waiting for their keys
-            print(f"! {table.hint}")
+        if args.json:
+            print(operate.status_json(statuses, held))
+        else:
+            print(operate.status_report(statuses))
+            for table in held:  # found by a source, waiting for their keys
+                print(f"! {table.hint}")
         return 0 if all(s.healthy for s in statuses) and not held else 1
     if args.command == "backfill":
         since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None

@@ -13,7 +13,14 @@ import logging
 from typing import Any
 
 from lakeloader.config import ConfigError, LakeConfig, TableConfig
-from lakeloader.config_store import FOUND_BY, PARTITION_KEY, is_table_item, scan_items, source_item
+from lakeloader.config_store import (
+    FOUND_BY,
+    HELD,
+    PARTITION_KEY,
+    is_table_item,
+    scan_items,
+    source_item,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +50,10 @@ def config_items(cfg: LakeConfig) -> list[dict[str, Any]]:
     ] + [source_item(source.as_data()) for source in cfg.sources]
 
 
+# What a table's load reads of the config items: which items are tables that load, and their config
+TABLE_ATTRIBUTES = (PARTITION_KEY, "kind", HELD, FOUND_BY, "config")
+
+
 def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> list[TableConfig]:
     """The table configs stored in the config table, validated, sorted by id.
 
@@ -50,7 +61,7 @@ def load_tables_from_dynamodb(table_name: str, *, client: Any | None = None) -> 
     items and found tables held for want of keys are not tables to load.
     """
     tables = []
-    for item in filter(is_table_item, scan_items(table_name, client=client)):
+    for item in filter(is_table_item, scan_items(table_name, client=client, attributes=TABLE_ATTRIBUTES)):
         table_id = item.get(PARTITION_KEY, "<missing table_id>")
         raw = item.get("config")
         if not isinstance(raw, str):

@@ -27,6 +27,18 @@ from lakeloader.ledger.objects import (
 REQUEUE_FROM = (QUARANTINED, FAILED, SKIPPED)
 SKIP_FROM = (QUARANTINED, FAILED, PENDING)
 REBUILD_FROM = (DONE, PENDING, FAILED, RUNNING)  # a rebuild loads these; quarantined and skipped stay out
+# What a backlog reads of an object (Backlog.of), and the keys that place it
+BACKLOG_ATTRIBUTES = (
+    "table_id",
+    "object_id",
+    "key",
+    "status",
+    "attempts",
+    "error",
+    "size",
+    "event_time",
+    "first_seen",
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,18 @@ class Backlog:
     oldest_open: str | None  # when the oldest object still to load arrived (its lag)
     open_bytes: int
     stuck: list[LedgerObject] = field(default_factory=list)  # quarantined and failed: why, which
+
+    @classmethod
+    def of(cls, objects: list[LedgerObject]) -> Backlog:
+        """The backlog of a table's objects (in key order: the stuck ones keep it)."""
+        open_objects = [o for o in objects if o.status in OPEN_STATUSES]
+        arrivals = [o.event_time or o.first_seen or "" for o in open_objects]
+        return cls(
+            counts=dict(Counter(o.status for o in objects)),
+            oldest_open=min(arrivals) if arrivals else None,
+            open_bytes=sum(o.size or 0 for o in open_objects),
+            stuck=[o for o in objects if o.status in (QUARANTINED, FAILED)],
+        )
 
     @property
     def open(self) -> int:
@@ -55,15 +79,19 @@ class ObjectActions(ObjectLedger):
     """Requeue and skip objects, and summarise a table's backlog."""
 
     def backlog(self, table_id: str) -> Backlog:
-        objects = self.objects(table_id)
-        open_objects = [o for o in objects if o.status in OPEN_STATUSES]
-        arrivals = [o.event_time or o.first_seen or "" for o in open_objects]
-        return Backlog(
-            counts=dict(Counter(o.status for o in objects)),
-            oldest_open=min(arrivals) if arrivals else None,
-            open_bytes=sum(o.size or 0 for o in open_objects),
-            stuck=[o for o in objects if o.status in (QUARANTINED, FAILED)],
-        )
+        return Backlog.of(self.objects(table_id))
+
+    def every_table_backlog(self) -> dict[str, Backlog]:
+        """Each table's backlog, as `backlog` gives it, from one Scan of the ledger (the attributes a
+        backlog reads) instead of a query per table."""
+        by_table: dict[str, list[LedgerObject]] = {}
+        for item in self.scan(self.ledger_table, BACKLOG_ATTRIBUTES):
+            obj = LedgerObject.from_item(item)
+            by_table.setdefault(obj.table_id, []).append(obj)
+        # each table's in key order, as its query returns them (UTF-8 order is code point order)
+        return {
+            table: Backlog.of(sorted(found, key=lambda o: o.object_id)) for table, found in by_table.items()
+        }
 
     def requeue(self, table_id: str, objects: Sequence[LedgerObject], *, note: str) -> ActionOutcome:
         """Give quarantined, failed or skipped objects back to the runs: pending, attempts reset."""

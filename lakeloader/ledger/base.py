@@ -20,6 +20,8 @@ MAX_ERROR_CHARS = 4000
 # Conditional writes of a batch's objects in flight at once (botocore keeps 10 connections a client):
 # each is a round trip, and a 1,000-object run claims and finishes 1,000 (benchmarks/RESULTS.md).
 WRITES_IN_FLIGHT = 8
+# Segments of a Scan of a whole table read at once (a stage's status reads both tables whole).
+SCAN_SEGMENTS = 4
 
 
 class LedgerError(RuntimeError):
@@ -100,3 +102,31 @@ class LedgerTables:
             return [self.conditional_write(write, **request) for request in requests]
         with ThreadPoolExecutor(max_workers=min(WRITES_IN_FLIGHT, len(requests))) as pool:
             return list(pool.map(lambda request: self.conditional_write(write, **request), requests))
+
+    def scan(self, table_name: str, attributes: Sequence[str]) -> list[dict[str, Any]]:
+        """Every item of one of the two tables, strongly consistent, with only `attributes`: a parallel
+        Scan of SCAN_SEGMENTS segments, one request per 1 MB page whatever the number of tables the
+        items belong to. (A projection reads as much; it sends less back.)"""
+        names = {f"#a{index}": name for index, name in enumerate(attributes)}
+
+        def segment(number: int) -> list[dict[str, Any]]:
+            kwargs: dict[str, Any] = {
+                "TableName": table_name,
+                "ConsistentRead": True,
+                "Segment": number,
+                "TotalSegments": SCAN_SEGMENTS,
+                "ProjectionExpression": ", ".join(names),
+                "ExpressionAttributeNames": names,
+            }
+            if self.page_size:
+                kwargs["Limit"] = self.page_size
+            items: list[dict[str, Any]] = []
+            while True:
+                response = self.client.scan(**kwargs)
+                items.extend(response.get("Items", []))
+                if not response.get("LastEvaluatedKey"):
+                    return items
+                kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+        with ThreadPoolExecutor(max_workers=SCAN_SEGMENTS) as pool:
+            return [item for items in pool.map(segment, range(SCAN_SEGMENTS)) for item in items]

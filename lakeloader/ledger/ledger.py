@@ -12,10 +12,25 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lakeloader.ledger.actions import ObjectActions
-from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS, TableLock
+from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS, LOCK_RUN_ID, Lock, TableLock
 from lakeloader.ledger.objects import LedgerObject
 from lakeloader.ledger.runs import RUN_ABANDONED, RUN_RUNNING, RunHistory, RunRecord
 from lakeloader.ledger.window import BatchingWindow
+
+# What `every_table_runs` reads: a run's outcome (status, end, objects, counts, snapshot, error) and a
+# lock's holder and expiry
+RUN_SUMMARY_ATTRIBUTES = (
+    "table_id",
+    "run_id",
+    "status",
+    "ended_at",
+    "objects",
+    "counts",
+    "snapshot_id",
+    "error",
+    "holder",
+    "expires_at",
+)
 
 
 class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):
@@ -31,11 +46,27 @@ class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):
     def _read_as_abandoned(self, table_id: str, runs: list[RunRecord]) -> list[RunRecord]:
         if not any(r.status == RUN_RUNNING for r in runs):
             return runs
-        live = self._live_run(table_id)
-        return [
-            replace(r, status=RUN_ABANDONED) if r.status == RUN_RUNNING and r.run_id != live else r
-            for r in runs
-        ]
+        return _as_abandoned(runs, self._live_run(table_id))
+
+    def every_table_runs(self, *, limit: int = 20) -> dict[str, list[RunRecord]]:
+        """Each table's runs as `list_runs` reads them (newest first, read against its lock), from one
+        Scan of the run history instead of a query (and a lock read) per table. Each run with what
+        `lakeloader status` shows of it (RUN_SUMMARY_ATTRIBUTES), not its engine or start."""
+        runs: dict[str, list[RunRecord]] = {}
+        live: dict[str, str] = {}
+        for item in self.scan(self.runs_table, RUN_SUMMARY_ATTRIBUTES):
+            if item.get("run_id", {}).get("S") == LOCK_RUN_ID:
+                lock = Lock.from_item(item)
+                if not lock.expired(self.clock()):
+                    live[lock.table_id] = lock.holder
+                continue
+            run = RunRecord.from_item(item)
+            if not run.run_id.startswith("#"):  # the window item
+                runs.setdefault(run.table_id, []).append(run)
+        return {
+            table: _as_abandoned(sorted(found, key=lambda r: r.run_id, reverse=True)[:limit], live.get(table))
+            for table, found in runs.items()
+        }
 
     def list_runs(self, table_id: str, *, limit: int = 20) -> list[RunRecord]:
         """A table's runs, newest first; one still `running` without the table's live lock reads
@@ -103,3 +134,10 @@ class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):
         if not claimed:
             self.release_lock(table_id, run_id)
         return claimed
+
+
+def _as_abandoned(runs: list[RunRecord], live: str | None) -> list[RunRecord]:
+    """The runs, each still `running` that is not `live` (the holder of the table's lock) abandoned."""
+    return [
+        replace(r, status=RUN_ABANDONED) if r.status == RUN_RUNNING and r.run_id != live else r for r in runs
+    ]

@@ -38,6 +38,12 @@ def test_no_findings_with_an_s3_tables_table(synth):
     assert findings(synth("dev", config="tests/fixtures/s3_tables/tables.yaml").app) == []
 
 
+def test_no_findings_with_a_source(synth):
+    """The e2e stage's config has a `sources:` entry: the job roles' and the erasure policy's grants on
+    the databases its tables are found in are globs, each acknowledged."""
+    assert findings(synth("dev", config="tests/e2e/tables.yaml").app) == []
+
+
 def test_no_findings_in_a_created_vpc(synth):
     assert findings(synth("dev", **with_settings("dev", network=CREATED_VPC)).app) == []
 

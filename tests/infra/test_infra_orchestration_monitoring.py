@@ -100,7 +100,7 @@ def test_every_alarm_notifies_the_topic(stage_synth):
         "s3-arrival-errors",
         "s3-arrival-throttles",
     ]
-    every_table = ["quarantined", "reconciliation", "stale"]  # one alarm each, however many tables
+    every_table = ["held", "quarantined", "reconciliation", "stale"]  # one alarm each, however many tables
     assert sorted(alarms) == sorted(prefix + name for name in stage_wide + every_table)
     assert all(a["AlarmActions"] == [topic] for a in alarms.values())
     assert all(
@@ -117,10 +117,10 @@ def per_table_query(alarm: dict, ledger_ref: str) -> str:
 
 
 def test_one_alarm_per_metric_watches_every_table_of_the_stage_by_table_id(dev):
-    """Quarantined files, an unreconciled commit and lag past a table's freshness: each one alarm on a
-    Metrics Insights query of this stage's ledger grouped by TableId, so each table is a contributor
-    and its notification names it; the sweep publishes the lag over the freshness, so one threshold
-    (1) serves tables of any freshness_minutes (tests/unit/test_batching.py)."""
+    """Quarantined files, an unreconciled commit, lag past a table's freshness and a found table held for
+    its keys: each one alarm on a Metrics Insights query of this stage's ledger grouped by TableId, so
+    each table is a contributor and its notification names it; the sweep publishes the lag over the
+    freshness, so one threshold (1) serves tables of any freshness_minutes (tests/unit/test_batching.py)."""
     alarms = {
         a["Properties"]["AlarmName"]: a["Properties"]
         for a in dev.resources("AWS::CloudWatch::Alarm").values()
@@ -131,6 +131,7 @@ def test_one_alarm_per_metric_watches_every_table_of_the_stage_by_table_id(dev):
         "quarantined": (f'SELECT SUM("FilesQuarantined") {where} ORDER BY SUM() DESC', 1),
         "reconciliation": (f'SELECT SUM("ReconciliationMismatch") {where} ORDER BY SUM() DESC', 1),
         "stale": (f'SELECT MAX("PendingAgeOverFreshness") {where} ORDER BY MAX() DESC', 3),
+        "held": (f'SELECT SUM("TableHeld") {where} ORDER BY SUM() DESC', 1),
     }
     for name, (query, periods) in expected.items():
         alarm = alarms[f"lakeloader-dev-{name}"]
@@ -138,6 +139,10 @@ def test_one_alarm_per_metric_watches_every_table_of_the_stage_by_table_id(dev):
         assert (alarm["EvaluationPeriods"], alarm["TreatMissingData"]) == (periods, "notBreaching"), name
         assert "this notification names (TableId" in alarm["AlarmDescription"], name
     assert "reconcile.on_mismatch alarm" in alarms["lakeloader-dev-reconciliation"]["AlarmDescription"]
+    # a table a source found without keys: TableHeld is written once, when the table is recorded, so
+    # its contributor alarms once; the message says where the line to add is
+    held = alarms["lakeloader-dev-held"]["AlarmDescription"]
+    assert "lakeloader status --stage dev" in held and "keys" in held, held
 
 
 def watched(alarm: dict) -> dict:

@@ -12,6 +12,7 @@ import boto3
 
 from lakeloader.cli import operate
 from lakeloader.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
+from lakeloader.ledger.base import SCAN_SEGMENTS
 from lakeloader.reconciliation import Reconciliation
 from tests.aws_fixtures import ManualClock
 from tests.unit import stage_world
@@ -176,8 +177,9 @@ def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage
 
 def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys):
     """A table a source found without keys (lakeloader.trigger.found) is not a table to load: status of
-    the stage lists it under the tables, with the one line that releases it, and exits 1; status of
-    another table (--table) answers for that table alone."""
+    the stage lists it under the tables, with the one line that releases it, and exits 1; --json lists
+    it after the tables, with the same line; status of another table (--table) answers for that table
+    alone."""
     from lakeloader.config_store import found_item, put_found_item
 
     held = found_item(
@@ -196,7 +198,65 @@ def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys)
     code, out = stage.cli(capsys, "status")
 
     assert code == 1
-    assert out.splitlines()[-1] == (
-        "! app.orders: held (mode merge needs key columns and no entry of the source's keys matches); its "
+    hint = (
+        "app.orders: held (mode merge needs key columns and no entry of the source's keys matches); its "
         "files stay pending: add under sources 'erp' -> keys: \"app.orders\": [<key column>, ...]"
     )
+    assert out.splitlines()[-1] == f"! {hint}"
+
+    code, out = stage.cli(capsys, "status", "--json")
+
+    assert code == 1
+    *tables, orders = json.loads(out)
+    assert [t["table_id"] for t in tables] == [t.id for t in stage.deployed.tables()]
+    assert all("held" not in t for t in tables)  # a table that loads keeps its entry as it was
+    assert orders == {
+        "table_id": "app.orders",
+        "held": {
+            "source": "erp",
+            "prefix": "erp/app/orders/",
+            "reason": "mode merge needs key columns and no entry of the source's keys matches",
+            "line": '"app.orders": [<key column>, ...]',
+            "hint": hint,
+        },
+        "healthy": False,
+    }
+    code, out = stage.cli(capsys, "status", "--json", "--table", "crm.customers")
+    assert code == 0 and [t["table_id"] for t in json.loads(out)] == ["crm.customers"]
+
+
+def test_status_of_the_whole_stage_reads_each_table_of_the_ledger_in_pages_and_says_the_same(stage):
+    """`status` of the stage (no --table) scans the ledger and the run history: a request per segment
+    and page, however many tables (two queries a table took minutes at 1,000). Of each table it says
+    exactly what the table's own queries say: counts, lag, stuck files in key order, the newest run, a
+    live run (lock held) running and a dead one abandoned, the last commit and reconciliation."""
+    for status in (PENDING, RUNNING, FAILED, QUARANTINED, SKIPPED):
+        one_file_in(stage, status, size=3, arrived="2026-03-02T11:00:00Z")
+    one_file_in(stage, QUARANTINED, table_id="old.archive", arrived="2026-03-01T00:00:00Z")
+    clean = Reconciliation(commits=1, upserts_asked=1, inserted=1, live_delta=1).run_counts()
+    run(stage, "crm.customers", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), snapshot_id=4)
+    run(stage, "crm.customers", "run-2", "succeeded", datetime(2026, 3, 2, 10, tzinfo=UTC), counts=clean)
+    stage.ledger.start_run("sales.orders", "run-5", "cid")  # died: no lock
+    stage.ledger.start_run("crm.vip", "run-6", "cid")
+    assert stage.ledger.acquire_lock("crm.vip", "run-6")  # alive
+    tables = stage.deployed.tables()
+    ledger = stage.deployed.ledger()
+    requests: list[str] = []
+    ledger.client.meta.events.register(
+        "provide-client-params.dynamodb.*", lambda model, **_: requests.append(model.name)
+    )
+
+    whole = operate.stage_statuses(ledger, tables, now=NOW)
+
+    assert requests == ["Scan"] * (2 * SCAN_SEGMENTS)  # both tables, one page a segment
+    assert whole == [operate.table_status(stage.ledger, table, now=NOW) for table in tables]
+    by_id = {s.table_id: s for s in whole}
+    assert by_id["crm.customers"].counts == {PENDING: 1, RUNNING: 1, FAILED: 1, QUARANTINED: 1, SKIPPED: 1}
+    assert by_id["crm.customers"].last_commit["snapshot_id"] == 4
+    assert by_id["crm.customers"].last_reconciliation["run_id"] == "run-2"
+    assert (by_id["sales.orders"].last_run["status"], by_id["crm.vip"].last_run["status"]) == (
+        "abandoned",
+        "running",
+    )
+    stuck = [s["key"] for s in by_id["crm.customers"].stuck]
+    assert stuck == sorted(stuck)
