@@ -88,6 +88,11 @@ REBUILD_EVENT = {"lakeloader": {"action": "rebuild"}}
 # --- which table a raw object belongs to -------------------------------------------------------
 # Synth validates prefixes with this rule and the Lambda routes keys with it.
 
+# What an exporter writes beside a finished folder (Spark, Hadoop, Glue): a cdc: snapshot folder is
+# complete once it holds one. The Lambda starts the table's run on it; the job lists it only when asked
+# (lakeloader.inputs.list_inputs(markers=True)) and formats.snapshot reads the folder as complete.
+SUCCESS_MARKER = "_SUCCESS"
+
 
 def normalise_prefix(prefix: str) -> str:
     """No leading '/', exactly one trailing '/' ("" stays "")."""

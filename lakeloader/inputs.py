@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from lakeloader.contract import SUCCESS_MARKER
+
 IGNORED_PREFIXES = (".", "_")
-# What an exporter writes beside a finished folder (Spark, Hadoop, Glue): a cdc: snapshot folder is
-# complete once it holds one (formats.snapshot). Listed only when asked for (`list_inputs(markers=True)`).
-SUCCESS_MARKER = "_SUCCESS"
 
 
 @dataclass(frozen=True, order=True)

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD
-from lakeloader.inputs import SUCCESS_MARKER
+from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD, SUCCESS_MARKER
 from lakeloader.ledger import FAILED, PENDING, Ledger, LedgerObject
 from lakeloader.trigger.events import (
     ObjectEvent,
