@@ -24,8 +24,8 @@ from benchmarks.engines import (
     SparkTables,
 )
 from benchmarks.measure import Case, PeakRss
-from lakeloader import runtimes
 from lakeloader.config.format_versions import FORMAT_3_RUNTIMES
+from lakeloader.control import runtimes
 
 SCENARIOS = ("batch", "growth", "small", "large")
 

@@ -23,8 +23,8 @@ from infra.packaging import REPO_ROOT
 from infra.packed_venv import EMR_VENV_SUFFIX, emr_venv_archive
 from infra.settings import SettingsError, Stage
 from infra.storage import EMR_LOGS_PREFIX, LakeStorage
-from lakeloader import contract, runtimes
 from lakeloader.config import LakeConfig
+from lakeloader.control import contract, runtimes
 
 # The folder `spark.archives` unpacks the venv as, in the driver's and each executor's working directory.
 EMR_VENV_ALIAS = "environment"

@@ -20,7 +20,7 @@ from infra.catalog import Catalog
 from infra.packaging import REPO_ROOT
 from infra.settings import GlueJobSettings, SettingsError, Stage
 from infra.storage import SPARK_UI_PREFIX, LakeStorage
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 _GLUE_VERSIONS = {
     "4.0": glue.GlueVersion.V4_0,

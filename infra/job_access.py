@@ -24,7 +24,7 @@ from infra.config_store import ConfigStore
 from infra.nag import arn_ref
 from infra.settings import Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
-from lakeloader import contract
+from lakeloader.control import contract
 
 # What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog): CloudFormation owns the
 # databases, so no job creates or changes one.

@@ -9,7 +9,7 @@
 
 The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged`, `FilesQuarantined` and
 `ReconciliationMismatch`, and the sweep `PendingAgeSeconds`, to the `lakeloader` namespace
-(lakeloader.contract.METRICS_NAMESPACE) with the dimensions Ledger (this stage's ledger table) and
+(lakeloader.control.contract.METRICS_NAMESPACE) with the dimensions Ledger (this stage's ledger table) and
 TableId; the sweep also `PendingAgeOverFreshness` for tables with `trigger.freshness_minutes`. One
 alarm each, over every table (Metrics Insights, grouped by TableId; the notification names the table):
 quarantined files, a commit that did not reconcile, lag past a table's freshness. Nothing here grows
@@ -36,7 +36,7 @@ from constructs import Construct
 
 from infra.settings import Stage
 from infra.storage import LakeStorage
-from lakeloader.contract import (
+from lakeloader.control.contract import (
     FILES_QUARANTINED_METRIC,
     METRIC_DIMENSIONS,
     METRICS_NAMESPACE,

@@ -33,7 +33,7 @@ from infra.packed_venv import GLUE_VENV_SUFFIX, glue_venv_archive, uses_python_v
 from infra.s3_tables import TableBucket
 from infra.settings import Stage
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
-from lakeloader import contract, runtimes
+from lakeloader.control import contract, runtimes
 
 S3A_REGION = "spark.hadoop.fs.s3a.endpoint.region"
 

@@ -14,7 +14,7 @@ from constructs import Construct
 
 from infra.nag import acknowledge_check
 from infra.settings import LONGEST_REGION, SettingsError, Stage
-from lakeloader.contract import EMR_LOGS_PREFIX
+from lakeloader.control.contract import EMR_LOGS_PREFIX
 
 WAREHOUSE_PREFIX = "warehouse/"
 GLUE_TEMP_PREFIX = "glue/tmp/"

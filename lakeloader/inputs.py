@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from lakeloader.contract import SUCCESS_MARKER
+from lakeloader.control.contract import SUCCESS_MARKER
 
 IGNORED_PREFIXES = (".", "_")
 

@@ -145,7 +145,7 @@ class Reconciliation:
         return f"{head}: MISMATCH in {self.mismatched_commits} commit(s): " + "; ".join(self.mismatches)
 
     def run_counts(self) -> dict[str, int]:
-        """What the run record keeps (lakeloader.ledger.runs counts; all numbers)."""
+        """What the run record keeps (lakeloader.control.ledger.runs counts; all numbers)."""
         counts = {k: v for k, v in asdict(self).items() if isinstance(v, int) and not isinstance(v, bool)}
         return {f"reconcile_{k}": v for k, v in counts.items()}
 

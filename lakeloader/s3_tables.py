@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from lakeloader.contract import LOCAL_CATALOG, S3_TABLES_CATALOG
+from lakeloader.control.contract import LOCAL_CATALOG, S3_TABLES_CATALOG
 from lakeloader.errors import LakeloaderError
 from lakeloader.spark import java_class
 from lakeloader.sql import qualified

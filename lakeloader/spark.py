@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from lakeloader import runtimes
-from lakeloader.contract import (
+from lakeloader.control import runtimes
+from lakeloader.control.contract import (
     GLUE_CATALOG,
     ICEBERG_EXTENSIONS,
     ICEBERG_SPARK_CATALOG,

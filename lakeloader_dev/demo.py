@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from lakeloader.config import load_config
-from lakeloader.contract import new_run_id
+from lakeloader.control.contract import new_run_id
 from lakeloader.inputs import batch_order
 from lakeloader.jobs.load import assign_inputs, run_tables, summary_table
 from lakeloader.lineage import LineageLog, TableNaming

@@ -1,6 +1,6 @@
 """The jars a local Spark needs, taken from Maven Central by their coordinates, as Spark users do.
 
-Each runtime of :mod:`lakeloader.runtimes` has its list (:data:`RUNTIME_JARS`), the artifacts that
+Each runtime of :mod:`lakeloader.control.runtimes` has its list (:data:`RUNTIME_JARS`), the artifacts that
 ``spark.jars.packages`` would resolve for it, pinned with their transitive jars:
 
 * the Iceberg Spark runtime of the runtime's Spark, Scala and Iceberg (SQL extensions; the Hadoop,
@@ -34,7 +34,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader.spark import jar_conf_path
 
 MAVEN_REPO_ENV = "LAKELOADER_MAVEN_REPO"

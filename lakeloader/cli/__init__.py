@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lakeloader import runtimes
 from lakeloader.cli import reconcile_verb, stage_verbs
 from lakeloader.cli.session import configure, json_default, lineage_log, spark_session
 from lakeloader.config import ConfigError, LakeConfig
 from lakeloader.config.sources import Discovery, discover, raw_keys
+from lakeloader.control import runtimes
 from lakeloader.errors import LakeloaderError
 
 DESCRIPTION = """\
@@ -266,7 +266,7 @@ def _check_stage_formats(config: LakeConfig, cdk_json: Path, stage: str) -> None
 
 
 def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.load import assign_inputs, run_tables, skip_files, summary_table
     from lakeloader.progress import stderr_progress
 
@@ -311,7 +311,7 @@ def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.actor import identity
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.erase import ErasureNotVerifiedError, erase
     from lakeloader.jobs.load import output_schema
     from lakeloader.progress import stderr_progress
@@ -357,7 +357,7 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
 
 
 def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.load import assign_inputs, finish_lineage, summary_table
     from lakeloader.jobs.rebuild import RebuildRefusedError, rebuild_table, reset_input_log
     from lakeloader.progress import stderr_progress

@@ -16,8 +16,8 @@ import boto3
 
 from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import TableConfig
-from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_matches
-from lakeloader.ledger import (
+from lakeloader.control.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_matches
+from lakeloader.control.ledger import (
     QUARANTINED,
     ActionOutcome,
     Ledger,

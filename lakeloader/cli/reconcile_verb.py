@@ -60,7 +60,7 @@ def add_command(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Both forms: the table from the config file or the stage's deployed config, then the one job."""
     from lakeloader.actor import identity
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.reconcile import reconcile, reconcile_on_stage
     from lakeloader.progress import stderr_progress
 

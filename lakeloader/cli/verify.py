@@ -34,9 +34,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lakeloader import canary
 from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.stage import DeployedStage, StageNotFoundError
-from lakeloader.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
-from lakeloader.ledger import DONE, FAILED, QUARANTINED
-from lakeloader.trigger.events import ObjectsArrived
+from lakeloader.control.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
+from lakeloader.control.ledger import DONE, FAILED, QUARANTINED
+from lakeloader.control.trigger.events import ObjectsArrived
 
 LOG_LINES = 10
 TAIL_LINES = 3
@@ -154,7 +154,7 @@ class Verifier:
             messages = self.sqs.receive_message(
                 QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
             ).get("Messages", [])
-            for message in messages:  # the event as the Lambda read it (lakeloader.trigger.events)
+            for message in messages:  # the event as the Lambda read it (lakeloader.control.trigger.events)
                 arrived = ObjectsArrived.read(message.get("Body", ""), correlation_id=self.token)
                 if key in (o.ref.key for o in arrived.objects):
                     self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])

@@ -19,7 +19,7 @@ from lakeloader.config.policies import (
 from lakeloader.config.rules import QualityConfig
 from lakeloader.config.source import Source
 from lakeloader.config.target import Scd2Options, Target, s3_tables_problems
-from lakeloader.discovery import TABLE_ID
+from lakeloader.control.discovery import TABLE_ID
 from lakeloader.formats import source_format
 
 ARRIVAL_ORDER = "none"  # sequence_by: none -- no column orders changes; the file and row order do

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 def counts_in_commit(spark: SparkSession) -> bool:
     """Whether this session's MERGE records its own row counts in its commit (Spark 4.1 and later,
-    with Iceberg 1.11: lakeloader.runtimes.Runtime.merge_reports_counts)."""
+    with Iceberg 1.11: lakeloader.control.runtimes.Runtime.merge_reports_counts)."""
     major, minor = (int(part) for part in spark.version.split(".")[:2])
     return (major, minor) >= (4, 1)
 

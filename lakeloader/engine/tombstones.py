@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 
 from lakeloader import iceberg
 from lakeloader.config import TableConfig
-from lakeloader.contract import TOMBSTONES_SUFFIX
+from lakeloader.control.contract import TOMBSTONES_SUFFIX
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.spark import table_exists
 from lakeloader.sql import in_lists, qualified, quote, tblproperties

@@ -21,7 +21,7 @@ from lakeloader import iceberg, s3_tables
 from lakeloader.actor import identity
 from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
-from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
+from lakeloader.control.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.engine import tombstones
 from lakeloader.errors import LakeloaderError
 from lakeloader.faults import crash_point

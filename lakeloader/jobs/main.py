@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakeloader import contract
 from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.control import contract
+from lakeloader.control.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 from lakeloader.jobs.drain import drain_tables, log_event
 from lakeloader.jobs.load import LoadResult
-from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 from lakeloader.lineage import JOB_NAMESPACE, OPENLINEAGE_APP_NAME, open_log
 
 if TYPE_CHECKING:

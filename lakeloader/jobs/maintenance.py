@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from lakeloader import iceberg, s3_tables
 from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
-from lakeloader.contract import new_run_id
+from lakeloader.control.contract import new_run_id
 from lakeloader.engine import tombstones
 from lakeloader.errors import LakeloaderError, first_line
 from lakeloader.faults import crash_point

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from lakeloader import iceberg, s3_tables
 from lakeloader.config import TableConfig
-from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
+from lakeloader.control.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.engine import apply_batch, table_layout_sql, tombstones
 from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import commit

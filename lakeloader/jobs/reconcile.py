@@ -35,7 +35,7 @@ from lakeloader.progress import Progress, no_progress, text_table
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakeloader.ledger import Ledger
+    from lakeloader.control.ledger import Ledger
 
 KINDS = ("missing", "extra", "different")
 WHAT = {

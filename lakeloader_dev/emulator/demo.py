@@ -17,8 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from lakeloader import lineage, runtimes
+from lakeloader import lineage
 from lakeloader.config import load_config
+from lakeloader.control import runtimes
 from lakeloader.inputs import InputFile, batch_order
 from lakeloader.jobs.load import assign_inputs
 from lakeloader.progress import write_line

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader_dev.emulator.runtime import Runtime, SparkRun, WrongRuntimeError, emr_runtime, fetch, uris
 from lakeloader_dev.emulator.stand_in import stand_in_site_packages, stands_in
 
@@ -77,7 +77,7 @@ def _emr_subprocess(
     env = {k.removeprefix(DRIVER_ENV): v for k, v in conf.items() if k.startswith(DRIVER_ENV)}
     python_path += _archive_python_path(env, run_dir)
     env["EMR_SERVERLESS_JOB_RUN_ID"] = job_run.id
-    env[runtimes.RUNTIME_ENV] = row.name  # the job's lakeloader.runtimes.local(): no dist-info on -S
+    env[runtimes.RUNTIME_ENV] = row.name  # the job's lakeloader.control.runtimes.local(): no dist-info on -S
     return runtime.run_spark_script(
         script,
         [str(a) for a in driver.get("entryPointArguments") or []],

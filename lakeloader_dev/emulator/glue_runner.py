@@ -26,8 +26,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from lakeloader import runtimes
-from lakeloader.contract import S3_TABLES_CATALOG
+from lakeloader.control import runtimes
+from lakeloader.control.contract import S3_TABLES_CATALOG
 from lakeloader.spark import S3_TABLES_ENV
 from lakeloader_dev.emulator.runtime import (
     SHIM_DIR,
@@ -88,7 +88,7 @@ def _glue_subprocess(
     for key, value in arguments.items():
         argv += [key if key.startswith("--") else f"--{key}", str(value)]
     timeout_minutes = float(getattr(job, "timeout", None) or 60)
-    env = {runtimes.RUNTIME_ENV: row.name}  # the job's lakeloader.runtimes.local(): no dist-info on -S
+    env = {runtimes.RUNTIME_ENV: row.name}  # the job's runtimes.local(): no dist-info on -S
     bucket = s3_tables_warehouse(arguments.get("--conf", ""))
     if bucket:  # the deployed job's S3 Tables catalog, rebuilt against the emulator by lakeloader.spark
         env[S3_TABLES_ENV] = bucket

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeloader import lineage, runtimes
+from lakeloader import lineage
+from lakeloader.control import runtimes
 from lakeloader.spark import JARS_ENV
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.jars import spark_conf

@@ -15,8 +15,8 @@ import logging
 import os
 from typing import Any
 
-from lakeloader.cfn_response import send_response
-from lakeloader.config_store import apply_custom_resource_event
+from lakeloader.control.cfn_response import send_response
+from lakeloader.control.config_store import apply_custom_resource_event
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))

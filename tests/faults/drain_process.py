@@ -13,9 +13,9 @@ from pathlib import Path
 import boto3
 
 from lakeloader.config import load_config
+from lakeloader.control.ledger import Ledger
 from lakeloader.inputs import InputFile
 from lakeloader.jobs import drain
-from lakeloader.ledger import Ledger
 from lakeloader.spark import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 

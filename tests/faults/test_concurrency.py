@@ -11,11 +11,11 @@ from collections import Counter
 import boto3
 import pytest
 
+from lakeloader.control.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
 from lakeloader.engine import merge_statement
 from lakeloader.iceberg import commit
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs import drain, load
-from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
 from lakeloader.spark import CATALOG
 from tests.aws_fixtures import (  # noqa: F401
     ManualClock,

@@ -132,9 +132,10 @@ def test_arrival_bundle_is_the_handler_and_the_lakeloader_modules_it_imports(dev
     bundle = dev.stack.triggers.arrival.bundle_dir
     files = bundle_files(bundle)
     loaded = import_in_bundle(bundle, "handler")  # no pydantic, yaml or pyspark to import
-    assert {"handler.py", "lakeloader/__init__.py", "lakeloader/trigger/__init__.py"} <= loaded <= files
+    assert {"handler.py", "lakeloader/__init__.py", "lakeloader/control/trigger/__init__.py"} <= loaded
+    assert loaded <= files
     assert not files & JOB_ONLY
-    # lakeloader.trigger logs and parses events with Powertools: the bundle's own copy is the one loaded
+    # control.trigger logs and parses events with Powertools: the bundle's own copy is the one loaded
     assert files >= POWERTOOLS
     assert "aws_lambda_powertools/logging/logger.py" in loaded
 
@@ -143,9 +144,9 @@ def test_config_sync_bundle_has_no_powertools_and_no_trigger(dev):
     bundle = dev.stack.config_store.sync_function.bundle_dir
     files = bundle_files(bundle)
     loaded = import_in_bundle(bundle, "handler")
-    assert {"handler.py", "lakeloader/config_store.py"} <= loaded <= files
+    assert {"handler.py", "lakeloader/control/config_store.py"} <= loaded <= files
     assert not files & (JOB_ONLY | POWERTOOLS)
-    assert not any(f.startswith(("lakeloader/trigger", "lakeloader/ledger")) for f in files)
+    assert not any(f.startswith(("lakeloader/control/trigger", "lakeloader/control/ledger")) for f in files)
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

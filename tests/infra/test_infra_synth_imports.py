@@ -42,4 +42,4 @@ def test_synth_imports_neither_spark_nor_the_development_tooling(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "synthesized" in done.stdout and "lakeloader.contract" in done.stdout, done.stdout
+    assert "synthesized" in done.stdout and "lakeloader.control.contract" in done.stdout, done.stdout

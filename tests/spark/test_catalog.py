@@ -1,4 +1,4 @@
-"""The catalog every session builds (lakeloader.contract.CATALOG_PROPERTIES)."""
+"""The catalog every session builds (lakeloader.control.contract.CATALOG_PROPERTIES)."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lakeloader.control.ledger import LockLostError
 from lakeloader.engine import apply_batch
 from lakeloader.inputs import list_inputs
-from lakeloader.ledger import LockLostError
 from lakeloader.spark import CATALOG
 from lakeloader.sql import timestamp_literal
 from tests.spark.merge_batches import DMS, change, rows, snapshots

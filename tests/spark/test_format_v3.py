@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lakeloader import runtimes
 from lakeloader.config.format_versions import FORMAT_3_RUNTIMES
+from lakeloader.control import runtimes
 from lakeloader.engine import apply_batch
 from lakeloader.inputs import list_inputs
 from lakeloader.jobs.erase import erase

@@ -26,12 +26,12 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 import lakeloader.spark  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
-from lakeloader.contract import GLUE_CATALOG, INGEST_OPTIONAL_ARGS  # noqa: E402
-from lakeloader.dynamodb import encode_item  # noqa: E402
+from lakeloader.control.contract import GLUE_CATALOG, INGEST_OPTIONAL_ARGS  # noqa: E402
+from lakeloader.control.dynamodb import encode_item  # noqa: E402
+from lakeloader.control.ledger import DONE, FAILED, QUARANTINED, Ledger  # noqa: E402
 from lakeloader.engine import tombstones  # noqa: E402
 from lakeloader.jobs import main as jobs  # noqa: E402
 from lakeloader.jobs.args import emr_args  # noqa: E402
-from lakeloader.ledger import DONE, FAILED, QUARANTINED, Ledger  # noqa: E402
 from lakeloader.spark import table_exists  # noqa: E402
 from tests.spark.test_parallel_tables import record_and_read_locally  # noqa: E402
 from tests.spark.test_shaping import WIDE, wide  # noqa: E402

@@ -23,8 +23,8 @@ import lakeloader.jobs.maintenance  # noqa: E402
 import lakeloader.spark  # noqa: E402
 from lakeloader.config import TableConfig, parse_config  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
-from lakeloader.config_store import PARTITION_KEY  # noqa: E402
-from lakeloader.dynamodb import encode_item  # noqa: E402
+from lakeloader.control.config_store import PARTITION_KEY  # noqa: E402
+from lakeloader.control.dynamodb import encode_item  # noqa: E402
 from lakeloader.engine import (
     quality,
     tombstones,  # noqa: E402

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lakeloader import contract, s3_tables
+from lakeloader import s3_tables
 from lakeloader.config import parse_config
+from lakeloader.control import contract
 from lakeloader.errors import LakeloaderError
 from lakeloader.jobs import with_database_prefix
 from lakeloader.spark import S3_TABLES_ENV, SparkSettings, local_conf

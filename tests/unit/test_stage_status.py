@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import boto3
 
 from lakeloader.cli import operate
-from lakeloader.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
+from lakeloader.control.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
 from lakeloader.reconciliation import Reconciliation
 from tests.aws_fixtures import ManualClock
 from tests.unit import stage_world
@@ -175,10 +175,10 @@ def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage
 
 
 def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys):
-    """A table a source found without keys (lakeloader.trigger.found) is not a table to load: status of
+    """A table a source found without keys (control.trigger.found) is not a table to load: status of
     the stage lists it under the tables, with the one line that releases it, and exits 1; status of
     another table (--table) answers for that table alone."""
-    from lakeloader.config_store import found_item, put_found_item
+    from lakeloader.control.config_store import found_item, put_found_item
 
     held = found_item(
         "erp",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakeloader.ledger import ObjectRef
-from lakeloader.trigger import TriggerError, handle_event
+from lakeloader.control.ledger import ObjectRef
+from lakeloader.control.trigger import TriggerError, handle_event
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, RAW, World, context, log_lines, s3_event, s3_record
 
@@ -24,7 +24,7 @@ def lines(capsys) -> list[dict]:
     found = [line for line in log_lines(capsys) if "_aws" not in line]
     for line in found:
         assert {"timestamp", "location", "service", "name"} <= set(line), line
-        assert line["service"] == "lakeloader-s3-arrival" and line["name"] == "lakeloader.trigger"
+        assert line["service"] == "lakeloader-s3-arrival" and line["name"] == "lakeloader.control.trigger"
     skip = {"timestamp", "location", "service", "name"}
     return [{k: v for k, v in line.items() if k not in skip} for line in found]
 

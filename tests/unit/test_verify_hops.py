@@ -16,7 +16,7 @@ from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.items import config_items
-from lakeloader.dynamodb import encode_item
+from lakeloader.control.dynamodb import encode_item
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 

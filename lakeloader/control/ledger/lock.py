@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakeloader.dynamodb import encode_item
-from lakeloader.ledger.base import LedgerTables, LockLostError, record_from_item, utc_now_iso
+from lakeloader.control.dynamodb import encode_item
+from lakeloader.control.ledger.base import LedgerTables, LockLostError, record_from_item, utc_now_iso
 
 LOCK_RUN_ID = "#lock"
 LOCK_STARTING = "starting"

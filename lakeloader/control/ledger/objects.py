@@ -13,10 +13,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lakeloader.dynamodb import encode_item, is_condition_failure
-from lakeloader.ledger.base import LedgerTables, clip_error, record_from_item, utc_now_iso
+from lakeloader.control.dynamodb import encode_item, is_condition_failure
+from lakeloader.control.ledger.base import LedgerTables, clip_error, record_from_item, utc_now_iso
 
-LOG = logging.getLogger("lakeloader.ledger")
+LOG = logging.getLogger("lakeloader.control.ledger")
 
 PENDING = "pending"
 RUNNING = "running"

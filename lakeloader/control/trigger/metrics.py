@@ -14,14 +14,14 @@ from datetime import datetime
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from lakeloader.contract import (
+from lakeloader.control.contract import (
     METRIC_DIMENSIONS,
     METRICS_NAMESPACE,
     PENDING_AGE_METRIC,
     PENDING_AGE_OVER_FRESHNESS_METRIC,
     TABLE_HELD_METRIC,
 )
-from lakeloader.ledger import LedgerObject
+from lakeloader.control.ledger import LedgerObject
 
 
 def pending_age_seconds(objects: Sequence[LedgerObject], now: float) -> float:

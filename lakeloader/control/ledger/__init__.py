@@ -4,16 +4,16 @@ Shipped to the S3-arrival Lambda: standard library and botocore only. The item l
 object life cycle and the drain protocol are described in docs/ledger_and_trigger.md.
 """
 
-from lakeloader.ledger.actions import REQUEUE_FROM, SKIP_FROM, ActionOutcome, Backlog
-from lakeloader.ledger.base import (
+from lakeloader.control.ledger.actions import REQUEUE_FROM, SKIP_FROM, ActionOutcome, Backlog
+from lakeloader.control.ledger.base import (
     DEFAULT_RUN_RETENTION_DAYS,
     MAX_ERROR_CHARS,
     LedgerError,
     LockLostError,
     utc_now_iso,
 )
-from lakeloader.ledger.ledger import Ledger
-from lakeloader.ledger.lock import (
+from lakeloader.control.ledger.ledger import Ledger
+from lakeloader.control.ledger.lock import (
     DEFAULT_LOCK_TTL_SECONDS,
     DEFAULT_START_LEASE_SECONDS,
     LOCK_RUN_ID,
@@ -21,7 +21,7 @@ from lakeloader.ledger.lock import (
     LOCK_STARTING,
     Lock,
 )
-from lakeloader.ledger.objects import (
+from lakeloader.control.ledger.objects import (
     DEFAULT_MAX_ATTEMPTS,
     DONE,
     FAILED,
@@ -36,7 +36,7 @@ from lakeloader.ledger.objects import (
     RecordOutcome,
     object_id_for,
 )
-from lakeloader.ledger.runs import (
+from lakeloader.control.ledger.runs import (
     RUN_ABANDONED,
     RUN_FAILED,
     RUN_RUNNING,
@@ -45,7 +45,7 @@ from lakeloader.ledger.runs import (
     RUN_SUCCEEDED,
     RunRecord,
 )
-from lakeloader.ledger.window import WINDOW_RUN_ID
+from lakeloader.control.ledger.window import WINDOW_RUN_ID
 
 __all__ = [
     "REQUEUE_FROM",

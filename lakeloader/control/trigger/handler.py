@@ -13,23 +13,23 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD, SUCCESS_MARKER
-from lakeloader.ledger import FAILED, PENDING, Ledger, LedgerObject
-from lakeloader.trigger.events import (
+from lakeloader.control.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD, SUCCESS_MARKER
+from lakeloader.control.ledger import FAILED, PENDING, Ledger, LedgerObject
+from lakeloader.control.trigger.events import (
     ObjectEvent,
     ObjectsArrived,
     RebuildRequest,
     SweepRequest,
     read_invocation,
 )
-from lakeloader.trigger.found import FoundTables
-from lakeloader.trigger.launch import Launcher, aws_client
-from lakeloader.trigger.logs import configure_logging, correlation_id, log
-from lakeloader.trigger.metrics import publish_pending_age
-from lakeloader.trigger.routes import Routes, TableRoute, cached_routes, match_routes
-from lakeloader.trigger.settings import TriggerSettings
-from lakeloader.trigger.starts import RunStarter, deferred
-from lakeloader.trigger.summary import RebuildSummary, Summary, SweepSummary
+from lakeloader.control.trigger.found import FoundTables
+from lakeloader.control.trigger.launch import Launcher, aws_client
+from lakeloader.control.trigger.logs import configure_logging, correlation_id, log
+from lakeloader.control.trigger.metrics import publish_pending_age
+from lakeloader.control.trigger.routes import Routes, TableRoute, cached_routes, match_routes
+from lakeloader.control.trigger.settings import TriggerSettings
+from lakeloader.control.trigger.starts import RunStarter, deferred
+from lakeloader.control.trigger.summary import RebuildSummary, Summary, SweepSummary
 
 SWEEP_THREADS = 16  # tables whose ledger items the sweep reads at once
 

@@ -14,7 +14,7 @@ One item per table, keyed by ``table_id``::
 
 A `sources:` entry is one item too (``table_id`` ``source:<id>``, ``kind`` ``source``, its ``prefix``,
 and ``source``: the entry as JSON); the S3-arrival Lambda reads it to find tables. A table it found
-(lakeloader.discovery) is an ordinary table item written by the Lambda on the table's first file,
+(lakeloader.control.discovery) is an ordinary table item written by the Lambda on the table's first file,
 with ``found_by`` (the source id) and, while its keys are unknown, ``held`` (why; ``enabled`` false).
 A deploy's sync leaves found items alone while their source is in the config.
 
@@ -33,7 +33,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lakeloader.dynamodb import decode_item, encode_item, is_condition_failure
+from lakeloader.control.dynamodb import decode_item, encode_item, is_condition_failure
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def is_table_item(item: Mapping[str, Any]) -> bool:
 
 
 def source_item(source: Mapping[str, Any]) -> dict[str, Any]:
-    """The config item of one sources: entry (plain data, as lakeloader.discovery takes it)."""
+    """The config item of one sources: entry (plain data, as lakeloader.control.discovery takes it)."""
     defaults = source.get("defaults") or {}
     return {
         PARTITION_KEY: SOURCE_ITEM_PREFIX + str(source["id"]),
@@ -120,7 +120,7 @@ def found_item(
     *,
     needs_keys: bool = False,
 ) -> dict[str, Any]:
-    """The config item of a table a source's layout names (lakeloader.discovery.FoundTable)."""
+    """The config item of a table a source's layout names (lakeloader.control.discovery.FoundTable)."""
     trigger = settings.get("trigger") or {}
     return {
         PARTITION_KEY: table_id,

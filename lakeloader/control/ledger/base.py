@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
-from lakeloader.dynamodb import decode_item, is_condition_failure
+from lakeloader.control.dynamodb import decode_item, is_condition_failure
 
 R = TypeVar("R")
 

@@ -12,7 +12,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lakeloader.contract import (
+from lakeloader.control.contract import (
     ARG_CORRELATION_ID,
     ARG_TABLE_ID,
     ENV_EMR_APPLICATION_ID,
@@ -22,7 +22,7 @@ from lakeloader.contract import (
     emr_arg,
     glue_arg,
 )
-from lakeloader.trigger.settings import TriggerSettings, TriggerSettingsError
+from lakeloader.control.trigger.settings import TriggerSettings, TriggerSettingsError
 
 ENGINES = ("glue", "emr")
 GLUE_CONCURRENCY_ERRORS = {"ConcurrentRunsExceededException"}
@@ -71,7 +71,7 @@ def failure_reason(exc: Exception) -> tuple[str, bool]:
 
 
 class Launcher:
-    """Starts engine runs with the job arguments of `lakeloader.contract`; clients default to cached
+    """Starts engine runs with the job arguments of `lakeloader.control.contract`; clients default to cached
     boto3 clients, made on first use (a stage with Glue only never builds an EMR client)."""
 
     def __init__(self, settings: TriggerSettings, *, glue: Any = None, emr: Any = None) -> None:

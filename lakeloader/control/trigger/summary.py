@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.trigger.starts import StartOutcome
+from lakeloader.control.trigger.starts import StartOutcome
 
 
 @dataclass(kw_only=True)
@@ -23,7 +23,7 @@ class Summary:
     duplicates: int = 0
     unknown: int = 0
     disabled: int = 0
-    held: int = 0  # recorded for a found table that waits for its key columns (lakeloader.trigger.found)
+    held: int = 0  # recorded for a found table that waits for its key columns (trigger.found)
     ignored: int = 0
     started: dict[str, str] = field(default_factory=dict)  # table id -> Glue/EMR run id
     deferred: list[dict[str, Any]] = field(default_factory=list)  # table id, reason and its detail

@@ -17,13 +17,13 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from lakeloader.contract import ARRIVAL_SERVICE_NAME, ENV_POWERTOOLS_SERVICE_NAME
+from lakeloader.control.contract import ARRIVAL_SERVICE_NAME, ENV_POWERTOOLS_SERVICE_NAME
 
 # The service is never "lakeloader": Powertools filters records of loggers named after the service out
 # of the root logger's handlers, which would silence every lakeloader.* logger in a process that also
 # logs there.
 PACKAGE_LOGGER = "lakeloader"
-LOG = logging.getLogger("lakeloader.trigger")
+LOG = logging.getLogger("lakeloader.control.trigger")
 
 _POWERTOOLS: list[Logger] = []
 _SETUP = threading.Lock()
@@ -51,7 +51,7 @@ def configure_logging(level: str | int = "INFO") -> Logger:
                     utc=True,
                     use_rfc3339=True,
                     log_record_order=["timestamp", "level", "name", "message"],
-                    name="%(name)s",  # which lakeloader logger: lakeloader.trigger, lakeloader.ledger
+                    name="%(name)s",  # which logger: lakeloader.control.trigger, ...ledger
                 )
             )
         powertools = _POWERTOOLS[0]

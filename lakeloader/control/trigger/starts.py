@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.ledger import Ledger
-from lakeloader.trigger.launch import START_ERRORS, Launcher, failure_reason
-from lakeloader.trigger.logs import log
-from lakeloader.trigger.routes import TableRoute
-from lakeloader.trigger.settings import TriggerSettings
+from lakeloader.control.ledger import Ledger
+from lakeloader.control.trigger.launch import START_ERRORS, Launcher, failure_reason
+from lakeloader.control.trigger.logs import log
+from lakeloader.control.trigger.routes import TableRoute
+from lakeloader.control.trigger.settings import TriggerSettings
 
 
 @dataclass(frozen=True, kw_only=True)

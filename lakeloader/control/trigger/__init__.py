@@ -6,11 +6,11 @@ pydantic, no pyspark). Each invocation is read once into a typed event (events) 
 flow and its retry guarantees are described in docs/ledger_and_trigger.md.
 """
 
-from lakeloader.trigger.events import ObjectsArrived, RebuildRequest, SweepRequest, read_invocation
-from lakeloader.trigger.handler import Trigger, TriggerError, handle_event
-from lakeloader.trigger.launch import clear_clients
-from lakeloader.trigger.routes import TableRoute, clear_route_cache, match_routes
-from lakeloader.trigger.settings import TriggerSettings, TriggerSettingsError
+from lakeloader.control.trigger.events import ObjectsArrived, RebuildRequest, SweepRequest, read_invocation
+from lakeloader.control.trigger.handler import Trigger, TriggerError, handle_event
+from lakeloader.control.trigger.launch import clear_clients
+from lakeloader.control.trigger.routes import TableRoute, clear_route_cache, match_routes
+from lakeloader.control.trigger.settings import TriggerSettings, TriggerSettingsError
 
 
 def clear_caches() -> None:

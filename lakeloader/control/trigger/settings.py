@@ -1,4 +1,4 @@
-"""The S3-arrival Lambda's environment (names from `lakeloader.contract`, set by infra/triggers.py)."""
+"""The S3-arrival Lambda's environment (names from `control.contract`, set by infra/triggers.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lakeloader.contract import (
+from lakeloader.control.contract import (
     ENV_CONFIG_CACHE_SECONDS,
     ENV_CONFIG_TABLE,
     ENV_EMR_APPLICATION_ID,
@@ -23,7 +23,7 @@ from lakeloader.contract import (
     ENV_START_LEASE_SECONDS,
     ENV_TABLES_PER_RUN,
 )
-from lakeloader.ledger import DEFAULT_START_LEASE_SECONDS
+from lakeloader.control.ledger import DEFAULT_START_LEASE_SECONDS
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 

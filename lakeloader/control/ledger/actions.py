@@ -10,9 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lakeloader.dynamodb import encode_item
-from lakeloader.ledger.base import clip_error, utc_now_iso
-from lakeloader.ledger.objects import (
+from lakeloader.control.dynamodb import encode_item
+from lakeloader.control.ledger.base import clip_error, utc_now_iso
+from lakeloader.control.ledger.objects import (
     DONE,
     FAILED,
     OPEN_STATUSES,

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.dynamodb import decode_item, encode_item
-from lakeloader.ledger.base import LedgerTables, clip_error, record_from_item, utc_now_iso
+from lakeloader.control.dynamodb import decode_item, encode_item
+from lakeloader.control.ledger.base import LedgerTables, clip_error, record_from_item, utc_now_iso
 
 RUN_RUNNING = "running"
 RUN_SUCCEEDED = "succeeded"

@@ -82,7 +82,7 @@ class FoundTable:
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> FoundTable:
-        """A held table as the config store keeps it (lakeloader.config_store.found_item)."""
+        """A held table as the config store keeps it (lakeloader.control.config_store.found_item)."""
         return cls(
             str(item.get("found_by", "")),
             str(item["table_id"]),

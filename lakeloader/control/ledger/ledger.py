@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lakeloader.ledger.actions import ObjectActions
-from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS, TableLock
-from lakeloader.ledger.objects import LedgerObject
-from lakeloader.ledger.runs import RUN_ABANDONED, RUN_RUNNING, RunHistory, RunRecord
-from lakeloader.ledger.window import BatchingWindow
+from lakeloader.control.ledger.actions import ObjectActions
+from lakeloader.control.ledger.lock import DEFAULT_LOCK_TTL_SECONDS, TableLock
+from lakeloader.control.ledger.objects import LedgerObject
+from lakeloader.control.ledger.runs import RUN_ABANDONED, RUN_RUNNING, RunHistory, RunRecord
+from lakeloader.control.ledger.window import BatchingWindow
 
 
 class Ledger(ObjectActions, RunHistory, TableLock, BatchingWindow):

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakeloader.config_store import FOUND_BY, HELD, KIND_SOURCE, scan_items, truthy
-from lakeloader.contract import longest_prefix_matches, normalise_prefix
-from lakeloader.trigger.logs import log
+from lakeloader.control.config_store import FOUND_BY, HELD, KIND_SOURCE, scan_items, truthy
+from lakeloader.control.contract import longest_prefix_matches, normalise_prefix
+from lakeloader.control.trigger.logs import log
 
 ROUTE_ATTRIBUTES = (
     "table_id",
@@ -45,7 +45,7 @@ class TableRoute:
     min_interval_seconds: int = 0  # the batching window; 0: arrivals start runs at once
     execution_class: str = "STANDARD"  # Glue: STANDARD | FLEX
     success_markers: bool = False  # cdc: snapshot: a _SUCCESS file completes a snapshot, so it is recorded
-    found_by: str = ""  # the source whose layout named it (lakeloader.discovery); "" for a declared table
+    found_by: str = ""  # the source whose layout named it (control.discovery); "" for a declared table
     held: str = ""  # found, and waiting for its key columns: why
     freshness_seconds: int = 0  # trigger.freshness_minutes * 60; 0: none (the sweep's lag metric over it)
 
@@ -57,7 +57,7 @@ class TableRoute:
 @dataclass(frozen=True)
 class Routes:
     """The config table as the trigger reads it: the tables' routes and the sources' entries (plain data
-    for lakeloader.discovery)."""
+    for lakeloader.control.discovery)."""
 
     tables: list[TableRoute] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)

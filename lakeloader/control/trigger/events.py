@@ -17,8 +17,8 @@ from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificati
 from aws_lambda_powertools.utilities.data_classes.s3_event import S3EventRecord
 from aws_lambda_powertools.utilities.data_classes.sns_event import SNSEventRecord
 
-from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT
-from lakeloader.ledger import ObjectRef
+from lakeloader.control.contract import REBUILD_EVENT, SWEEP_EVENT
+from lakeloader.control.ledger import ObjectRef
 
 _MAX_DEPTH = 4
 _KINDS = {"aws:sqs": "SQS", "aws:sns": "SNS"}

@@ -1,5 +1,5 @@
 """Tables found as their files arrive: a key under a source's prefix names its table
-(lakeloader.discovery); the table's first file records it in the config store, so its run starts with
+(lakeloader.control.discovery); the table's first file records it in the config store, so its run starts with
 no deploy. A table whose keys are unknown is recorded held: its files are recorded and wait, and the
 table is released once its source's keys name it (a deploy of the one line), at the next arrival or sweep.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lakeloader.config_store import PARTITION_KEY, found_item, put_found_item
-from lakeloader.discovery import FoundTable, find_table
-from lakeloader.dynamodb import decode_item
-from lakeloader.trigger.logs import log
-from lakeloader.trigger.metrics import publish_table_held
-from lakeloader.trigger.routes import Routes, TableRoute, route_for
+from lakeloader.control.config_store import PARTITION_KEY, found_item, put_found_item
+from lakeloader.control.discovery import FoundTable, find_table
+from lakeloader.control.dynamodb import decode_item
+from lakeloader.control.trigger.logs import log
+from lakeloader.control.trigger.metrics import publish_table_held
+from lakeloader.control.trigger.routes import Routes, TableRoute, route_for
 
 
 class FoundTables:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakeloader.dynamodb import decode_item, encode_item
-from lakeloader.ledger.base import LedgerTables
+from lakeloader.control.dynamodb import decode_item, encode_item
+from lakeloader.control.ledger.base import LedgerTables
 
 WINDOW_RUN_ID = "#window"
 
