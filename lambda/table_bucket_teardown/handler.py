@@ -1,5 +1,5 @@
-"""Empties a dev stage's table bucket on the stack's delete (lakeloader.control.table_bucket_teardown), as the
-stack's custom resource (infra/s3_tables_teardown.py): it answers CloudFormation itself."""
+"""Empties a dev stage's table bucket on the stack's delete (lakeloader.control.table_bucket_teardown), as
+the stack's custom resource (infra/s3_tables_teardown.py): it answers CloudFormation itself."""
 
 from __future__ import annotations
 
