@@ -141,7 +141,7 @@ bench-quick: $(STAMP)
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs. A stopped run goes on where it
 # stopped with MUTATE_RESUME=1 and the same MUTATE_MODULES and MUTATE_DIR: its copy is kept, with the code
 # and tests it was made from, and mutmut leaves each verdict it recorded (an infra module runs for hours).
-MUTATE_MODULES ?= control/trigger control/ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema inputs jobs/retention iceberg/table_state \
+MUTATE_MODULES ?= control/trigger control/ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema spark/inputs jobs/retention iceberg/table_state \
                   jobs/object_versions infra/network infra/readers infra/s3_tables_readers infra/storage
 MUTATE_DIR     ?= build/mutate
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \

@@ -29,10 +29,10 @@ def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[
     keys (it takes none of the probe's arguments)."""
     from pyspark.sql import functions as F
 
-    from lakeloader.columns import OP, find_column
     from lakeloader.engine.merge_statement import ACTION
     from lakeloader.engine.sequence import newer_sql
-    from lakeloader.sql import quote
+    from lakeloader.spark.columns import OP, find_column
+    from lakeloader.spark.sql import quote
 
     keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lakeloader.engine import merge_classified
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.spark.session import SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-"))

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from lakeloader.control.contract import MANIFEST_CACHE
     from lakeloader.engine import apply_batch
     from lakeloader.engine.schema import create_table
-    from lakeloader.spark import CATALOG, SparkSettings, build_session, local_conf
+    from lakeloader.spark.session import CATALOG, SparkSettings, build_session, local_conf
     from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-manifest-cache-"))

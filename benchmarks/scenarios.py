@@ -77,7 +77,7 @@ class Bench:
         self.extra: dict[str, Any] = {}
         self.started = time.perf_counter()
 
-        from lakeloader.spark import SparkSettings, build_session
+        from lakeloader.spark.session import SparkSettings, build_session
         from lakeloader_dev.jars import spark_conf
 
         self.spark = build_session(

@@ -4,7 +4,7 @@ their own. The stack adds them to the config it deploys (infra.stack); a user's 
 their prefix, ids or database.
 
 The prefix does not start with `_` or `.`: the jobs pass over such path parts as hidden files
-(lakeloader.inputs).
+(lakeloader.spark.inputs).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lakeloader.config import TableConfig
-from lakeloader.spark import S3_TABLES_ENV
+from lakeloader.spark.session import S3_TABLES_ENV
 
 PROJECT_URL = "https://github.com/lakeloader/lakeloader"
 PRODUCER = f"{PROJECT_URL}/tree/main/lakeloader/lineage.py"

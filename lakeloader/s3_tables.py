@@ -23,9 +23,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from lakeloader.control.contract import LOCAL_CATALOG, S3_TABLES_CATALOG
-from lakeloader.errors import LakeloaderError
-from lakeloader.spark import java_class
-from lakeloader.sql import qualified
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.session import java_class
+from lakeloader.spark.sql import qualified
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

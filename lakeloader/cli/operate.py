@@ -27,8 +27,8 @@ from lakeloader.control.ledger import (
     object_id_for,
     utc_now_iso,
 )
-from lakeloader.progress import Progress, no_progress
 from lakeloader.reconciliation import from_run_counts
+from lakeloader.spark.progress import Progress, no_progress
 
 RECORD_THREADS = 8  # conditional puts in flight while a backfill records a listing
 STATUS_THREADS = 16  # tables whose ledger items `status` reads at once: each is two round trips

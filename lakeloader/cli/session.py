@@ -19,7 +19,7 @@ def configure(args: argparse.Namespace, *, find_tables: bool = True) -> LakeConf
     """The config file with the command line's overrides: warehouse, raw root, database prefix; with
     `find_tables`, the tables its sources hold today beside the declared ones (what was found and
     held: `args.discovery`)."""
-    from lakeloader import next_step
+    from lakeloader.spark import next_step
 
     config = load_config(args.config)
     if getattr(args, "raw_root", None):
@@ -38,7 +38,7 @@ def configure(args: argparse.Namespace, *, find_tables: bool = True) -> LakeConf
 
 def spark_session(config: LakeConfig | DeployedStage, app_name: str):
     """A SparkSession on the config's (or the deployed stage's) warehouse, and its catalog."""
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.spark.session import SparkSettings, build_session
 
     settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
     return build_session(settings), settings.catalog

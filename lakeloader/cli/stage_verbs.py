@@ -121,7 +121,7 @@ def rebuild(args: argparse.Namespace) -> int:
     from lakeloader.cli import operate
     from lakeloader.cli.stage import DeployedStage, stack_name
     from lakeloader.control.contract import new_run_id
-    from lakeloader.progress import stderr_progress
+    from lakeloader.spark.progress import stderr_progress
 
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     args.command, args.table = "rebuild", [args.table]
@@ -185,11 +185,11 @@ def _say(line: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """status, requeue, skip, backfill, doctor, verify."""
-    from lakeloader.actor import identity
     from lakeloader.cli import operate
     from lakeloader.cli.stage import DeployedStage, stack_name
     from lakeloader.control.contract import new_run_id
-    from lakeloader.progress import stderr_progress
+    from lakeloader.spark.actor import identity
+    from lakeloader.spark.progress import stderr_progress
 
     if args.command == "verify":
         return verify(args)

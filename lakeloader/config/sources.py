@@ -149,6 +149,6 @@ def discover(
 
 def raw_keys(raw_root: str, sources: Iterable[SourceConfig]) -> list[str]:
     """The data files under the sources' prefixes today (local folder or s3://), as keys."""
-    from lakeloader.inputs import list_inputs
+    from lakeloader.spark.inputs import list_inputs
 
     return [f.name for s in sources for f in list_inputs(raw_root, s.prefix)]

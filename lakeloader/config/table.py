@@ -6,7 +6,6 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from lakeloader.columns import SNAPSHOT
 from lakeloader.config.base import _Strict
 from lakeloader.config.policies import (
     ColumnSelection,
@@ -21,6 +20,7 @@ from lakeloader.config.source import Source
 from lakeloader.config.target import Scd2Options, Target, s3_tables_problems
 from lakeloader.control.discovery import TABLE_ID
 from lakeloader.formats import source_format
+from lakeloader.spark.columns import SNAPSHOT
 
 ARRIVAL_ORDER = "none"  # sequence_by: none -- no column orders changes; the file and row order do
 

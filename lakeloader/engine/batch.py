@@ -13,7 +13,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from lakeloader import iceberg, s3_tables
-from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import (
     cdc,
@@ -28,14 +27,15 @@ from lakeloader.engine import (
     unreadable,
 )
 from lakeloader.engine.batch_result import BatchResult
-from lakeloader.errors import LakeloaderError, UnreadableFilesError
-from lakeloader.faults import crash_point
 from lakeloader.formats import snapshot as snapshots
 from lakeloader.iceberg import commit
-from lakeloader.inputs import InputFile
-from lakeloader.progress import Progress, no_progress
-from lakeloader.spark import release, table_exists
-from lakeloader.sql import value_literal
+from lakeloader.spark.columns import OP, find_column
+from lakeloader.spark.errors import LakeloaderError, UnreadableFilesError
+from lakeloader.spark.faults import crash_point
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.session import release, table_exists
+from lakeloader.spark.sql import value_literal
 
 # A batch's key values filter the target when they are few, or when the table holds this many times
 # more rows than the list: for a table not much larger, planning a long IN list costs more than the

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import SparkSession
 
 from lakeloader import iceberg, reconciliation
-from lakeloader.columns import OP
 from lakeloader.config import TableConfig
-from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.spark import Metrics
-from lakeloader.sql import count_equal
+from lakeloader.spark.columns import OP
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import Metrics
+from lakeloader.spark.sql import count_equal
 
 if TYPE_CHECKING:
     from lakeloader.engine.batch_result import BatchResult

@@ -14,10 +14,10 @@ from pyspark.sql import DataFrame
 from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.engine import quality
-from lakeloader.faults import crash_point
 from lakeloader.iceberg import commit
 from lakeloader.iceberg.retry import retry_on_conflict
-from lakeloader.progress import Progress
+from lakeloader.spark.faults import crash_point
+from lakeloader.spark.progress import Progress
 
 Write = Callable[[commit.Destination, DataFrame], None]
 """Writes a batch (the normalised change rows) to a Destination, inside `Destination.committing()`."""

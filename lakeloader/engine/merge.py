@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, latest, merge_classified, merge_counted
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.progress import Progress
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, commit_check, tombstones
 from lakeloader.engine.merge_statement import ACTION, merge_sql, run_merge
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.spark import Metrics, release
-from lakeloader.sql import count_equal, in_lists, quote
+from lakeloader.spark.columns import OP, find_column
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import Metrics, release
+from lakeloader.spark.sql import count_equal, in_lists, quote
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import commit_check, tombstones
 from lakeloader.engine.merge_statement import merge_sql, run_merge
-from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import MERGE_COUNT_KEYS, committed_summary
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.spark import Metrics, release
-from lakeloader.sql import quote
+from lakeloader.spark.columns import OP, find_column
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import Metrics, release
+from lakeloader.spark.sql import quote
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakeloader.columns import OP
 from lakeloader.engine import partial
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.sql import in_lists, quote
+from lakeloader.spark.columns import OP
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.sql import in_lists, quote
 
 ACTION = "_ll_action"  # a classified source's column: what each change does (merge_classified.classify)
 

@@ -28,17 +28,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader import iceberg, s3_tables
-from lakeloader.columns import OP, SEQ, find_column, seq_columns
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, tombstones
 from lakeloader.engine import snapshot as diffing
 from lakeloader.engine.batch_result import BatchResult
-from lakeloader.errors import LakeloaderError
 from lakeloader.iceberg import commit
-from lakeloader.inputs import InputFile
-from lakeloader.progress import Progress, no_progress
-from lakeloader.spark import release, table_exists
-from lakeloader.sql import quote
+from lakeloader.spark.columns import OP, SEQ, find_column, seq_columns
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.session import release, table_exists
+from lakeloader.spark.sql import quote
 
 KINDS = {"missing": "I", "extra": "D", "different": "U"}  # what a difference becomes when repaired
 

@@ -16,15 +16,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader import reconciliation
-from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, commit_check, partial, schema, tombstones
 from lakeloader.engine.sequence import newer_sql
-from lakeloader.errors import BadInputError, LakeloaderError
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.spark import release
-from lakeloader.sql import quote
+from lakeloader.spark.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
+from lakeloader.spark.errors import BadInputError, LakeloaderError
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import release
+from lakeloader.spark.sql import quote
 
 if TYPE_CHECKING:
     from lakeloader.engine.batch_result import BatchResult

@@ -17,13 +17,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc
-from lakeloader.errors import BadInputError
 from lakeloader.formats.snapshot import order_key
-from lakeloader.spark import Metrics, release
-from lakeloader.sql import count_equal
+from lakeloader.spark.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.session import Metrics, release
+from lakeloader.spark.sql import count_equal
 
 IN_SNAPSHOT, IN_TABLE = "_ll_in_snapshot", "_ll_in_table"
 SNAPSHOT_SEQ, SNAPSHOT_FILE = "_ll_snapshot_seq", "_ll_snapshot_file"

@@ -16,8 +16,8 @@ from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.control.contract import TOMBSTONES_SUFFIX
 from lakeloader.engine.sequence import newer_sql
-from lakeloader.spark import table_exists
-from lakeloader.sql import in_lists, qualified, quote, tblproperties
+from lakeloader.spark.session import table_exists
+from lakeloader.spark.sql import in_lists, qualified, quote, tblproperties
 
 SUFFIX = TOMBSTONES_SUFFIX
 # Copy-on-write (its rows are only appended, and purged by maintain), and few manifests: the skip

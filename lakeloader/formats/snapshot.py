@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from lakeloader.columns import SNAPSHOT
-from lakeloader.errors import BadInputError
 from lakeloader.formats.base import SourceFormat
-from lakeloader.inputs import InputFile, is_success_marker, list_inputs
+from lakeloader.spark.columns import SNAPSHOT
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import InputFile, is_success_marker, list_inputs
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 
 from lakeloader import reconciliation
 from lakeloader.iceberg.table_state import TableState
-from lakeloader.progress import Progress
-from lakeloader.spark import java_class
-from lakeloader.sql import literal, qualified, quote, tblproperties
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import java_class
+from lakeloader.spark.sql import literal, qualified, quote, tblproperties
 
 AUDIT_BRANCH_PREFIX = "audit_"  # a quality-gated batch's branch: audit_<run id>_<random>
 # table properties that put data or metadata files outside the table's location

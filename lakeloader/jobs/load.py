@@ -13,11 +13,11 @@ from pyspark.sql import SparkSession
 
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.engine import BatchResult, apply_batch
-from lakeloader.errors import LakeloaderError, blamed_files, root_cause
 from lakeloader.iceberg import commit
-from lakeloader.inputs import InputFile, list_inputs, resolve_paths
 from lakeloader.lineage import COUNTS, LineageLog, TableRun
-from lakeloader.progress import Progress, stderr_progress, text_table
+from lakeloader.spark.errors import LakeloaderError, blamed_files, root_cause
+from lakeloader.spark.inputs import InputFile, list_inputs, resolve_paths
+from lakeloader.spark.progress import Progress, stderr_progress, text_table
 
 
 @dataclass

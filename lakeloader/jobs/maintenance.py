@@ -15,18 +15,18 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from lakeloader import iceberg, s3_tables
-from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
 from lakeloader.control.contract import new_run_id
 from lakeloader.engine import tombstones
-from lakeloader.errors import LakeloaderError, first_line
-from lakeloader.faults import crash_point
 from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.jobs import retention
 from lakeloader.lineage import LineageLog
-from lakeloader.progress import Progress, no_progress, text_table
-from lakeloader.spark import table_exists
-from lakeloader.sql import literal, timestamp_literal
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.errors import LakeloaderError, first_line
+from lakeloader.spark.faults import crash_point
+from lakeloader.spark.progress import Progress, no_progress, text_table
+from lakeloader.spark.session import table_exists
+from lakeloader.spark.sql import literal, timestamp_literal
 
 
 @dataclass

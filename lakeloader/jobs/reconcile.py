@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from lakeloader.config import TableConfig
-from lakeloader.errors import LakeloaderError
-from lakeloader.inputs import InputFile, list_inputs
-from lakeloader.progress import Progress, no_progress, text_table
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.inputs import InputFile, list_inputs
+from lakeloader.spark.progress import Progress, no_progress, text_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -20,9 +20,9 @@ import yaml
 from lakeloader import lineage
 from lakeloader.config import load_config
 from lakeloader.control import runtimes
-from lakeloader.inputs import InputFile, batch_order
 from lakeloader.jobs.load import assign_inputs
-from lakeloader.progress import write_line
+from lakeloader.spark.inputs import InputFile, batch_order
+from lakeloader.spark.progress import write_line
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.emulator.runtime import driver_memory
 
@@ -207,7 +207,7 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -
     from pyspark import SparkContext
 
     from lakeloader.s3_tables import target_name
-    from lakeloader.spark import S3_TABLES_ENV, SparkSettings, build_session
+    from lakeloader.spark.session import S3_TABLES_ENV, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     glue = boto3.client("glue")
@@ -236,7 +236,7 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -
         "starting Spark to read the tables through the Glue catalog (Iceberg GlueCatalog + S3FileIO) "
         "and the S3 Tables catalog for Iceberg"
     )
-    if table_bucket:  # the session's `s3tables` catalog (lakeloader.spark), as the deployed jobs have it
+    if table_bucket:  # the session's `s3tables` catalog (spark.session), as the deployed jobs have it
         os.environ[S3_TABLES_ENV] = table_bucket
     settings = SparkSettings(
         warehouse=stack.warehouse,

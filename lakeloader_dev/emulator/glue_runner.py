@@ -28,7 +28,7 @@ from typing import Any
 
 from lakeloader.control import runtimes
 from lakeloader.control.contract import S3_TABLES_CATALOG
-from lakeloader.spark import S3_TABLES_ENV
+from lakeloader.spark.session import S3_TABLES_ENV
 from lakeloader_dev.emulator.runtime import (
     SHIM_DIR,
     Runtime,
@@ -90,7 +90,7 @@ def _glue_subprocess(
     timeout_minutes = float(getattr(job, "timeout", None) or 60)
     env = {runtimes.RUNTIME_ENV: row.name}  # the job's runtimes.local(): no dist-info on -S
     bucket = s3_tables_warehouse(arguments.get("--conf", ""))
-    if bucket:  # the deployed job's S3 Tables catalog, rebuilt against the emulator by lakeloader.spark
+    if bucket:  # the deployed job's S3 Tables catalog, rebuilt against the emulator by spark.session
         env[S3_TABLES_ENV] = bucket
     return runtime.run_spark_script(
         script,

@@ -5,7 +5,7 @@
 * ``emr_runner``: EMR Serverless job runs (the entry point with the application's spark-defaults).
 
 Glue and EMR scripts run through :meth:`Runtime.run_spark_script` with LAKELOADER_EMULATED=1, so
-``lakeloader.spark`` builds a local Spark whose catalog (contract.GLUE_CATALOG) is Iceberg's
+``lakeloader.spark.session`` builds a local Spark whose catalog (contract.GLUE_CATALOG) is Iceberg's
 GlueCatalog + S3FileIO against the emulator. The emulator keeps a journal (``Journal``) of
 invocations and runs: the demo prints it.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 from lakeloader import lineage
 from lakeloader.control import runtimes
-from lakeloader.spark import JARS_ENV
+from lakeloader.spark.session import JARS_ENV
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.jars import spark_conf
 from lakeloader_dev.jvm import SUBMIT_OPTS_ENV, short_jvm_env
@@ -249,7 +249,7 @@ class Runtime:
         """Run a PySpark script as Glue/EMR would, on local Spark; returns its error line or None.
 
         The ``lakeloader_dev`` stub comes first on PYTHONPATH (a shipped import of the dev package
-        fails as on AWS), then ``python_path``; LAKELOADER_EMULATED=1 makes ``lakeloader.spark``
+        fails as on AWS), then ``python_path``; LAKELOADER_EMULATED=1 makes ``lakeloader.spark.session``
         build a local session whose Glue catalog points at the emulator. With ``image`` (the
         top-level modules the platform's Python provides), the script runs with ``python -S``: no
         site-packages, only the standard library, those modules and ``python_path``, so a

@@ -14,9 +14,9 @@ import boto3
 
 from lakeloader.config import load_config
 from lakeloader.control.ledger import Ledger
-from lakeloader.inputs import InputFile
 from lakeloader.jobs import drain
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 
 

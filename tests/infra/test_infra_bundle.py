@@ -124,7 +124,7 @@ POWERTOOLS = {"aws_lambda_powertools/__init__.py", "jmespath/__init__.py", "typi
 JOB_ONLY = {
     "lakeloader/jobs/main.py",
     "lakeloader/engine/merge.py",
-    "lakeloader/spark.py",
+    "lakeloader/spark/session.py",
     "lakeloader/config/lake.py",
 }
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader.spark import CATALOG, table_exists
+from lakeloader.spark.session import CATALOG, table_exists
 
 pytestmark = pytest.mark.spark
 

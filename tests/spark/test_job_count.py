@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.engine import apply_batch, merge, merge_classified
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = pytest.mark.spark
 
@@ -23,8 +23,8 @@ MAX_JOBS = 6  # 5 without tombstones; a batch with deletes appends its tombstone
 # version: 3,129-3,138 and 2,216-2,383 on 2026-11-30 at 19:20 UTC, with the read's metrics built as
 # SQL text (lakeloader.engine.cdc), against 3,788-4,030 and 2,829-3,287 with them built as Column
 # objects; before that day's earlier changes, 4,530-4,815 and 5,752-5,767 with the metrics read entry
-# by entry (lakeloader.spark.Metrics) and on PySpark 4 every call's call site recorded
-# (lakeloader.spark.NO_CALL_SITES). Each change alone takes its runtime over its ceiling.
+# by entry (lakeloader.spark.session.Metrics) and on PySpark 4 every call's call site recorded
+# (lakeloader.spark.session.NO_CALL_SITES). Each change alone takes its runtime over its ceiling.
 MAX_JVM_CALLS = {"3": 3_500, "4": 2_650}
 DMS = pa.schema(
     [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]

@@ -10,10 +10,10 @@ import pytest
 
 from lakeloader import iceberg
 from lakeloader.engine import apply_batch, cdc
-from lakeloader.errors import BadInputError
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
-from lakeloader.spark import CATALOG
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.spark.merge_batches import DMS, FULL, T0, at, change, load, rows, snapshots, unchanged_since
 
 pytestmark = pytest.mark.spark

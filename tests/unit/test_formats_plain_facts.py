@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from lakeloader.config import parse_config
-from lakeloader.errors import BadInputError
 from lakeloader.formats import FORMAT_NAMES, FORMATS, SourceFormat, source_format
 from lakeloader.formats.debezium import DECIMAL, decimal_sql, decoded, logical_types
 from lakeloader.formats.debezium_envelope import DebeziumEnvelope
@@ -19,6 +18,7 @@ from lakeloader.formats.dms import Dms
 from lakeloader.formats.files import require_sequence
 from lakeloader.formats.none import PlainRows
 from lakeloader.formats.snapshot import Snapshot
+from lakeloader.spark.errors import BadInputError
 
 # The JSON converter's `schema` of a Debezium envelope (schemas.enable=true), as a PostgreSQL connector
 # writes it: the images' fields name their logical types; the source block has named fields too

@@ -47,8 +47,8 @@ def test_the_cli_finds_the_jars_the_assembly_recorded(tmp_path, monkeypatch):
     """The jar assembly (development tooling) records its Spark settings; the shipped runtime reads
     that file, never the module. Without it, the error names the file and the two ways out."""
     from lakeloader.control import runtimes
-    from lakeloader.errors import LakeloaderError
-    from lakeloader.spark import JARS_ENV, SparkSettings, jar_conf_path, local_conf
+    from lakeloader.spark.errors import LakeloaderError
+    from lakeloader.spark.session import JARS_ENV, SparkSettings, jar_conf_path, local_conf
 
     monkeypatch.setenv("LAKELOADER_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(JARS_ENV, raising=False)

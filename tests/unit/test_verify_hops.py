@@ -248,7 +248,7 @@ def test_a_user_table_may_not_take_the_canaries_id_prefix_or_database(field, val
 
 def test_the_canary_prefix_is_one_the_jobs_read():
     """The jobs pass over path parts starting `_` or `.` (hidden files): the canary's must not."""
-    from lakeloader.inputs import _is_data_file
+    from lakeloader.spark.inputs import _is_data_file
 
     assert _is_data_file(f"{canary.CANARY_PREFIX}glue/verify-1.json")
     assert not _is_data_file("_lakeloader/canary/glue/verify-1.json")  # why not such a prefix

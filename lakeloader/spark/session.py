@@ -35,8 +35,8 @@ from lakeloader.control.contract import (
     iceberg_catalog_conf,
     s3_tables_catalog_conf,
 )
-from lakeloader.errors import LakeloaderError
-from lakeloader.sql import literal, quote
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.sql import literal, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -166,7 +166,7 @@ def jar_conf_path(runtime: runtimes.Runtime | None = None) -> Path:
     root = (
         Path(cache).expanduser().resolve()
         if cache
-        else Path(__file__).resolve().parents[1] / ".lakeloader" / "jars"
+        else Path(__file__).resolve().parents[2] / ".lakeloader" / "jars"
     )
     return root / f"spark-conf-{(runtime or runtimes.local()).name}.json"
 
