@@ -24,7 +24,7 @@ def lines(capsys) -> list[dict]:
     found = [line for line in log_lines(capsys) if "_aws" not in line]
     for line in found:
         assert {"timestamp", "location", "service", "name"} <= set(line), line
-        assert line["service"] == "lakeloader-s3-arrival" and line["name"] == "lakeloader.control.trigger"
+        assert line["service"] == "lakeloader-s3-arrival" and line["name"] == "lakeloader.trigger"
     skip = {"timestamp", "location", "service", "name"}
     return [{k: v for k, v in line.items() if k not in skip} for line in found]
 

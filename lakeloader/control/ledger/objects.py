@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from lakeloader.control.dynamodb import encode_item, is_condition_failure
 from lakeloader.control.ledger.base import LedgerTables, clip_error, record_from_item, utc_now_iso
 
-LOG = logging.getLogger("lakeloader.control.ledger")
+LOG = logging.getLogger("lakeloader.ledger")  # the name log queries know
 
 PENDING = "pending"
 RUNNING = "running"

@@ -23,7 +23,7 @@ from lakeloader.control.contract import ARRIVAL_SERVICE_NAME, ENV_POWERTOOLS_SER
 # of the root logger's handlers, which would silence every lakeloader.* logger in a process that also
 # logs there.
 PACKAGE_LOGGER = "lakeloader"
-LOG = logging.getLogger("lakeloader.control.trigger")
+LOG = logging.getLogger("lakeloader.trigger")  # the name log queries know
 
 _POWERTOOLS: list[Logger] = []
 _SETUP = threading.Lock()
