@@ -28,8 +28,8 @@ from constructs import Construct
 from infra.nag import acknowledge_wildcards, arn_ref
 from infra.settings import SettingsError, Stage
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
-from lakeloader.canary import is_canary
 from lakeloader.config import LakeConfig
+from lakeloader.config.canary import is_canary
 
 GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `Stage.role_name(GLUE_JOB_ROLE)` (infra.processing)
 DATABASE_TABLE_ACTIONS = [

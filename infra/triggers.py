@@ -32,8 +32,8 @@ from infra.network import StageNetwork
 from infra.processing import Processing
 from infra.settings import SettingsError, Stage
 from infra.storage import LakeStorage
-from lakeloader.canary import CANARY_PREFIX
 from lakeloader.config import LakeConfig
+from lakeloader.config.canary import CANARY_PREFIX
 from lakeloader.control import contract
 
 BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from lakeloader.config import load_config
 from lakeloader.control.contract import new_run_id
+from lakeloader.jobs.lineage import LineageLog, TableNaming
 from lakeloader.jobs.load import assign_inputs, run_tables, summary_table
-from lakeloader.lineage import LineageLog, TableNaming
 from lakeloader.spark.inputs import batch_order
 from lakeloader.spark.progress import stderr_progress
 from lakeloader.spark.session import SparkSettings, build_session

@@ -27,7 +27,7 @@ from lakeloader.control.ledger import (
     object_id_for,
     utc_now_iso,
 )
-from lakeloader.reconciliation import from_run_counts
+from lakeloader.engine.reconciliation import from_run_counts
 from lakeloader.spark.progress import Progress, no_progress
 
 RECORD_THREADS = 8  # conditional puts in flight while a backfill records a listing
@@ -46,7 +46,7 @@ class TableStatus:
     last_run: dict[str, Any] | None
     last_commit: dict[str, Any] | None  # the newest run that committed: its snapshot and end
     stuck: list[dict[str, Any]] = field(default_factory=list)  # quarantined and failed files: why
-    # the newest run that reconciled a commit (lakeloader.reconciliation): its counts, run and end
+    # the newest run that reconciled a commit (lakeloader.engine.reconciliation): its counts, run and end
     last_reconciliation: dict[str, Any] | None = None
 
     @property

@@ -46,8 +46,8 @@ def spark_session(config: LakeConfig | DeployedStage, app_name: str):
 
 def lineage_log(config: LakeConfig, path: str | None = None):
     """Where the verb's OpenLineage events go: `path` (--lineage-file), else the config's lineage.file,
-    else $LAKELOADER_LINEAGE_FILE, else nowhere (lakeloader.lineage)."""
-    from lakeloader.lineage import open_log
+    else $LAKELOADER_LINEAGE_FILE, else nowhere (lakeloader.jobs.lineage)."""
+    from lakeloader.jobs.lineage import open_log
 
     chosen = path or (config.lineage.file if config.lineage else None)
     return open_log(chosen, warehouse=config.warehouse, raw_root=config.raw_root)

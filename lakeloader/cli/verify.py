@@ -4,7 +4,7 @@ Like `doctor`, an operator's check from outside the stage: it lives with the CLI
 and out of the VPC (it calls CloudFormation, SNS and Athena, which the stage's network has no
 endpoint for, and needs none).
 
-The file lands under the canary table's raw prefix (lakeloader.canary) and is followed hop by hop:
+The file lands under the canary table's raw prefix (lakeloader.config.canary) and is followed hop by hop:
 the S3 event reaches the arrival Lambda, which records it in the ledger; the Lambda starts a job run
 (Glue, and EMR Serverless where a table of the stage runs there); the run loads it and commits to
 Iceberg; the rows are read back through the Glue catalog, and through each reader's Athena
@@ -31,9 +31,9 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lakeloader import canary
 from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.stage import DeployedStage, StageNotFoundError
+from lakeloader.config import canary
 from lakeloader.control.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
 from lakeloader.control.ledger import DONE, FAILED, QUARANTINED
 from lakeloader.control.trigger.events import ObjectsArrived

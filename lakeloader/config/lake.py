@@ -19,7 +19,7 @@ from lakeloader.control.runtimes import Runtime
 
 
 class LineageConfig(_Strict):
-    """Where local runs write their OpenLineage events (lakeloader.lineage)."""
+    """Where local runs write their OpenLineage events (lakeloader.jobs.lineage)."""
 
     file: str = Field(
         min_length=1,

@@ -131,7 +131,7 @@ PENDING_AGE_METRIC = "PendingAgeSeconds"  # the sweep's, per table: the table's 
 # one alarm with one threshold covers tables of different freshness (infra.monitoring)
 PENDING_AGE_OVER_FRESHNESS_METRIC = "PendingAgeOverFreshness"
 FILES_QUARANTINED_METRIC = "FilesQuarantined"  # the drain's, per table
-# the drain's, per table: commits the table disagreed with (lakeloader.reconciliation), published or not
+# the drain's, per table: commits the table disagreed with (engine.reconciliation), published or not
 RECONCILIATION_MISMATCH_METRIC = "ReconciliationMismatch"
 # the S3-arrival Lambda's, per table, once: a table a source found cannot load until its keys are given
 TABLE_HELD_METRIC = "TableHeld"

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakeloader import iceberg, s3_tables
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.engine import (
     cdc,
@@ -28,7 +28,7 @@ from lakeloader.engine import (
 )
 from lakeloader.engine.batch_result import BatchResult
 from lakeloader.formats import snapshot as snapshots
-from lakeloader.iceberg import commit
+from lakeloader.iceberg import commit, s3_tables
 from lakeloader.spark.columns import OP, find_column
 from lakeloader.spark.errors import LakeloaderError, UnreadableFilesError
 from lakeloader.spark.faults import crash_point

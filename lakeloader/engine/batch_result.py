@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lakeloader import reconciliation
+from lakeloader.engine import reconciliation
 from lakeloader.engine.quality import QualityReport, combine_reports
-from lakeloader.reconciliation import Reconciliation
+from lakeloader.engine.reconciliation import Reconciliation
 
 COUNTED = ("files", "changes", "inserted", "updated", "deleted")  # what several batches add up to
 

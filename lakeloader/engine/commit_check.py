@@ -1,6 +1,6 @@
 """Reconciliation on every commit, the Spark side: the metrics a batch's passes observe of what its
 latest changes asked for, and the check right after the commit, against the snapshot summary it
-wrote and its parent's (lakeloader.reconciliation holds the rules, without Spark).
+wrote and its parent's (lakeloader.engine.reconciliation holds the rules, without Spark).
 
 A disagreement either fails the batch (`reconcile.on_mismatch: fail`: the batch was written to an
 audit branch, lakeloader.engine.gate, and is never published) or is recorded on the batch's result
@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg, reconciliation
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
+from lakeloader.engine import reconciliation
 from lakeloader.iceberg.commit import Destination
 from lakeloader.spark.columns import OP
 from lakeloader.spark.errors import LakeloaderError

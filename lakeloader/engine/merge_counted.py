@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 from lakeloader.config import TableConfig
 from lakeloader.engine import commit_check, tombstones
 from lakeloader.engine.merge_statement import merge_sql, run_merge
-from lakeloader.iceberg import MERGE_COUNT_KEYS, committed_summary
+from lakeloader.engine.reconciliation import MERGE_COUNT_KEYS
+from lakeloader.iceberg import committed_summary
 from lakeloader.iceberg.commit import Destination
 from lakeloader.spark.columns import OP, find_column
 from lakeloader.spark.errors import LakeloaderError

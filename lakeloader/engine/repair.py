@@ -27,12 +27,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import iceberg, s3_tables
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, merge, scd2, tombstones
 from lakeloader.engine import snapshot as diffing
 from lakeloader.engine.batch_result import BatchResult
-from lakeloader.iceberg import commit
+from lakeloader.iceberg import commit, s3_tables
 from lakeloader.spark.columns import OP, SEQ, find_column, seq_columns
 from lakeloader.spark.errors import LakeloaderError
 from lakeloader.spark.inputs import InputFile

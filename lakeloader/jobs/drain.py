@@ -31,9 +31,9 @@ from lakeloader.control.ledger import (
 )
 from lakeloader.engine import COUNTED, report_counts
 from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
+from lakeloader.jobs.lineage import LineageLog
 from lakeloader.jobs.load import LoadResult, finish_lineage
 from lakeloader.jobs.rebuild import rebuild_table
-from lakeloader.lineage import LineageLog
 from lakeloader.spark.inputs import InputFile
 
 _CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients

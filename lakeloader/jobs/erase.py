@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import iceberg, s3_tables
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.control.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.engine import tombstones
+from lakeloader.iceberg import s3_tables
 from lakeloader.iceberg.commit import consumed_file_ids
 from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.jobs.object_versions import on_s3, purge_noncurrent_versions, remaining_versions

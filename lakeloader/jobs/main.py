@@ -17,8 +17,8 @@ from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.control import contract
 from lakeloader.control.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 from lakeloader.jobs.drain import drain_tables, log_event
+from lakeloader.jobs.lineage import JOB_NAMESPACE, OPENLINEAGE_APP_NAME, open_log
 from lakeloader.jobs.load import LoadResult
-from lakeloader.lineage import JOB_NAMESPACE, OPENLINEAGE_APP_NAME, open_log
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg, s3_tables
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.control.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.engine import apply_batch, table_layout_sql, tombstones
-from lakeloader.iceberg import commit
+from lakeloader.iceberg import commit, s3_tables
 from lakeloader.jobs.load import LoadResult
 from lakeloader.spark.errors import LakeloaderError
 from lakeloader.spark.inputs import InputFile

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from lakeloader import lineage
 from lakeloader.config import load_config
 from lakeloader.control import runtimes
+from lakeloader.jobs import lineage
 from lakeloader.jobs.load import assign_inputs
 from lakeloader.spark.inputs import InputFile, batch_order
 from lakeloader.spark.progress import write_line
@@ -128,7 +128,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
     runtime = runtimes.local()  # the stage runs on it: the emulator runs jobs on this venv's Spark only
     workdir = Path(".lakeloader/demo-emulator")
     config_path = str(demo_config(config_path, workdir))
-    # every Glue/EMR run of the stage appends its tables' OpenLineage events here (lakeloader.lineage)
+    # every Glue/EMR run of the stage appends its tables' OpenLineage events here (lakeloader.jobs.lineage)
     lineage_file = (workdir / "lineage.jsonl").resolve()
     lineage_file.unlink(missing_ok=True)
     os.environ[lineage.FILE_ENV] = str(lineage_file)
@@ -206,7 +206,7 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -
     import boto3
     from pyspark import SparkContext
 
-    from lakeloader.s3_tables import target_name
+    from lakeloader.iceberg.s3_tables import target_name
     from lakeloader.spark.session import S3_TABLES_ENV, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeloader import lineage
 from lakeloader.control import runtimes
+from lakeloader.jobs import lineage
 from lakeloader.spark.session import JARS_ENV
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.jars import spark_conf
@@ -47,7 +47,7 @@ _PASS_THROUGH = (
     "JAVA_HOME",
     "SPARK_LOCAL_IP",
     "LAKELOADER_CACHE",
-    lineage.FILE_ENV,  # the demo's and a user's lineage file (lakeloader.lineage)
+    lineage.FILE_ENV,  # the demo's and a user's lineage file (lakeloader.jobs.lineage)
 )
 
 

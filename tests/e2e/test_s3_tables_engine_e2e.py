@@ -62,7 +62,7 @@ from lakeloader.engine import apply_batch
 from lakeloader.engine.quality import quarantine_name
 from lakeloader.spark.inputs import list_inputs
 from lakeloader.jobs.rebuild import rebuild_table
-from lakeloader.s3_tables import target_name
+from lakeloader.iceberg.s3_tables import target_name
 from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 

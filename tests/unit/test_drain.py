@@ -13,9 +13,9 @@ import pytest
 from lakeloader.config import TableConfig
 from lakeloader.control.contract import GLUE_CATALOG, RECONCILIATION_MISMATCH_METRIC
 from lakeloader.control.ledger import DEFAULT_LOCK_TTL_SECONDS, LockLostError
+from lakeloader.engine.reconciliation import Reconciliation
 from lakeloader.jobs.drain import drain_tables
 from lakeloader.jobs.load import LoadResult
-from lakeloader.reconciliation import Reconciliation
 from tests.unit import drain_world
 from tests.unit.drain_world import drain, land, metric_of, metric_sum, ok, stand_in, statuses
 

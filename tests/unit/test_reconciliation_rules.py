@@ -1,9 +1,9 @@
-"""The Spark-free rules of reconciliation on every commit (lakeloader.reconciliation): a commit's
+"""The Spark-free rules of reconciliation on every commit (lakeloader.engine.reconciliation): a commit's
 summaries read into what the table reports, and the invariants every correct batch keeps."""
 
 from __future__ import annotations
 
-from lakeloader.reconciliation import (
+from lakeloader.engine.reconciliation import (
     Asked,
     Reconciliation,
     Reported,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lakeloader import s3_tables
 from lakeloader.config import parse_config
 from lakeloader.control import contract
+from lakeloader.iceberg import s3_tables
 from lakeloader.jobs import with_database_prefix
 from lakeloader.spark.errors import LakeloaderError
 from lakeloader.spark.session import S3_TABLES_ENV, SparkSettings, local_conf

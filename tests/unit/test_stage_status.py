@@ -12,7 +12,7 @@ import boto3
 
 from lakeloader.cli import operate
 from lakeloader.control.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
-from lakeloader.reconciliation import Reconciliation
+from lakeloader.engine.reconciliation import Reconciliation
 from tests.aws_fixtures import ManualClock
 from tests.unit import stage_world
 from tests.unit.test_operator_verbs import one_file_in
@@ -156,7 +156,7 @@ def test_status_json_is_each_table_with_its_health(stage, capsys):
 
 
 def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage):
-    """The newest run whose record kept a reconciliation (lakeloader.reconciliation.run_counts); a run
+    """The newest run whose record kept a reconciliation (lakeloader.engine.reconciliation.run_counts); a run
     that reconciled nothing (no commit) does not hide it."""
     clean = Reconciliation(commits=2, upserts_asked=5, inserted=3, updated=2, live_delta=3).run_counts()
     mismatched = Reconciliation(commits=1, updated=2, mismatched_commits=1).run_counts()

@@ -11,10 +11,9 @@ import time
 import boto3
 import pytest
 
-from lakeloader import canary
 from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier
-from lakeloader.config import ConfigError, parse_config
+from lakeloader.config import ConfigError, canary, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.control.dynamodb import encode_item
 from tests.unit import stage_world

@@ -1,6 +1,6 @@
 """Reconciliation on every commit: what a batch's files asked for against what the table reports of
-the commit that applied them (issue 41, part 2). Standard library only: the engine fills it in, the
-run record, `lakeloader status` and the unit tests read it without Spark.
+the commit that applied them (issue 41, part 2). This module is standard library only: the engine
+fills it in, the run record, `lakeloader status` and the unit tests read it without Spark.
 
 What a commit *asked* for (`Asked`) is counted on passes the engine makes anyway (observed metrics
 of its classification, or of the MERGE's own source): the changes after ordering (the latest per key
@@ -21,7 +21,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-MERGE_COUNT_KEYS = {  # Spark 4.1+ / Iceberg 1.11+ (lakeloader.iceberg.MERGE_COUNT_KEYS spells the same)
+# What Spark 4.1+ with Iceberg 1.11+ records of a MERGE in the summary of the snapshot it commits
+# (SPARK-54309, Iceberg PR 15014): the rows it inserted, updated and deleted.
+MERGE_COUNT_KEYS = {
     "inserted": "spark.merge-into.num-target-rows-inserted",
     "updated": "spark.merge-into.num-target-rows-updated",
     "deleted": "spark.merge-into.num-target-rows-deleted",

@@ -39,7 +39,7 @@ from lakeloader.config import TableConfig
 from lakeloader.spark.session import S3_TABLES_ENV
 
 PROJECT_URL = "https://github.com/lakeloader/lakeloader"
-PRODUCER = f"{PROJECT_URL}/tree/main/lakeloader/lineage.py"
+PRODUCER = f"{PROJECT_URL}/tree/main/lakeloader/lineage.py"  # as the events always said: consumers key on it
 SPEC = "https://openlineage.io/spec"
 RUN_EVENT_SCHEMA = f"{SPEC}/2-0-2/OpenLineage.json#/$defs/RunEvent"
 JOB_TYPE_SCHEMA = f"{SPEC}/facets/2-0-4/JobTypeJobFacet.json#/$defs/JobTypeJobFacet"
