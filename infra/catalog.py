@@ -1,7 +1,7 @@
 """Catalog: Glue databases, the Glue security configuration, raw-zone crawlers.
 
 * One Glue database per target database of the config, named `<database_prefix><database>`
-  (default prefix `<project>_<stage>_`, so `crm` is `lakeloader_dev_crm`): stages and other
+  (default prefix `<project>_<stage>_`, so in the prod stage `crm` is `lakeloader_prod_crm`): stages and other
   stacks in one account never share one. The jobs get the prefix as an argument and address
   tables as `glue_catalog.<prefix><database>.<table>`; local runs keep the bare names.
 * The Glue security configuration every job and crawler uses (KMS for S3, CloudWatch Logs
