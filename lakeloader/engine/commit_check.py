@@ -34,7 +34,7 @@ class ReconciliationError(LakeloaderError):
     """A commit the table disagrees with, on a table whose `reconcile.on_mismatch` is `fail`: raised on
     the audit branch, before anything is published."""
 
-    def __init__(self, table_id: str, found: reconciliation.Reconciliation):
+    def __init__(self, table_id: str, found: reconciliation.CommitReconciliation):
         self.table_id = table_id
         self.reconciliation = found
         super().__init__(

@@ -114,7 +114,7 @@ def reported_from_summaries(summary: dict[str, str], parent: dict[str, str] | No
 
 
 @dataclass
-class Reconciliation:
+class CommitReconciliation:
     """One or more commits reconciled (a run's commits add up): what was asked, what the table
     reported, and every invariant the table broke."""
 
@@ -151,7 +151,7 @@ class Reconciliation:
         counts = {k: v for k, v in asdict(self).items() if isinstance(v, int) and not isinstance(v, bool)}
         return {f"reconcile_{k}": v for k, v in counts.items()}
 
-    def add(self, other: Reconciliation | None) -> Reconciliation:
+    def add(self, other: CommitReconciliation | None) -> CommitReconciliation:
         if other is None:
             return self
         for name, value in asdict(other).items():
@@ -162,20 +162,20 @@ class Reconciliation:
         return self
 
 
-def combine(a: Reconciliation | None, b: Reconciliation | None) -> Reconciliation | None:
+def combine(a: CommitReconciliation | None, b: CommitReconciliation | None) -> CommitReconciliation | None:
     """Two runs' or batches' reconciliations as one (None: nothing reconciled)."""
     if a is None and b is None:
         return None
-    return Reconciliation().add(a).add(b)
+    return CommitReconciliation().add(a).add(b)
 
 
 def from_run_counts(counts: dict[str, int | float]) -> dict[str, int] | None:
-    """The reconciliation a run record kept (`Reconciliation.run_counts`), None when it kept none."""
+    """The reconciliation a run record kept (`CommitReconciliation.run_counts`), None when it kept none."""
     found = {k.removeprefix("reconcile_"): int(v) for k, v in counts.items() if k.startswith("reconcile_")}
     return found if found.get("commits") else None
 
 
-def reconcile(asked: Asked, reported: Reported, *, snapshot_id: int | None = None) -> Reconciliation:
+def reconcile(asked: Asked, reported: Reported, *, snapshot_id: int | None = None) -> CommitReconciliation:
     """Hold what one commit asked against what the table reports of it; every broken invariant is
     named in `mismatches`."""
     broken: list[str] = []
@@ -213,7 +213,7 @@ def reconcile(asked: Asked, reported: Reported, *, snapshot_id: int | None = Non
                 f"the commit added {reported.deletes_delta:,} delete record(s) for {updated:,} update(s) "
                 f"and {deleted:,} delete(s)"
             )
-    return Reconciliation(
+    return CommitReconciliation(
         commits=1,
         upserts_asked=asked.upserts,
         deletes_asked=asked.deletes,

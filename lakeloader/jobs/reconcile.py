@@ -60,8 +60,8 @@ class Repaired:
 
 
 @dataclass
-class Reconciliation:
-    """A table compared with a snapshot of its source."""
+class SourceReconciliation:
+    """A table compared with a full copy of its source (`lakeloader reconcile --snapshot`)."""
 
     table_id: str
     snapshot: str  # the URI
@@ -237,7 +237,7 @@ def reconcile(
     progress: Progress = no_progress,
     before_publish: Callable[[], None] = lambda: None,
     tick_seconds: float = TICK_SECONDS,
-) -> Reconciliation:
+) -> SourceReconciliation:
     """Compare `table` with the snapshot at `uri`; with `repair`, commit the difference (one commit)."""
     from lakeloader.engine import compare_snapshot, repair_difference
 
@@ -247,7 +247,7 @@ def reconcile(
         comparison = compare_snapshot(spark, table, files, catalog=catalog, repair=repair, progress=progress)
     try:
         counts = comparison.counts
-        result = Reconciliation(
+        result = SourceReconciliation(
             table.id,
             uri,
             len(files),
@@ -306,7 +306,7 @@ def reconcile_on_stage(
     run_id: str,
     repair: bool,
     **options: Any,
-) -> Reconciliation:
+) -> SourceReconciliation:
     """`reconcile --stage`: a report reads and changes nothing; a repair holds the table's run lock (a
     job run of the table waits for it, as for another run) and is recorded as a run of the table in
     the stage's run history, with its counts and commit."""

@@ -12,7 +12,7 @@ import boto3
 
 from lakeloader.cli import operate
 from lakeloader.control.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
-from lakeloader.engine.reconciliation import Reconciliation
+from lakeloader.engine.reconciliation import CommitReconciliation
 from tests.aws_fixtures import ManualClock
 from tests.unit import stage_world
 from tests.unit.test_operator_verbs import one_file_in
@@ -158,8 +158,8 @@ def test_status_json_is_each_table_with_its_health(stage, capsys):
 def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage):
     """The newest run whose record kept a reconciliation (lakeloader.engine.reconciliation.run_counts); a run
     that reconciled nothing (no commit) does not hide it."""
-    clean = Reconciliation(commits=2, upserts_asked=5, inserted=3, updated=2, live_delta=3).run_counts()
-    mismatched = Reconciliation(commits=1, updated=2, mismatched_commits=1).run_counts()
+    clean = CommitReconciliation(commits=2, upserts_asked=5, inserted=3, updated=2, live_delta=3).run_counts()
+    mismatched = CommitReconciliation(commits=1, updated=2, mismatched_commits=1).run_counts()
     run(stage, "crm.customers", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), counts=clean)
     run(stage, "crm.vip", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), counts=mismatched)
     run(stage, "crm.vip", "run-2", "succeeded", datetime(2026, 3, 2, 10, tzinfo=UTC), counts={"files": 0})
