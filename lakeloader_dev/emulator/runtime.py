@@ -4,7 +4,7 @@
 * ``glue_runner``: Glue job runs (the job's deployed script, with the ``awsglue`` shim).
 * ``emr_runner``: EMR Serverless job runs (the entry point with the application's spark-defaults).
 
-Glue and EMR scripts run through :meth:`Runtime.run_spark_script` with LAKELOADER_EMULATED=1, so
+Glue and EMR scripts run through :meth:`EmulatorProcesses.run_spark_script` with LAKELOADER_EMULATED=1, so
 ``lakeloader.spark.session`` builds a local Spark whose catalog (contract.GLUE_CATALOG) is Iceberg's
 GlueCatalog + S3FileIO against the emulator. The emulator keeps a journal (``Journal``) of
 invocations and runs: the demo prints it.
@@ -156,7 +156,7 @@ class Journal:
                 listener(kind, record)
 
 
-class Runtime:
+class EmulatorProcesses:
     """The subprocesses of one emulator (its endpoint and work folder): what the runners start."""
 
     def __init__(self, endpoint: str, workdir: Path, region: str = "us-east-1", spark_slots: int = 1) -> None:
