@@ -165,7 +165,7 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
                   formats/dms:Dms.operation formats/files:_read_csv formats/files:read_rows \
                   formats/files:parquet_schemas formats/files:merge_schemas formats/files:replace_checked \
                   formats/files:lenient_cast formats/debezium:decimal_sql \
-                  formats/snapshot:Snapshot.read_checked formats/snapshot:folder_value \
+                  formats/full_copy:FullCopy.read_checked formats/full_copy:folder_value \
                   engine/schema:typed_columns engine/schema:_iceberg_type engine/schema:apply_plan \
                   engine/schema:create_table engine/schema:_aligned engine/schema:align
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then

@@ -90,7 +90,7 @@ REBUILD_EVENT = {"lakeloader": {"action": "rebuild"}}
 
 # What an exporter writes beside a finished folder (Spark, Hadoop, Glue): a cdc: snapshot folder is
 # complete once it holds one. The Lambda starts the table's run on it; the job lists it only when asked
-# (lakeloader.spark.inputs.list_inputs(markers=True)) and formats.snapshot reads the folder as complete.
+# (lakeloader.spark.inputs.list_inputs(markers=True)) and formats.full_copy reads the folder as complete.
 SUCCESS_MARKER = "_SUCCESS"
 
 

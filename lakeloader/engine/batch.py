@@ -17,17 +17,17 @@ from lakeloader.config import TableConfig
 from lakeloader.engine import (
     cdc,
     file_conflicts,
+    full_copy,
     gate,
     merge,
     scd2,
     schema,
-    snapshot,
     table_settings,
     truncate,
     unreadable,
 )
 from lakeloader.engine.batch_result import BatchResult
-from lakeloader.formats import snapshot as snapshots
+from lakeloader.formats import full_copy as folders
 from lakeloader.iceberg import commit, s3_tables
 from lakeloader.spark.columns import OP, find_column
 from lakeloader.spark.errors import LakeloaderError, UnreadableFilesError
@@ -60,10 +60,10 @@ def apply_batch(
     options = {"catalog": catalog, "run_id": run_id, "progress": progress, "log_consumed": log_consumed}
     if table.source.cdc != "snapshot" or not files:
         return apply_files(spark, table, files, **options, before_publish=before_publish)
-    plan = snapshots.plan(table, files, snapshots.list_table(table, files))
+    plan = folders.plan(table, files, folders.list_table(table, files))
     total = BatchResult(files=len(plan.markers), waiting=[f.name for f in plan.waiting])
     if plan.waiting:
-        total.notes.append(snapshots.describe_waiting(table, plan.waiting))
+        total.notes.append(folders.describe_waiting(table, plan.waiting))
         progress(total.notes[-1])
     for _folder, folder_files in plan.ready:
         total.add(apply_files(spark, table, folder_files, **options, before_publish=before_publish))
@@ -103,7 +103,7 @@ def apply_files(
     result.files, result.read = len(files), [f.name for f in files]
     # cdc: snapshot: one snapshot folder per batch (jobs.load), ordered by its name unless snapshot_by
     folder = (
-        snapshots.snapshot_folder(table, files[0].name) if files and table.source.cdc == "snapshot" else None
+        folders.snapshot_folder(table, files[0].name) if files and table.source.cdc == "snapshot" else None
     )
     order = folder if folder is not None and not table.source.snapshot_by else None
     if not files or _snapshot_applied(table, folder, order, state, result, progress):
@@ -124,7 +124,7 @@ def apply_files(
     unchanged = False  # a snapshot equal to the table: nothing to commit
     try:
         if folder is not None and order is None:
-            order = snapshot.sequence_of(changes)
+            order = full_copy.sequence_of(changes)
             if _snapshot_applied(table, folder, order, state, result, progress):
                 result.snapshot_id = state.snapshot_id
                 if log_consumed:
@@ -185,8 +185,8 @@ def apply_files(
         key_rows = read.count  # the rows of the batch's keys that classification probes the table with
         deletes = read.deletes
         if folder is not None:  # the snapshot becomes its changes; deletes reach keys it does not hold
-            own = None if table.source.snapshot_by else snapshots.folder_value(folder)
-            diff = snapshot.as_changes(spark, name, table, changes, target_schema, sequence=own)
+            own = None if table.source.snapshot_by else folders.folder_value(folder)
+            diff = full_copy.as_changes(spark, name, table, changes, target_schema, sequence=own)
             changes, keyed, bounds = diff.rows, {}, {}
             result.changes, key_rows, deletes = diff.count, diff.count, diff.deletes
             gone = "gone" if table.source.deletes == "delete" else "gone, kept (deletes: ignore)"

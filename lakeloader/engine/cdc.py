@@ -160,7 +160,7 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
         buryable = f"NOT ({op} IN ('D', 'T'))"
         metrics["seqlow"] = f"min(CASE WHEN {buryable} THEN {ordered} END)"
         metrics["seqnulls"] = f"count(CASE WHEN {buryable} AND {quote(SEQ)} IS NULL THEN 1 END)"
-    # A snapshot is the whole table, joined with it next (engine.snapshot): its partitions stay, and
+    # A snapshot is the whole table, joined with it next (engine.full_copy): its partitions stay, and
     # its keys are never a short list
     if sum(f.size for f in files) <= SMALL_BATCH_BYTES and table.source.cdc != "snapshot":
         df = df.coalesce(1)  # one partition: deduplication and joins on the key need no shuffle

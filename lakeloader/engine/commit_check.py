@@ -98,7 +98,7 @@ def check_commit(
     `result`, and raise ReconciliationError when they disagree and the table says fail."""
     snapshot_id, committed, parent = iceberg.committed_summaries(spark, target.name)
     if summary is not None and summary != committed:
-        committed = summary  # merge_counted.write has read and checked it already
+        committed = summary  # merge_with_commit_counts.write has read and checked it already
     if any(committed.get(k) != v for k, v in target.summary.items()):
         result.notes.append("reconciliation: the table's current snapshot is not this batch's commit")
         return

@@ -4,7 +4,7 @@ source (a DMS full load, an export), and with `--repair` make it equal through t
 The snapshot (a file or a folder, local or s3://) is read as the table's own files are (its `source`
 format, CSV options, declared schema, columns include/exclude; a DMS full load has no Op column and
 reads as inserts), and compared with the table's current rows (SCD2: current versions) by
-lakeloader.engine.snapshot's diff, the one `cdc: snapshot` applies: a key only the snapshot holds is
+lakeloader.engine.full_copy's diff, the one `cdc: snapshot` applies: a key only the snapshot holds is
 *missing*, a key only the table holds is *extra*, a key whose compared columns differ is *different*.
 
 `--repair` writes those inserts, updates and deletes in ONE commit through the merge (or SCD2) path

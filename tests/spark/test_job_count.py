@@ -12,7 +12,7 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
-from lakeloader.engine import apply_batch, merge, merge_classified
+from lakeloader.engine import apply_batch, merge, merge_without_commit_counts
 from lakeloader.spark.inputs import list_inputs
 from lakeloader.spark.session import CATALOG
 
@@ -46,19 +46,20 @@ def jobs_of(spark, table, raw, run_id: str):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("one_task_rows", "max_jobs"),
-    [(merge_classified.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],
+    [(merge_without_commit_counts.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],
     ids=["matches-read-in-classification", "large-table-matches-broadcast"],
 )
 def test_a_small_batch_runs_at_most_six_spark_jobs(
     spark, raw, make_table, monkeypatch, one_task_rows, max_jobs
 ):
-    """Into a table above merge_classified.ONE_TASK_TARGET_ROWS rows (0 here), the batch's matches are
-    broadcast: one job more, the same result. The batches' calls into the driver's JVM are counted too:
-    each py4j round trip costs the driver 0.2-0.3 ms on this laptop, a fixed cost like a Spark job's."""
+    """Into a table above merge_without_commit_counts.ONE_TASK_TARGET_ROWS rows (0 here), the batch's
+    matches are broadcast: one job more, the same result. The batches' calls into the driver's JVM are
+    counted too: each py4j round trip costs the driver 0.2-0.3 ms on this laptop, a fixed cost like a
+    Spark job's."""
     import py4j.clientserver
     import pyspark
 
-    monkeypatch.setattr(merge_classified, "ONE_TASK_TARGET_ROWS", one_task_rows)
+    monkeypatch.setattr(merge_without_commit_counts, "ONE_TASK_TARGET_ROWS", one_task_rows)
     table = make_table()  # a new table's defaults (merge-on-read)
     base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
     raw.write_parquet("src/20261101-0800.parquet", base, DMS)

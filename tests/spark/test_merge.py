@@ -22,8 +22,8 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(params=["key-list", "semi-join", "large-batch-shuffled"])
 def probe(request, spark, monkeypatch):
     """Each way classification finds the batch's keys in the table
-    (lakeloader.engine.merge_classified.classify): a small batch's key values filter the scan; without
-    them, a semi-join with its keys, read in one task; a large batch's keys above
+    (lakeloader.engine.merge_without_commit_counts.classify): a small batch's key values filter the
+    scan; without them, a semi-join with its keys, read in one task; a large batch's keys above
     cdc.BROADCAST_KEYS_MAX are shuffled, not broadcast."""
     if request.param != "key-list":
         monkeypatch.setattr(cdc, "MAX_LISTED_KEYS", 0)

@@ -10,7 +10,7 @@ import pytest
 
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.config.items import config_items
-from lakeloader.formats.snapshot import (
+from lakeloader.formats.full_copy import (
     describe_waiting,
     folder_time,
     list_table,

@@ -1,6 +1,6 @@
 """`mode: merge` where Spark's MERGE reports its own row counts (Spark 4.1 with Iceberg 1.11, glue-6.0):
 the latest change per key goes to the MERGE with its guards alone, and the batch's counts are read
-from the snapshot it committed. No classification pass (merge_classified): only the tombstones are
+from the snapshot it committed. No classification pass (merge_without_commit_counts): only the tombstones are
 read beyond the batch."""
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ def write(
     probed for them first: that probe is classification's whole cost on a large table
     (benchmarks/RESULTS.md). What still reads beyond the batch is the tombstones' side table, for
     the inserts and updates an earlier delete buried (late): the MERGE cannot see those. Every
-    delete of the batch's latest changes records its tombstone before the MERGE, as merge_classified does;
-    without the probe, one older than the row the table holds is recorded too, and it buries only
-    changes older than that row, which the guard skips anyway.
+    delete of the batch's latest changes records its tombstone before the MERGE, as
+    merge_without_commit_counts does; without the probe, one older than the row the table holds is
+    recorded too, and it buries only changes older than that row, which the guard skips anyway.
     """
     name = target.name
     keys = [find_column(target_schema.fieldNames(), k) for k in table.keys]

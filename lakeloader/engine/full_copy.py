@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc
-from lakeloader.formats.snapshot import order_key
+from lakeloader.formats.full_copy import order_key
 from lakeloader.spark.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
 from lakeloader.spark.errors import BadInputError
 from lakeloader.spark.session import Metrics, release
@@ -40,7 +40,7 @@ def _held_value(i: int) -> str:
 
 
 @dataclass
-class SnapshotChanges:
+class FullCopyChanges:
     rows: DataFrame  # change rows shaped as cdc.read_changes returns them, checkpointed
     inserts: int
     updates: int
@@ -93,7 +93,7 @@ def as_changes(
     *,
     deletes: Literal["delete", "ignore"] | None = None,
     sequence: Column | None = None,
-) -> SnapshotChanges:
+) -> FullCopyChanges:
     """The inserts, updates and deletes that make table `name` equal to `snapshot` (cdc.read_changes'
     rows of one snapshot, every row an insert), materialised once: the merge reads them several times,
     and each read of the join would scan the table again.
@@ -162,7 +162,7 @@ def as_changes(
     rows = observation.on(changed, counts).localCheckpoint(eager=True)
     release(snapshot)
     got = observation.values
-    found = SnapshotChanges(rows, got["I"] or 0, got["U"] or 0, got["D"] or 0)
+    found = FullCopyChanges(rows, got["I"] or 0, got["U"] or 0, got["D"] or 0)
     if found.count <= FEW_CHANGES:  # one partition: the merge broadcasts it (cdc.is_small)
         found.rows = rows.coalesce(1)
     return found

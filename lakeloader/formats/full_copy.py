@@ -3,8 +3,11 @@
 
 What is Spark-free lives here: which folder a file belongs to, which folders are complete (a
 ``_SUCCESS`` file, or with ``complete_when: next_snapshot`` a later folder), and the order key that
-tells an older or re-delivered snapshot from a newer one. lakeloader.engine.snapshot turns a complete
+tells an older or re-delivered snapshot from a newer one. lakeloader.engine.full_copy turns a complete
 snapshot into the inserts, updates and deletes that make the table equal to it.
+
+In code a source's snapshot is a *full copy* (`FullCopy`, `FullCopyPlan`), never to be read as an
+Iceberg snapshot; the config keeps its word, `cdc: snapshot`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from lakeloader.formats.reading import Check, FormatTable
 
 
-class Snapshot(SourceFormat):
+class FullCopy(SourceFormat):
     name = "snapshot"
     default_sequence = SNAPSHOT  # TableConfig.sequence_columns: source.snapshot_by, else this column
 
@@ -88,7 +91,7 @@ def order_key(value: object) -> str:
 
 
 @dataclass
-class SnapshotPlan:
+class FullCopyPlan:
     """What a batch of a snapshot table holds: complete snapshots in order, each with every data file of
     its folder (the listing's, so a batch that holds part of a folder still applies all of it), and
     the batch's files that must wait for their folder to complete."""
@@ -98,7 +101,7 @@ class SnapshotPlan:
     markers: list[InputFile] = field(default_factory=list)  # the batch's _SUCCESS files of ready folders
 
 
-def plan(table: FormatTable, batch: list[InputFile], listing: list[InputFile]) -> SnapshotPlan:
+def plan(table: FormatTable, batch: list[InputFile], listing: list[InputFile]) -> FullCopyPlan:
     """Group `batch` by snapshot folder; `listing` is everything under the table's prefix, markers
     included (list_inputs(markers=True)), the evidence of completeness."""
     by_folder: dict[str, list[InputFile]] = {}
@@ -114,7 +117,7 @@ def plan(table: FormatTable, batch: list[InputFile], listing: list[InputFile]) -
     else:
         seen = {f: [*listed.get(f, []), *by_folder.get(f, [])] for f in folders}
         complete = {f for f, files in seen.items() if any(is_success_marker(x.name) for x in files)}
-    result = SnapshotPlan()
+    result = FullCopyPlan()
     for folder in sorted(by_folder):
         batch_files = by_folder[folder]
         if folder not in complete:

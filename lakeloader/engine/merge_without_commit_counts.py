@@ -2,7 +2,7 @@
 per key is classified against the rows the table holds and its key's tombstone first. The
 classification is what the batch reports (inserted, updated, deleted, late), what records its
 tombstones, and what the MERGE is given: only the changes that apply (benchmarks/RESULTS.md: the
-probe is this path's largest fixed cost, which merge_counted has no need of)."""
+probe is this path's largest fixed cost, which merge_with_commit_counts has no need of)."""
 
 from __future__ import annotations
 
