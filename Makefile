@@ -2,7 +2,7 @@
 # (Python 3.11, Java 17, Node 22 or 24 -- Node 20 works, with jsii's end-of-life warning; PyPI, npm and
 # Maven Central reachable). The scanners' venv (checkov) is set up only by the targets that run it.
 
-# The runtime the laptop runs (lakeloader/runtimes.py): its Python and constraints/<runtime>.txt pick its
+# The runtime the laptop runs (lakeloader/control/runtimes.py): its Python and constraints/<runtime>.txt pick its
 # Spark (requirements.txt), and it has a virtualenv of its own. `make test RUNTIME=glue-6.0` needs Python
 # 3.13; so does RUNTIME=glue-6.1, whose Glue runs 3.14, which these machines cannot install (its suites
 # run on 3.13 with Glue 6.1's Spark; docs/deploy.md, "Runtimes").
@@ -141,7 +141,7 @@ bench-quick: $(STAMP)
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs. A stopped run goes on where it
 # stopped with MUTATE_RESUME=1 and the same MUTATE_MODULES and MUTATE_DIR: its copy is kept, with the code
 # and tests it was made from, and mutmut leaves each verdict it recorded (an infra module runs for hours).
-MUTATE_MODULES ?= trigger ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema inputs jobs/retention iceberg/table_state \
+MUTATE_MODULES ?= control/trigger control/ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema spark/inputs jobs/retention iceberg/table_state \
                   jobs/object_versions infra/network infra/readers infra/s3_tables_readers infra/storage
 MUTATE_DIR     ?= build/mutate
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
@@ -165,7 +165,7 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
                   formats/dms:Dms.operation formats/files:_read_csv formats/files:read_rows \
                   formats/files:parquet_schemas formats/files:merge_schemas formats/files:replace_checked \
                   formats/files:lenient_cast formats/debezium:decimal_sql \
-                  formats/snapshot:Snapshot.read_checked formats/snapshot:folder_value \
+                  formats/full_copy:FullCopy.read_checked formats/full_copy:folder_value \
                   engine/schema:typed_columns engine/schema:_iceberg_type engine/schema:apply_plan \
                   engine/schema:create_table engine/schema:_aligned engine/schema:align
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then

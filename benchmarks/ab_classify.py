@@ -25,14 +25,14 @@ from benchmarks.measure import PeakRss
 
 
 def left_join_classify(spark: Any, name: str, batch: Any, table: Any, seq: list[str], **_probe: Any) -> Any:
-    """`lakeloader.engine.merge_classified.classify` before the probe join: batch LEFT JOIN all target
+    """`engine.merge_without_commit_counts.classify` before the probe join: batch LEFT JOIN all target
     keys (it takes none of the probe's arguments)."""
     from pyspark.sql import functions as F
 
-    from lakeloader.columns import OP, find_column
     from lakeloader.engine.merge_statement import ACTION
     from lakeloader.engine.sequence import newer_sql
-    from lakeloader.sql import quote
+    from lakeloader.spark.columns import OP, find_column
+    from lakeloader.spark.sql import quote
 
     keys = [find_column(batch.columns, k) for k in table.keys]
     target_cols = [F.col(k).alias(f"_ll_t_{i}") for i, k in enumerate(keys)]
@@ -65,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", help="reuse generated parquet data from here")
     args = parser.parse_args(argv)
 
-    from lakeloader.engine import merge_classified
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.engine import merge_without_commit_counts
+    from lakeloader.spark.session import SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-"))
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     batch = data.write_batch(
         data_dir / f"cdc-{args.changes}-{args.rows}-1", args.changes, args.rows, batch_no=1
     )
-    variants = {"left-join (old)": left_join_classify, "probe (new)": merge_classified.classify}
-    current = merge_classified.classify
+    variants = {"left-join (old)": left_join_classify, "probe (new)": merge_without_commit_counts.classify}
+    current = merge_without_commit_counts.classify
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     try:
         for mode, props in (("copy-on-write", {}), ("merge-on-read", MOR)):
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             for mode in ("copy-on-write", "merge-on-read"):
                 for i, (variant, classify) in enumerate(variants.items()):
                     label = f"ab_{mode[:3]}_{i}"
-                    merge_classified.classify = classify
+                    merge_without_commit_counts.classify = classify
                     engine.reset(label)
                     cpu, started = rss.cpu_seconds(), time.perf_counter()
                     engine.apply(label, batch, f"ab-{rep}")
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     if rep:
                         results.setdefault((mode, variant), []).append((wall, cpu))
     finally:
-        merge_classified.classify = current
+        merge_without_commit_counts.classify = current
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(f"\n{args.changes:,} changes into {args.rows:,} rows; medians of {args.reps} runs")

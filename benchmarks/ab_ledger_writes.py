@@ -1,5 +1,5 @@
 """A/B of a run's ledger writes: claiming and finishing a batch's objects one write at a time, or
-`lakeloader.ledger.base.WRITES_IN_FLIGHT` at a time.
+`lakeloader.control.ledger.base.WRITES_IN_FLIGHT` at a time.
 
     python -m benchmarks.ab_ledger_writes --objects 1000 --reps 6
 
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     import boto3
 
     from benchmarks.backfill import create_table
-    from lakeloader.ledger import PENDING, Ledger, ObjectRef, base
+    from lakeloader.control.ledger import PENDING, Ledger, ObjectRef, base
     from lakeloader_dev import local
     from lakeloader_dev.emulator import aws_env
 

@@ -1,4 +1,4 @@
-"""A/B of the catalogs' manifest cache (lakeloader.contract.CATALOG_PROPERTIES): on, or Iceberg's default.
+"""A/B of the catalogs' manifest cache (contract.CATALOG_PROPERTIES): on, or Iceberg's default.
 
     python -m benchmarks.ab_manifest_cache --rows 100000 --changes 1000 --batches 24 [--s3]
 
@@ -38,10 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--s3", action="store_true", help="Glue + S3 on the embedded emulator")
     args = parser.parse_args(argv)
 
-    from lakeloader.contract import MANIFEST_CACHE
+    from lakeloader.control.contract import MANIFEST_CACHE
     from lakeloader.engine import apply_batch
     from lakeloader.engine.schema import create_table
-    from lakeloader.spark import CATALOG, SparkSettings, build_session, local_conf
+    from lakeloader.spark.session import CATALOG, SparkSettings, build_session, local_conf
     from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-manifest-cache-"))

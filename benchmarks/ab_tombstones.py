@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lakeloader.engine import apply_batch, tombstones
-    from lakeloader.spark import CATALOG, SparkSettings, build_session
+    from lakeloader.spark.session import CATALOG, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     work = Path(tempfile.mkdtemp(prefix="lakeloader-ab-tombstones-"))

@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     from lakeloader.cli import operate
     from lakeloader.cli.stage import DeployedStage
     from lakeloader.config import TableConfig
-    from lakeloader.inputs import InputFile
     from lakeloader.jobs import drain
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.spark.inputs import InputFile
+    from lakeloader.spark.session import SparkSettings, build_session
     from lakeloader_dev.emulator import Emulator
     from lakeloader_dev.jars import spark_conf
 

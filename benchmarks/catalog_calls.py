@@ -61,10 +61,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from moto.core.responses import BaseResponse
 
-    from lakeloader.contract import MANIFEST_CACHE
+    from lakeloader.control.contract import MANIFEST_CACHE
     from lakeloader.engine import apply_batch
     from lakeloader.engine.schema import create_table
-    from lakeloader.spark import CATALOG, SparkSettings, build_session
+    from lakeloader.spark.session import CATALOG, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     served: list[str] = []

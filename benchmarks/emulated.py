@@ -30,7 +30,7 @@ class EmulatedAws:
 
     def upload(self, batch: data.Batch) -> list:
         """The batch's files put in the raw bucket, as lakeloader's inputs."""
-        from lakeloader.inputs import InputFile
+        from lakeloader.spark.inputs import InputFile
 
         files = []
         for path in batch.files:

@@ -70,7 +70,7 @@ class SparkTables:
         self.tombstones_base: dict[str, int] = {}
 
     def qualified(self, label: str) -> str:
-        from lakeloader.spark import CATALOG
+        from lakeloader.spark.session import CATALOG
 
         return f"{CATALOG}.{DB}.{label}"
 
@@ -88,7 +88,7 @@ class SparkTables:
         self.base_snapshot[label] = current_snapshot_id(self.spark, name)
 
     def reset(self, label: str) -> None:
-        from lakeloader.spark import CATALOG
+        from lakeloader.spark.session import CATALOG
 
         snap = self.base_snapshot[label]
         current = self.spark.sql(
@@ -105,8 +105,8 @@ class SparkTables:
         day older, so they cannot bury the batch and the probe may be skipped; `replay_tombstones`
         keeps them as they are (the batch is re-delivered: its own tombstones, probed every run)."""
         from lakeloader.iceberg import current_snapshot_id
-        from lakeloader.spark import CATALOG, table_exists
-        from lakeloader.sql import quote
+        from lakeloader.spark.session import CATALOG, table_exists
+        from lakeloader.spark.sql import quote
 
         side = tombstones_of(label)
         if not table_exists(self.spark, self.qualified(side)):
@@ -182,7 +182,7 @@ class SparkEngine:
 
 def input_files(batch: Batch, version: str) -> list:
     """The batch's files as lakeloader's inputs (`version` tells re-deliveries of the same bytes apart)."""
-    from lakeloader.inputs import InputFile
+    from lakeloader.spark.inputs import InputFile
 
     return [
         InputFile(f"cdc/{p.parent.name}/{p.name}", str(p), p.stat().st_size, version) for p in batch.files
@@ -216,7 +216,7 @@ class LakeloaderEngine(SparkEngine):
 
     def apply(self, label: str, batch: Batch, attempt: str) -> Applied:
         from lakeloader.engine import apply_batch
-        from lakeloader.spark import CATALOG
+        from lakeloader.spark.session import CATALOG
 
         # a new version per attempt: the same bytes are not "already committed" after a rollback
         files = input_files(batch, attempt)

@@ -73,13 +73,13 @@ def _cpu_seconds(pid: int) -> float:
 def measure(tables: int, tables_per_run: int, window: int, server_pid: int) -> dict[str, Any]:
     import boto3
 
-    from lakeloader import trigger as trigger_module
     from lakeloader.cli import operate
     from lakeloader.cli.stage import DeployedStage
     from lakeloader.config.items import load_tables_from_dynamodb
-    from lakeloader.config_store import source_item, sync_items
-    from lakeloader.trigger import Trigger, TriggerSettings
-    from lakeloader.trigger.events import ObjectsArrived, SweepRequest
+    from lakeloader.control import trigger as trigger_module
+    from lakeloader.control.config_store import source_item, sync_items
+    from lakeloader.control.trigger import Trigger, TriggerSettings
+    from lakeloader.control.trigger.events import ObjectsArrived, SweepRequest
 
     suffix = f"{tables}-{int(time.time() * 1000)}"
     dynamodb, glue = boto3.client("dynamodb"), boto3.client("glue")

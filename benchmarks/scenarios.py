@@ -24,8 +24,8 @@ from benchmarks.engines import (
     SparkTables,
 )
 from benchmarks.measure import Case, PeakRss
-from lakeloader import runtimes
 from lakeloader.config.format_versions import FORMAT_3_RUNTIMES
+from lakeloader.control import runtimes
 
 SCENARIOS = ("batch", "growth", "small", "large")
 
@@ -77,7 +77,7 @@ class Bench:
         self.extra: dict[str, Any] = {}
         self.started = time.perf_counter()
 
-        from lakeloader.spark import SparkSettings, build_session
+        from lakeloader.spark.session import SparkSettings, build_session
         from lakeloader_dev.jars import spark_conf
 
         self.spark = build_session(

@@ -89,8 +89,8 @@ def main() -> None:
     from lakeloader.config import TableConfig
     from lakeloader.engine import apply_batch, tombstones
     from lakeloader.iceberg import current_snapshot_id
-    from lakeloader.inputs import list_inputs
-    from lakeloader.spark import CATALOG, SparkSettings, build_session
+    from lakeloader.spark.inputs import list_inputs
+    from lakeloader.spark.session import CATALOG, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     started = time.perf_counter()

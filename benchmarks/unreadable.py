@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc
 from lakeloader.engine.unreadable import find_unreadable
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import SparkSettings, build_session
 
 SCHEMA = pa.schema(
     [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]

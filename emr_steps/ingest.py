@@ -7,7 +7,7 @@ and `--correlation-id`).
 
 import sys
 
-from lakeloader.contract import INGEST_OPTIONAL_ARGS
+from lakeloader.control.contract import INGEST_OPTIONAL_ARGS
 from lakeloader.jobs import ingest_main
 from lakeloader.jobs.args import emr_args
 

@@ -6,7 +6,7 @@ the job arguments.
 
 import sys
 
-from lakeloader.contract import INGEST_OPTIONAL_ARGS
+from lakeloader.control.contract import INGEST_OPTIONAL_ARGS
 from lakeloader.jobs import ingest_main
 from lakeloader.jobs.args import glue_args
 

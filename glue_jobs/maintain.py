@@ -6,7 +6,7 @@ the job arguments.
 
 import sys
 
-from lakeloader.contract import MAINTAIN_OPTIONAL_ARGS
+from lakeloader.control.contract import MAINTAIN_OPTIONAL_ARGS
 from lakeloader.jobs import maintain_main
 from lakeloader.jobs.args import glue_args
 

@@ -1,7 +1,7 @@
 """Catalog: Glue databases, the Glue security configuration, raw-zone crawlers.
 
 * One Glue database per target database of the config, named `<database_prefix><database>`
-  (default prefix `<project>_<stage>_`, so `crm` is `lakeloader_dev_crm`): stages and other
+  (default prefix `<project>_<stage>_`, so in the prod stage `crm` is `lakeloader_prod_crm`): stages and other
   stacks in one account never share one. The jobs get the prefix as an argument and address
   tables as `glue_catalog.<prefix><database>.<table>`; local runs keep the bare names.
 * The Glue security configuration every job and crawler uses (KMS for S3, CloudWatch Logs
@@ -30,9 +30,9 @@ from infra.nag import acknowledge_wildcards, arn_ref
 from infra.settings import SettingsError
 from infra.settings_names import Retention, StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage, removal_policy, stage_log_group
-from lakeloader.canary import is_canary
 from lakeloader.config import LakeConfig
-from lakeloader.discovery import database_glob
+from lakeloader.config.canary import is_canary
+from lakeloader.control.discovery import database_glob
 
 GLUE_JOB_ROLE = "glue-job"  # the Glue jobs' role: `StageNames.role_name(GLUE_JOB_ROLE)` (infra.processing)
 DATABASE_TABLE_ACTIONS = [
@@ -86,7 +86,8 @@ def target_databases(lake: LakeConfig) -> list[str]:
 
 def found_database_globs(names: StageNames, lake: LakeConfig) -> list[str]:
     """The stage's Glue databases the sources' found tables may land in, as globs under the stage's
-    prefix (`lakeloader_dev_*`, `lakeloader_dev_erp_*`): the jobs create them (lakeloader.discovery)."""
+    prefix (`lakeloader_dev_*`, `lakeloader_dev_erp_*`): the jobs create them
+    (lakeloader.control.discovery)."""
     return sorted({names.glue_database(database_glob(source.as_data())) for source in lake.sources})
 
 

@@ -26,10 +26,10 @@ from infra.network import StageNetwork
 from infra.packaging import publish
 from infra.settings_names import Retention, StageNames
 from infra.storage import removal_policy
-from lakeloader import contract
 from lakeloader.config import LakeConfig
 from lakeloader.config.items import config_items
-from lakeloader.config_store import ITEMS_FILE, items_json
+from lakeloader.control import contract
+from lakeloader.control.config_store import ITEMS_FILE, items_json
 
 RUNS_TTL_ATTRIBUTE = "expires_at"
 # What the S3-arrival Lambda and the jobs do with the tables: read the config; record, claim and
@@ -158,7 +158,7 @@ class ConfigStore(Construct):
 
     def grant_found_tables_write(self, role: iam.IRole) -> None:
         """Let the S3-arrival Lambda record the tables a `sources:` entry finds (one conditional PutItem
-        per new or released table: lakeloader.trigger.found)."""
+        per new or released table: lakeloader.control.trigger.found)."""
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="RecordFoundTables",

@@ -25,8 +25,8 @@ from infra.settings import SettingsError
 from infra.settings_emr import EmrSettings
 from infra.settings_names import StageNames
 from infra.storage import EMR_LOGS_PREFIX, LakeStorage
-from lakeloader import contract, runtimes
 from lakeloader.config import LakeConfig
+from lakeloader.control import contract, runtimes
 
 # The folder `spark.archives` unpacks the venv as, in the driver's and each executor's working directory.
 EMR_VENV_ALIAS = "environment"

@@ -34,7 +34,7 @@ from infra.nag import acknowledge_wildcards, arn_ref
 from infra.s3_tables import TableBucket
 from infra.settings_names import StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
-from lakeloader.contract import AUDIT_DATABASE
+from lakeloader.control.contract import AUDIT_DATABASE
 
 TABLE_ACTIONS = ["glue:GetDatabase", "glue:GetTable", "glue:UpdateTable"]
 AUDIT_ACTIONS = [*TABLE_ACTIONS, "glue:CreateDatabase", "glue:CreateTable"]

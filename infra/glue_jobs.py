@@ -21,7 +21,7 @@ from infra.packaging import REPO_ROOT
 from infra.settings import GlueJobSettings, SettingsError
 from infra.settings_names import StageNames
 from infra.storage import SPARK_UI_PREFIX, LakeStorage
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 _GLUE_VERSIONS = {
     "4.0": glue.GlueVersion.V4_0,

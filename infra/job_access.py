@@ -23,7 +23,7 @@ from infra.catalog import Catalog, glue_arns, grant_warehouse
 from infra.config_store import ConfigStore
 from infra.nag import arn_ref
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
-from lakeloader import contract
+from lakeloader.control import contract
 
 # What the jobs call on the Glue Data Catalog (Iceberg's GlueCatalog). CloudFormation owns the
 # declared tables' databases; a found table's database the job creates (CREATE_DATABASE_ACTIONS).

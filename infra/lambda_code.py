@@ -1,12 +1,13 @@
 """What a Lambda function's code asset holds, built at synth without Docker or a package index.
 
-A bundle is the handler folder (the handler at its root), the `lakeloader` modules the handler
-reaches through its imports (found with `ast`: every `import`/`from ... import`, relative ones and
-those inside functions included, with the `__init__.py` of every parent package), and, when any of
-those files imports a distribution of `requirements-lambda.txt` (aws-lambda-powertools), those
-wheels unpacked at its root. The Lambda runtime has the standard library, boto3 and botocore and
-nothing else: an import of anything else that the bundle does not ship fails the synth, naming the
-module and the file that imports it, instead of failing the function's first invocation.
+A bundle is the handler folder (the handler at its root), `lakeloader/__init__.py` and the whole of
+`lakeloader/control/` (the Lambda side of lakeloader, which imports nothing else of it), and the wheels
+of `requirements-lambda.txt` (aws-lambda-powertools) unpacked at its root. The bundle's imports are read
+(with `ast`: every `import`/`from ... import`, relative ones and those inside functions included) only
+to check them: the Lambda runtime has the standard library, boto3 and botocore and nothing else, so an
+import of a lakeloader module outside `lakeloader/control/`, or of anything else the bundle does not
+ship, fails the synth naming the module and the file that imports it, instead of failing the
+function's first invocation.
 """
 
 from __future__ import annotations
@@ -42,16 +43,17 @@ LAMBDA_PYTHON = "3.12"
 LAMBDA_PLATFORM = "manylinux2014_aarch64"
 # Besides the standard library, the Python runtimes ship the AWS SDK (boto3, botocore).
 RUNTIME_PROVIDED = frozenset({"boto3", "botocore"})
-# Never shipped to Lambda, whatever imports them: the config model (pydantic, YAML), Spark (the jobs
-# only) and the development tooling. A bundle reaching one fails the synth.
+# Never shipped to Lambda, whatever imports them: the config model (pydantic, YAML) and Spark (the jobs
+# only). A bundle importing one fails the synth, saying why.
 NOT_ON_LAMBDA = {
     "lakeloader.config": "the pydantic config model (validated at synth, not on Lambda)",
     "pydantic": "no pydantic on Lambda",
     "yaml": "no PyYAML on Lambda",
     "pyspark": "Spark runs in the Glue/EMR jobs only",
-    "lakeloader_dev": "development tooling, never shipped",
 }
 PACKAGE = "lakeloader"
+# The one folder of `lakeloader` a Lambda bundle ships (docs/architecture.md, "Layers").
+CONTROL = "control"
 
 
 @dataclass(frozen=True)
@@ -124,54 +126,48 @@ def _source(module: str, package_root: Path) -> Path | None:
     return None
 
 
-def _refuse(found: Import, chain: list[str]) -> None:
+def _refuse(found: Import) -> None:
     for banned, why in NOT_ON_LAMBDA.items():
         if found.module == banned or found.module.startswith(banned + "."):
             raise PackagingError(
-                f"{found.where()}: imports {found.module}, which a Lambda bundle must not ship ({why}); "
-                f"reached through {' -> '.join(chain)}"
+                f"{found.where()}: imports {found.module}, which a Lambda bundle must not ship ({why})"
             )
 
 
-def import_closure(
-    handler_dir: Path, files: list[Path], package_root: Path
-) -> tuple[dict[str, Path], list[Import]]:
-    """The `lakeloader` files that the handler folder's `files` reach (by module name), and the
-    modules they import from outside `lakeloader` and the folder.
+def external_imports(files: list[Path], handler_dir: Path, package_root: Path) -> list[Import]:
+    """The modules that `files` (the handler folder's and the control folder's) import from outside
+    `lakeloader` and the handler folder.
 
-    Raises PackagingError naming the importing file for a `lakeloader` module that does not exist
-    or one that must not ship (NOT_ON_LAMBDA).
+    Raises PackagingError naming the importing file for a `lakeloader` module outside
+    `lakeloader.control`, one that does not exist, or one that must not ship (NOT_ON_LAMBDA).
     """
     local = {p.stem for p in handler_dir.iterdir()}  # the folder's own modules and packages
-    shipped: dict[str, Path] = {}
+    control = f"{PACKAGE}.{CONTROL}"
     external: list[Import] = []
-    todo = [(p, [p.relative_to(handler_dir).as_posix()]) for p in files if p.suffix == ".py"]
-    while todo:
-        path, chain = todo.pop()
+    for path in files:
         for found in imports_of(path, package_root):
-            _refuse(found, chain)
+            _refuse(found)
             parts = found.module.split(".")
             if parts[0] != PACKAGE:
                 if parts[0] not in local and not found.maybe:
                     external.append(found)
                 continue
-            for depth in range(1, len(parts) + 1):
-                module = ".".join(parts[:depth])
-                if module in shipped:
-                    continue
-                source = _source(module, package_root)
-                if source is None:
-                    if found.maybe and depth == len(parts):
-                        break  # `from lakeloader.x import name`: a name, not a module
+            if found.module == PACKAGE or (found.maybe and _source(found.module, package_root) is None):
+                continue  # the package itself, or a name imported from a module
+            if not (found.module == control or found.module.startswith(control + ".")):
+                raise PackagingError(
+                    f"{found.where()}: imports {found.module}, outside {control}, the one folder of "
+                    f"{PACKAGE} a Lambda bundle ships"
+                )
+            for depth in range(2, len(parts) + 1):
+                if _source(".".join(parts[:depth]), package_root) is None:
                     missing = (
                         "a folder without __init__.py"
                         if package_root.joinpath(*parts[1:depth]).is_dir()
                         else "which does not exist"
                     )
-                    raise PackagingError(f"{found.where()}: imports {module}, {missing}")
-                shipped[module] = source
-                todo.append((source, [*chain, module]))
-    return shipped, external
+                    raise PackagingError(f"{found.where()}: imports {'.'.join(parts[:depth])}, {missing}")
+    return external
 
 
 # --- the wheels of requirements-lambda.txt -----------------------------------------------------
@@ -251,16 +247,21 @@ def lambda_bundle(
     package_root: Path = REPO_ROOT / PACKAGE,
     wheel_cache: Path = WHEEL_CACHE,
 ) -> Path:
-    """A folder holding `handler_dir`'s files, the `lakeloader` modules they reach, and the wheels
-    of requirements-lambda.txt if they import any; fails on an import the function could not run."""
+    """A folder holding `handler_dir`'s files, `lakeloader/__init__.py` and `lakeloader/control/`, and
+    the wheels of requirements-lambda.txt if they import any; fails on an import the function could
+    not run."""
     if not handler_dir.is_dir():
         raise PackagingError(f"{handler_dir}: Lambda source folder not found")
+    if not (package_root / CONTROL / "__init__.py").is_file():
+        raise PackagingError(f"{package_root / CONTROL}: not a Python package (no __init__.py)")
     files = [
         p
         for p in package_files(handler_dir)
         if not p.relative_to(handler_dir).as_posix().startswith(("tests/", "test_"))
     ]
-    shipped, external = import_closure(handler_dir, files, package_root)
+    shipped = [package_root / "__init__.py", *package_files(package_root / CONTROL)]
+    code = [p for p in [*files, *shipped] if p.suffix == ".py"]
+    external = external_imports(code, handler_dir, package_root)
     entries: dict[str, Entry] = {}
 
     def add(entry_name: str, data: bytes) -> None:
@@ -270,7 +271,7 @@ def lambda_bundle(
 
     for path in files:
         add(path.relative_to(handler_dir).as_posix(), path.read_bytes())
-    for path in shipped.values():
+    for path in shipped:
         add(f"{PACKAGE}/{path.relative_to(package_root).as_posix()}", path.read_bytes())
     available = sys.stdlib_module_names | RUNTIME_PROVIDED
     wanted = [found for found in external if found.module.split(".")[0] not in available]

@@ -25,7 +25,7 @@ from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 
 from infra.settings_lineage import DataZoneLineage, LineageSetting
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 LISTENER = "io.openlineage.spark.agent.OpenLineageSparkListener"
 DISABLED = "spark.openlineage.disabled"

@@ -9,7 +9,7 @@
 
 The jobs publish `RunsSucceeded`, `RunsFailed`, `RowsMerged`, `FilesQuarantined` and
 `ReconciliationMismatch`, the sweep `PendingAgeSeconds` and the S3-arrival Lambda `TableHeld` to the
-`lakeloader` namespace (lakeloader.contract.METRICS_NAMESPACE) with the dimensions Ledger (this
+`lakeloader` namespace (lakeloader.control.contract.METRICS_NAMESPACE) with the dimensions Ledger (this
 stage's ledger table) and TableId; the sweep also `PendingAgeOverFreshness` for tables with
 `trigger.freshness_minutes`. One alarm each, over every table (Metrics Insights, grouped by TableId;
 the notification names the table): quarantined files, a commit that did not reconcile, lag past a
@@ -39,7 +39,7 @@ from constructs import Construct
 
 from infra.settings_names import StageNames
 from infra.storage import LakeStorage
-from lakeloader.contract import (
+from lakeloader.control.contract import (
     FILES_QUARANTINED_METRIC,
     METRIC_DIMENSIONS,
     METRICS_NAMESPACE,

@@ -54,7 +54,7 @@ def lake_formation_endpoints(lake_formation: bool) -> dict[str, ec2.InterfaceVpc
 
 def s3_tables_endpoints(has_table_bucket: bool) -> dict[str, ec2.InterfaceVpcEndpointAwsService]:
     """A stage with S3 Tables tables: the jobs call S3 Tables (its Iceberg REST endpoint, on the same
-    host as the API, and lakeloader.s3_tables' maintenance settings), which AWS PrivateLink serves as
+    host as the API, and lakeloader.iceberg.s3_tables' maintenance settings), which AWS PrivateLink serves as
     com.amazonaws.<region>.s3tables ("Accessing S3 Tables using interface endpoints", S3 User Guide);
     the tables' data files go through the S3 endpoint."""
     return {"S3Tables": ec2.InterfaceVpcEndpointAwsService.S3_TABLES} if has_table_bucket else {}

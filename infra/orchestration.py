@@ -17,7 +17,7 @@ from constructs import Construct
 from infra.nag import acknowledge_wildcards
 from infra.settings_names import Retention, StageNames
 from infra.storage import stage_log_group
-from lakeloader.contract import ARG_CORRELATION_ID, ARG_TABLE_ID, glue_arg
+from lakeloader.control.contract import ARG_CORRELATION_ID, ARG_TABLE_ID, glue_arg
 
 
 class MaintenanceWorkflow(Construct):

@@ -7,7 +7,7 @@
 * Lambda bundles: `infra.lambda_code`, on the helpers here.
 * `glue_wheels_zip()` / `glue_venv_archive()` / `emr_venv_archive()` (the last two in
   `infra.packed_venv`, on the wheels fetched here): the jobs' third-party
-  dependencies (`requirements-job.txt`) as wheels for a runtime's CPython (lakeloader.runtimes:
+  dependencies (`requirements-job.txt`) as wheels for a runtime's CPython (lakeloader.control.runtimes:
   cp311 for glue-5.1, cp313 for glue-6.0) and platform, fetched once per runtime into
   `.lakeloader/wheels/` (`make setup`) and checked there: Glue 5.1's "zip of wheels" (installed
   with `pip --no-index`), Glue 6.0's packed virtual environment (`--python-virtual-env`), and for
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 T = TypeVar("T")
 
@@ -92,9 +92,9 @@ def publish(name: str, digest: str, build: Callable[[Path], None]) -> Path:
     return target
 
 
-# Not for Glue/EMR: the `lakeloader` command runs on a developer's machine (Spark jars from
-# lakeloader_dev), and the trigger runs in the S3-arrival Lambda (with Powertools, which the jobs lack).
-NOT_IN_JOB_ZIP = ("cli/", "trigger/")
+# Not for Glue/EMR: the `lakeloader` command runs on a developer's machine (Spark jars from the
+# development package), and the trigger runs in the S3-arrival Lambda (with Powertools, which the jobs lack).
+NOT_IN_JOB_ZIP = ("cli/", "control/trigger/")
 
 
 def lakeloader_zip(source: Path = REPO_ROOT / "lakeloader") -> Path:

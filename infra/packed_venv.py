@@ -24,7 +24,7 @@ from infra.packaging import (
     job_pins,
     publish,
 )
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 GLUE_VENV_SUFFIX = ".tar.gz"
 GLUE_VENV_NAME = f"lakeloader-venv{GLUE_VENV_SUFFIX}"

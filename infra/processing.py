@@ -38,7 +38,7 @@ from infra.settings_emr import EmrSettings
 from infra.settings_lineage import LineageSetting
 from infra.settings_names import StageNames
 from infra.storage import EMR_LOGS_PREFIX, GLUE_TEMP_PREFIX, SPARK_UI_PREFIX, LakeStorage
-from lakeloader import contract, runtimes
+from lakeloader.control import contract, runtimes
 
 S3A_REGION = "spark.hadoop.fs.s3a.endpoint.region"
 

@@ -3,7 +3,7 @@
 Lake Formation grants a table by name, or some of its columns, only once the table is in the Data
 Catalog; the jobs create a table at its first run. A CloudFormation grant of such a table would fail a
 first deploy and roll the stack back, so these grants go to a Lambda (`lambda/reader_grants`,
-lakeloader.reader_grants) that applies them:
+lakeloader.control.reader_grants) that applies them:
 
 * when Glue reports the table created: an EventBridge rule on "Glue Data Catalog Database State
   Change" with `typeOfChange` `CreateTable` in the readers' databases ("AWS Glue events", EventBridge
@@ -44,8 +44,8 @@ from infra.functions import PythonFunction, lambda_source
 from infra.nag import acknowledge_wildcards
 from infra.settings import SettingsError
 from infra.settings_names import Retention, StageNames
-from lakeloader import contract, reader_grants
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control import contract, reader_grants
+from lakeloader.control.reader_grants import TableGrant
 
 # Lambda's environment holds 4 KB in all; the grants keep to this much of it.
 GRANTS_ENV_LIMIT = 3500

@@ -55,8 +55,8 @@ from infra.settings_access import ReaderSettings
 from infra.settings_names import Retention, StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
-from lakeloader.contract import TOMBSTONES_SUFFIX
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control.contract import TOMBSTONES_SUFFIX
+from lakeloader.control.reader_grants import TableGrant
 
 CATALOG_READ_ACTIONS = [
     "glue:GetDatabase",

@@ -28,7 +28,7 @@ from constructs import Construct
 
 from infra.s3_tables import TableBucket
 from lakeloader.config import LakeConfig
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control.reader_grants import TableGrant
 
 FEDERATED_CATALOG = "s3tablescatalog"
 FEDERATED_READ_ACTIONS = [

@@ -1,4 +1,4 @@
-"""A dev stage's table bucket emptied when the stack is deleted (lakeloader.table_bucket_teardown), so
+"""A dev stage's table bucket emptied when the stack is deleted (lakeloader.control.table_bucket_teardown), so
 that `cdk destroy` succeeds once a job has created a table: S3 Tables deletes a bucket only when it
 holds no namespace, and a namespace only when it holds no table. A custom resource whose Delete runs
 before CloudFormation deletes the namespaces and the bucket (it depends on them). Only where the
@@ -16,7 +16,7 @@ from infra.functions import PythonFunction, lambda_source
 from infra.nag import acknowledge_wildcards
 from infra.s3_tables import TableBucket
 from infra.settings_names import Retention, StageNames
-from lakeloader import contract, table_bucket_teardown
+from lakeloader.control import contract, table_bucket_teardown
 
 FUNCTION_NAME = "table-bucket-teardown"
 

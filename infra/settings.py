@@ -7,7 +7,7 @@ Context keys read by the app:
     lakeloader:project    resource name prefix (default "lakeloader")
     lakeloader:stages     {stage: settings} - the model below; unknown keys fail synth
     lake_formation        true/false: overrides the stage's lake_formation flag
-    runtime               overrides the stage's runtime (glue-5.1, glue-6.0, glue-6.1: lakeloader.runtimes)
+    runtime               overrides the stage's runtime (glue-5.1, glue-6.0, glue-6.1: control.runtimes)
     alarm_email           overrides the stage's alarm_email
 
 Every resource name is ``<project>-<stage>-<what>`` and every Glue database
@@ -35,12 +35,12 @@ from infra.settings_lineage import LINEAGE_DESCRIPTION, DataZoneLineage, Lineage
 from infra.settings_names import Retention, StageNames
 from infra.settings_network import NetworkSettings
 from infra.settings_s3_tables import S3TablesSettings
-from lakeloader import runtimes
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.config.format_versions import Reader, format_version_problems
 from lakeloader.config.sources import SourceConfig
 from lakeloader.config.target import s3_tables_problems
-from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS
+from lakeloader.control import runtimes
+from lakeloader.control.ledger import DEFAULT_MAX_ATTEMPTS
 
 STAGE_NAME = r"^[a-z][a-z0-9]{0,11}$"
 
@@ -51,7 +51,7 @@ TRANSPORT = "spark.openlineage.transport."
 
 
 class GlueJobSettings(SettingsModel):
-    # The .GRAVITON types are arm64 workers, on Glue versions that offer them (lakeloader.runtimes:
+    # The .GRAVITON types are arm64 workers, on Glue versions that offer them (lakeloader.control.runtimes:
     # Runtime.graviton): G.1X.GRAVITON through G.16X.GRAVITON and R.1X.GRAVITON through R.8X.GRAVITON
     # ("Migrating AWS Glue for Spark jobs to AWS Glue version 6.1").
     worker_type: Literal[
@@ -141,7 +141,7 @@ class StageSettings(SettingsModel):
     )
     runtime: str = Field(
         default=runtimes.DEFAULT_RUNTIME,
-        description="What the stage's jobs run on, a row of lakeloader.runtimes: glue-5.1 (Spark 3.5, "
+        description="What the stage's jobs run on, a row of control.runtimes: glue-5.1 (Spark 3.5, "
         "Iceberg 1.10, Python 3.11), glue-6.0 (Spark 4.1, Iceberg 1.11, Python 3.13) or glue-6.1 (Spark "
         "4.1.3, Iceberg 1.11, Python 3.14, Graviton workers). It sets the Glue version, the default EMR "
         "release and the Python the job bundle is built for (docs/deploy.md)",

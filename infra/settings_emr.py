@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from infra.settings_base import SettingsModel
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 
 class EmrSettings(SettingsModel):

@@ -25,8 +25,8 @@ from infra.storage import LakeStorage, StorageSettings
 from infra.triggers import Triggers, TriggerSettings
 from infra.verify_access import VerifyAccess
 from infra.writers import Writers
-from lakeloader.canary import with_canaries
 from lakeloader.config import LakeConfig
+from lakeloader.config.canary import with_canaries
 
 
 class LakeloaderStack(Stack):

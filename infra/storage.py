@@ -16,7 +16,7 @@ from constructs import Construct
 from infra.nag import acknowledge_check
 from infra.settings import RawTransition, SettingsError
 from infra.settings_names import LONGEST_REGION, Retention, StageNames
-from lakeloader.contract import EMR_LOGS_PREFIX
+from lakeloader.control.contract import EMR_LOGS_PREFIX
 
 WAREHOUSE_PREFIX = "warehouse/"
 GLUE_TEMP_PREFIX = "glue/tmp/"

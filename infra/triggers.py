@@ -34,9 +34,9 @@ from infra.processing import Processing
 from infra.settings import ArrivalLambdaSettings, SettingsError
 from infra.settings_names import Retention, StageNames
 from infra.storage import LakeStorage
-from lakeloader import contract
-from lakeloader.canary import CANARY_PREFIX
 from lakeloader.config import LakeConfig
+from lakeloader.config.canary import CANARY_PREFIX
+from lakeloader.control import contract
 
 BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 

@@ -31,7 +31,7 @@ from infra.processing import Processing
 from infra.readers import Readers
 from infra.settings_names import StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
-from lakeloader import canary
+from lakeloader.config import canary
 
 CANARY_TABLE_PERMISSIONS = ["SELECT", "DESCRIBE", "DROP"]
 ARN = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>"  # as cdk-nag writes a logs ARN

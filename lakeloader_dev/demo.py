@@ -17,12 +17,12 @@ import shutil
 from pathlib import Path
 
 from lakeloader.config import load_config
-from lakeloader.contract import new_run_id
-from lakeloader.inputs import batch_order
+from lakeloader.control.contract import new_run_id
+from lakeloader.jobs.lineage import LineageLog, TableNaming
 from lakeloader.jobs.load import assign_inputs, run_tables, summary_table
-from lakeloader.lineage import LineageLog, TableNaming
-from lakeloader.progress import stderr_progress
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.spark.inputs import batch_order
+from lakeloader.spark.progress import stderr_progress
+from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.emulator.demo import show_lineage
 from lakeloader_dev.jars import spark_conf
 

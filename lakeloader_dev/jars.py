@@ -1,6 +1,6 @@
 """The jars a local Spark needs, taken from Maven Central by their coordinates, as Spark users do.
 
-Each runtime of :mod:`lakeloader.runtimes` has its list (:data:`RUNTIME_JARS`), the artifacts that
+Each runtime of :mod:`lakeloader.control.runtimes` has its list (:data:`RUNTIME_JARS`), the artifacts that
 ``spark.jars.packages`` would resolve for it, pinned with their transitive jars:
 
 * the Iceberg Spark runtime of the runtime's Spark, Scala and Iceberg (SQL extensions; the Hadoop,
@@ -34,8 +34,8 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lakeloader import runtimes
-from lakeloader.spark import jar_conf_path
+from lakeloader.control import runtimes
+from lakeloader.spark.session import jar_conf_path
 
 MAVEN_REPO_ENV = "LAKELOADER_MAVEN_REPO"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
@@ -154,7 +154,7 @@ def local_jars(runtime: runtimes.Runtime | None = None) -> list[pathlib.Path]:
 
 def spark_conf(runtime: runtimes.Runtime | None = None) -> dict[str, str]:
     """The jar settings for a local SparkSession (``SparkSettings.extra_conf``), also recorded where
-    the shipped runtime reads them (`lakeloader.spark.jar_conf_path`): `lakeloader run` in this
+    the shipped runtime reads them (`lakeloader.spark.session.jar_conf_path`): `lakeloader run` in this
     checkout then finds the jars without importing this module.
 
     Each jar is a ``local:`` URI, a file every node already has, so the driver's file server does not

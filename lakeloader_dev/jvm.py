@@ -64,7 +64,7 @@ def _java_path() -> str:
 
 DUMP_JOB = """
 import sys, tempfile
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 spark = build_session(SparkSettings(warehouse=tempfile.mkdtemp(), app_name="class-archive",
                                     extra_conf=spark_conf()))

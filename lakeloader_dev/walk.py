@@ -35,7 +35,7 @@ LEGS = (
      "test_a_rebuild_through_the_arguments_is_refused_while_erasures_are_on_record",
      "lakeloader/jobs/main.py", "ingest_main"),
 )  # fmt: skip
-STOP = ("lakeloader/faults.py", "crash_point", "after_commit")
+STOP = ("lakeloader/spark/faults.py", "crash_point", "after_commit")
 
 
 def project_file(frame: FrameType) -> str | None:

@@ -97,7 +97,7 @@ SESSION_CONF = {
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.spark.session import SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     warehouse = tmp_path_factory.mktemp("warehouse")

@@ -18,7 +18,7 @@ import jsonschema
 from openlineage.client.generated import base, error_message_run, job_type_job, schema_dataset
 from openlineage.client.serde import Serde
 
-from lakeloader import lineage
+from lakeloader.jobs import lineage
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_FACET_SCHEMA = json.loads((ROOT / lineage.RUN_FACET_FILE).read_text())

@@ -24,10 +24,10 @@ import boto3
 
 from lakeloader.config import LakeConfig
 from lakeloader.config.items import config_items
-from lakeloader.config_store import sync_items
-from lakeloader.contract import new_run_id
-from lakeloader.ledger import DONE, RUN_SUCCEEDED, Ledger
-from lakeloader.trigger import ObjectsArrived, SweepRequest, Trigger, TriggerSettings
+from lakeloader.control.config_store import sync_items
+from lakeloader.control.contract import new_run_id
+from lakeloader.control.ledger import DONE, RUN_SUCCEEDED, Ledger
+from lakeloader.control.trigger import ObjectsArrived, SweepRequest, Trigger, TriggerSettings
 
 RAW = "lakeloader-sim-raw"
 GLUE_PRICE_PER_DPU_HOUR = 0.44  # Glue Spark jobs, STANDARD (us-east-1, published price)

@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lakeloader import runtimes
 from lakeloader.cli import reconcile_verb, stage_verbs
 from lakeloader.cli.session import configure, json_default, lineage_log, spark_session
 from lakeloader.config import ConfigError, LakeConfig
 from lakeloader.config.sources import Discovery, discover, raw_keys
-from lakeloader.errors import LakeloaderError
+from lakeloader.control import runtimes
+from lakeloader.spark.errors import LakeloaderError
 
 DESCRIPTION = """\
 lakeloader merges raw files (full loads and change-data-capture batches from
@@ -266,9 +266,9 @@ def _check_stage_formats(config: LakeConfig, cdk_json: Path, stage: str) -> None
 
 
 def _cmd_run(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.load import assign_inputs, run_tables, skip_files, summary_table
-    from lakeloader.progress import stderr_progress
+    from lakeloader.spark.progress import stderr_progress
 
     if args.skip and not args.reason:
         raise LakeloaderError("--skip needs --reason TEXT: the input log keeps why a file was given up")
@@ -310,11 +310,11 @@ def _cmd_sql(config: LakeConfig, args: argparse.Namespace) -> int:
 
 
 def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.actor import identity
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.erase import ErasureNotVerifiedError, erase
     from lakeloader.jobs.load import output_schema
-    from lakeloader.progress import stderr_progress
+    from lakeloader.spark.actor import identity
+    from lakeloader.spark.progress import stderr_progress
 
     table = config.table(args.table)
     who = identity()
@@ -344,7 +344,7 @@ def _cmd_erase(config: LakeConfig, args: argparse.Namespace) -> int:
 
 def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
     from lakeloader.jobs.maintenance import maintain_tables, summary_table
-    from lakeloader.progress import stderr_progress
+    from lakeloader.spark.progress import stderr_progress
 
     tables = config.select(args.table)
     stderr_progress(f"maintaining {len(tables)} table(s); starting Spark")
@@ -357,10 +357,10 @@ def _cmd_maintain(config: LakeConfig, args: argparse.Namespace) -> int:
 
 
 def _cmd_rebuild(config: LakeConfig, args: argparse.Namespace) -> int:
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.load import assign_inputs, finish_lineage, summary_table
     from lakeloader.jobs.rebuild import RebuildRefusedError, rebuild_table, reset_input_log
-    from lakeloader.progress import stderr_progress
+    from lakeloader.spark.progress import stderr_progress
 
     table = config.table(args.table)
     files = assign_inputs(config, [table], None)[table.id]

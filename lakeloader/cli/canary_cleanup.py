@@ -1,5 +1,5 @@
 """What `lakeloader verify` leaves behind, removed: the canary files, the canary tables' ledger and
-run items, and the canary tables. Only canary resources (lakeloader.canary); boto3 only, so it runs
+run items, and the canary tables. Only canary resources (lakeloader.config.canary); boto3 only, so it runs
 from the CLI against a stage or an emulator like the rest of verify.
 
 Each removal is a step of its own: one AWS refuses (no permission to drop a table Lake Formation
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lakeloader import canary
 from lakeloader.cli.stage import DeployedStage
+from lakeloader.config import canary
 
 ACCESS_DENIED = "AccessDeniedException"
 # Lake Formation denies a data lake administrator the drop of a table another principal created

@@ -94,7 +94,7 @@ def reader_grant_checks(
     or no such grant) has none."""
     from botocore.exceptions import ClientError
 
-    from lakeloader import reader_grants
+    from lakeloader.control import reader_grants
 
     functions = functions or boto3.client("lambda")
     try:

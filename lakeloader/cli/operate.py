@@ -16,9 +16,9 @@ import boto3
 
 from lakeloader.cli.stage import DeployedStage
 from lakeloader.config import TableConfig
-from lakeloader.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_matches
-from lakeloader.discovery import FoundTable
-from lakeloader.ledger import (
+from lakeloader.control.contract import REBUILD_EVENT, SWEEP_EVENT, longest_prefix_matches
+from lakeloader.control.discovery import FoundTable
+from lakeloader.control.ledger import (
     QUARANTINED,
     ActionOutcome,
     Backlog,
@@ -28,9 +28,9 @@ from lakeloader.ledger import (
     object_id_for,
     utc_now_iso,
 )
-from lakeloader.ledger.interfaces import ObjectIntake, ObjectReview, StatusLedger
-from lakeloader.progress import Progress, no_progress
-from lakeloader.reconciliation import from_run_counts
+from lakeloader.control.ledger.interfaces import ObjectIntake, ObjectReview, StatusLedger
+from lakeloader.engine.reconciliation import from_run_counts
+from lakeloader.spark.progress import Progress, no_progress
 
 RECORD_THREADS = 8  # conditional puts in flight while a backfill records a listing
 STATUS_THREADS = 16  # tables whose ledger items `status --table` reads at once: each is two round trips
@@ -49,7 +49,7 @@ class TableStatus:
     last_run: dict[str, Any] | None
     last_commit: dict[str, Any] | None  # the newest run that committed: its snapshot and end
     stuck: list[dict[str, Any]] = field(default_factory=list)  # quarantined and failed files: why
-    # the newest run that reconciled a commit (lakeloader.reconciliation): its counts, run and end
+    # the newest run that reconciled a commit (lakeloader.engine.reconciliation): its counts, run and end
     last_reconciliation: dict[str, Any] | None = None
 
     @property

@@ -8,7 +8,7 @@ import json
 
 from lakeloader.cli.session import configure, json_default, spark_session
 from lakeloader.config import ConfigError
-from lakeloader.errors import LakeloaderError
+from lakeloader.spark.errors import LakeloaderError
 
 
 def add_command(commands: argparse._SubParsersAction) -> None:
@@ -59,10 +59,10 @@ def add_command(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Both forms: the table from the config file or the stage's deployed config, then the one job."""
-    from lakeloader.actor import identity
-    from lakeloader.contract import new_run_id
+    from lakeloader.control.contract import new_run_id
     from lakeloader.jobs.reconcile import reconcile, reconcile_on_stage
-    from lakeloader.progress import stderr_progress
+    from lakeloader.spark.actor import identity
+    from lakeloader.spark.progress import stderr_progress
 
     if args.samples < 0:
         raise LakeloaderError("--samples must be 0 or more")

@@ -19,7 +19,7 @@ def configure(args: argparse.Namespace, *, find_tables: bool = True) -> LakeConf
     """The config file with the command line's overrides: warehouse, raw root, database prefix; with
     `find_tables`, the tables its sources hold today beside the declared ones (what was found and
     held: `args.discovery`)."""
-    from lakeloader import next_step
+    from lakeloader.spark import next_step
 
     config = load_config(args.config)
     if getattr(args, "raw_root", None):
@@ -38,7 +38,7 @@ def configure(args: argparse.Namespace, *, find_tables: bool = True) -> LakeConf
 
 def spark_session(config: LakeConfig | DeployedStage, app_name: str):
     """A SparkSession on the config's (or the deployed stage's) warehouse, and its catalog."""
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.spark.session import SparkSettings, build_session
 
     settings = SparkSettings(warehouse=config.warehouse, app_name=app_name)
     return build_session(settings), settings.catalog
@@ -46,8 +46,8 @@ def spark_session(config: LakeConfig | DeployedStage, app_name: str):
 
 def lineage_log(config: LakeConfig, path: str | None = None):
     """Where the verb's OpenLineage events go: `path` (--lineage-file), else the config's lineage.file,
-    else $LAKELOADER_LINEAGE_FILE, else nowhere (lakeloader.lineage)."""
-    from lakeloader.lineage import open_log
+    else $LAKELOADER_LINEAGE_FILE, else nowhere (lakeloader.jobs.lineage)."""
+    from lakeloader.jobs.lineage import open_log
 
     chosen = path or (config.lineage.file if config.lineage else None)
     return open_log(chosen, warehouse=config.warehouse, raw_root=config.raw_root)

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 import boto3
 
-from lakeloader.contract import DEFAULT_PROJECT
-from lakeloader.ledger import Ledger
+from lakeloader.control.contract import DEFAULT_PROJECT
+from lakeloader.control.ledger import Ledger
 
 if TYPE_CHECKING:
     from lakeloader.config import TableConfig
-    from lakeloader.discovery import FoundTable
+    from lakeloader.control.discovery import FoundTable
 
 
 class StageNotFoundError(LookupError):
@@ -82,9 +82,9 @@ class DeployedStage:
         return Ledger(boto3.client("dynamodb"), self.ledger_table, self.runs_table)
 
     def held_tables(self) -> list[FoundTable]:
-        """Tables a source found that wait for their key columns (lakeloader.trigger.found)."""
-        from lakeloader.config_store import FOUND_BY, HELD, scan_items
-        from lakeloader.discovery import FoundTable
+        """Tables a source found that wait for their key columns (lakeloader.control.trigger.found)."""
+        from lakeloader.control.config_store import FOUND_BY, HELD, scan_items
+        from lakeloader.control.discovery import FoundTable
 
         attributes = ("table_id", "prefix", FOUND_BY, HELD, "held_needs_keys")
         items = scan_items(self.config_table, client=boto3.client("dynamodb"), attributes=attributes)

@@ -120,8 +120,8 @@ def rebuild(args: argparse.Namespace) -> int:
     """`lakeloader rebuild --stage`: record what the ledger has not seen, then start the rebuild run."""
     from lakeloader.cli import operate
     from lakeloader.cli.stage import DeployedStage, stack_name
-    from lakeloader.contract import new_run_id
-    from lakeloader.progress import stderr_progress
+    from lakeloader.control.contract import new_run_id
+    from lakeloader.spark.progress import stderr_progress
 
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     args.command, args.table = "rebuild", [args.table]
@@ -185,19 +185,19 @@ def _say(line: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """status, requeue, skip, backfill, doctor, verify."""
-    from lakeloader.actor import identity
     from lakeloader.cli import operate
     from lakeloader.cli.stage import DeployedStage, stack_name
-    from lakeloader.contract import new_run_id
-    from lakeloader.progress import stderr_progress
+    from lakeloader.control.contract import new_run_id
+    from lakeloader.spark.actor import identity
+    from lakeloader.spark.progress import stderr_progress
 
     if args.command == "verify":
         return verify(args)
     stage = DeployedStage.from_stack(stack_name(args.stage, args.project))
     tables = _tables(stage, args)
     if args.command == "doctor":
-        from lakeloader import reader_grants
         from lakeloader.cli.doctor import lake_formation_checks, reader_grant_checks
+        from lakeloader.control import reader_grants
 
         databases = sorted({stage.glue_database(t.target.database) for t in tables})
         checks = lake_formation_checks(stage.warehouse, databases)

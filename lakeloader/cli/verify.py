@@ -4,7 +4,7 @@ Like `doctor`, an operator's check from outside the stage: it lives with the CLI
 and out of the VPC (it calls CloudFormation, SNS and Athena, which the stage's network has no
 endpoint for, and needs none).
 
-The file lands under the canary table's raw prefix (lakeloader.canary) and is followed hop by hop:
+The file lands under the canary table's raw prefix (lakeloader.config.canary) and is followed hop by hop:
 the S3 event reaches the arrival Lambda, which records it in the ledger; the Lambda starts a job run
 (Glue, and EMR Serverless where a table of the stage runs there); the run loads it and commits to
 Iceberg; the rows are read back through the Glue catalog, and through each reader's Athena
@@ -31,13 +31,13 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lakeloader import canary
 from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.stage import DeployedStage, StageNotFoundError
-from lakeloader.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
-from lakeloader.ledger import DONE, FAILED, QUARANTINED
-from lakeloader.ledger.interfaces import StatusLedger
-from lakeloader.trigger.events import ObjectsArrived
+from lakeloader.config import canary
+from lakeloader.control.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
+from lakeloader.control.ledger import DONE, FAILED, QUARANTINED
+from lakeloader.control.ledger.interfaces import StatusLedger
+from lakeloader.control.trigger.events import ObjectsArrived
 
 LOG_LINES = 10
 TAIL_LINES = 3
@@ -154,7 +154,7 @@ class Verifier:
             messages = self.sqs.receive_message(
                 QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
             ).get("Messages", [])
-            for message in messages:  # the event as the Lambda read it (lakeloader.trigger.events)
+            for message in messages:  # the event as the Lambda read it (lakeloader.control.trigger.events)
                 arrived = ObjectsArrived.read(message.get("Body", ""), correlation_id=self.token)
                 if key in (o.ref.key for o in arrived.objects):
                     self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from lakeloader import runtimes
 from lakeloader.config.table import TableConfig
+from lakeloader.control import runtimes
 
 # Athena's own words on its limit (Athena User Guide, "Query Apache Iceberg tables"; AWS Prescriptive
 # Guidance "Working with Iceberg tables by using Athena SQL": "Athena supports table format version 2").

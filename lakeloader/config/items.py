@@ -2,7 +2,7 @@
 
 `cdk synth` turns the validated YAML into the config table's items (`config_items`); the jobs read
 them back as `TableConfig` objects (`load_tables_from_dynamodb`). The item shape, the scan and the
-writes live in `lakeloader.config_store`, which the Lambdas ship without pydantic; this module is
+writes live in `lakeloader.control.config_store`, which the Lambdas ship without pydantic; this module is
 for the CDK app, the CLI and the Glue/EMR jobs only.
 """
 
@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from lakeloader.config import ConfigError, LakeConfig, TableConfig
-from lakeloader.config_store import (
+from lakeloader.control.config_store import (
     FOUND_BY,
     HELD,
     PARTITION_KEY,

@@ -14,12 +14,12 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from lakeloader.config.base import ConfigError, _Strict
 from lakeloader.config.sources import Discovery, SourceConfig, discover, raw_keys
 from lakeloader.config.table import TableConfig
-from lakeloader.contract import longest_prefix_matches
-from lakeloader.runtimes import Runtime
+from lakeloader.control.contract import longest_prefix_matches
+from lakeloader.control.runtimes import Runtime
 
 
 class LineageConfig(_Strict):
-    """Where local runs write their OpenLineage events (lakeloader.lineage)."""
+    """Where local runs write their OpenLineage events (lakeloader.jobs.lineage)."""
 
     file: str = Field(
         min_length=1,
@@ -142,7 +142,7 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 def parse_config(data: Any, *, origin: str = "<config>", runtime: Runtime | None = None) -> LakeConfig:
     """Validate a config mapping; raise ConfigError listing every problem. Declared types are checked
-    against `runtime`'s Spark SQL (default: this process's runtime, lakeloader.runtimes.local)."""
+    against `runtime`'s Spark SQL (default: this process's runtime, lakeloader.control.runtimes.local)."""
     try:
         return LakeConfig.model_validate(data, context={"runtime": runtime})
     except ValidationError as exc:

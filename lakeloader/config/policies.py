@@ -36,7 +36,7 @@ class TombstoneSettings(_Strict):
 
 class ReconcileSettings(_Strict):
     """Reconciliation on every commit (`merge`, `scd2`): what the batch's files asked for is held
-    against what the table reports of the commit (lakeloader.reconciliation)."""
+    against what the table reports of the commit (lakeloader.engine.reconciliation)."""
 
     on_mismatch: Literal["fail", "alarm"] = Field(
         default="alarm",

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from lakeloader import runtimes
 from lakeloader.config.base import _Strict, raw_prefix
 from lakeloader.config.types import TypeSyntaxError, check_type, valid_forms
+from lakeloader.control import runtimes
 from lakeloader.formats import FORMAT_NAMES
 
 
@@ -80,7 +80,7 @@ class Source(_Strict):
     def _spark_types(cls, value: dict[str, str] | None, info: ValidationInfo) -> dict[str, str] | None:
         """Each declared type parses on the runtime the config is validated for: the validation
         context's `runtime` (a Runtime, or "any" for a config read back on a stage, which `cdk synth`
-        checked for its own), else the runtime of this process (lakeloader.runtimes.local)."""
+        checked for its own), else the runtime of this process (lakeloader.control.runtimes.local)."""
         wanted = (info.context or {}).get("runtime")
         rows = list(runtimes.RUNTIMES.values()) if wanted == "any" else [wanted or runtimes.local()]
         for column, text in (value or {}).items():

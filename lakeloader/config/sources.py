@@ -1,6 +1,6 @@
 """`sources:` -- one entry for every table under a raw prefix, as a DMS task or a Debezium connector
 writes them (`<source>/<schema>/<table>/`). The rule that names a key's table is
-`lakeloader.discovery` (shared with the S3-arrival Lambda); this module validates the entry and turns
+`lakeloader.control.discovery` (shared with the S3-arrival Lambda); this module validates the entry and turns
 what a raw prefix holds into `TableConfig`s (found) and the tables that cannot load yet (held).
 """
 
@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from lakeloader.config.base import _Strict, raw_prefix
 from lakeloader.config.table import TableConfig
-from lakeloader.discovery import DEFAULT_LAYOUT, FoundTable, find_table, layout_problems
+from lakeloader.control.discovery import DEFAULT_LAYOUT, FoundTable, find_table, layout_problems
 from lakeloader.formats import FORMAT_NAMES
 
 # What `defaults` may not set: the source entry and the layout decide them
@@ -97,7 +97,7 @@ class SourceConfig(_Strict):
         ).replace("<table>", "t").replace("*", "x") + "file"
 
     def as_data(self) -> dict[str, Any]:
-        """The entry as the plain data `lakeloader.discovery` and the config store take."""
+        """The entry as the plain data `lakeloader.control.discovery` and the config store take."""
         return self.model_dump(mode="json")
 
 
@@ -149,6 +149,6 @@ def discover(
 
 def raw_keys(raw_root: str, sources: Iterable[SourceConfig]) -> list[str]:
     """The data files under the sources' prefixes today (local folder or s3://), as keys."""
-    from lakeloader.inputs import list_inputs
+    from lakeloader.spark.inputs import list_inputs
 
     return [f.name for s in sources for f in list_inputs(raw_root, s.prefix)]

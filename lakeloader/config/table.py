@@ -6,7 +6,6 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from lakeloader.columns import SNAPSHOT
 from lakeloader.config.base import _Strict
 from lakeloader.config.policies import (
     ColumnSelection,
@@ -19,8 +18,9 @@ from lakeloader.config.policies import (
 from lakeloader.config.rules import QualityConfig
 from lakeloader.config.source import Source
 from lakeloader.config.target import Scd2Options, Target, s3_tables_problems
-from lakeloader.discovery import TABLE_ID
+from lakeloader.control.discovery import TABLE_ID
 from lakeloader.formats import source_format
+from lakeloader.spark.columns import SNAPSHOT
 
 ARRIVAL_ORDER = "none"  # sequence_by: none -- no column orders changes; the file and row order do
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lakeloader.runtimes import Runtime
+from lakeloader.control.runtimes import Runtime
 
 MAX_DECIMAL_PRECISION = 38
 # Spark's keywords for the primitive types, and the spelling their error message teaches.

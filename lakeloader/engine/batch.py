@@ -14,30 +14,30 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from lakeloader import iceberg, s3_tables
-from lakeloader.columns import find_column
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.engine import (
     cdc,
     file_conflicts,
+    full_copy,
     gate,
     modes,
     scd2,
     schema,
-    snapshot,
     table_settings,
     truncate,
     unreadable,
 )
 from lakeloader.engine.batch_result import BatchResult
-from lakeloader.errors import LakeloaderError, UnreadableFilesError
-from lakeloader.faults import crash_point
-from lakeloader.formats import snapshot as snapshots
-from lakeloader.iceberg import commit
-from lakeloader.inputs import InputFile
-from lakeloader.progress import Progress, no_progress
-from lakeloader.spark import release, table_exists
-from lakeloader.sql import value_literal
+from lakeloader.formats import full_copy as folders
+from lakeloader.iceberg import commit, s3_tables
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.errors import LakeloaderError, UnreadableFilesError
+from lakeloader.spark.faults import crash_point
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.session import release, table_exists
+from lakeloader.spark.sql import value_literal
 
 # A batch's key values filter the target when they are few, or when the table holds this many times
 # more rows than the list: for a table not much larger, planning a long IN list costs more than the
@@ -62,10 +62,10 @@ def apply_batch(
     options = {"catalog": catalog, "run_id": run_id, "progress": progress, "log_consumed": log_consumed}
     if table.source.cdc != "snapshot" or not files:
         return apply_files(spark, table, files, **options, before_publish=before_publish)
-    plan = snapshots.plan(table, files, snapshots.list_table(table, files))
+    plan = folders.plan(table, files, folders.list_table(table, files))
     total = BatchResult(files=len(plan.markers), waiting=[f.name for f in plan.waiting])
     if plan.waiting:
-        total.notes.append(snapshots.describe_waiting(table, plan.waiting))
+        total.notes.append(folders.describe_waiting(table, plan.waiting))
         progress(total.notes[-1])
     for _folder, folder_files in plan.ready:
         total.add(apply_files(spark, table, folder_files, **options, before_publish=before_publish))
@@ -102,7 +102,7 @@ def apply_files(
     progress(f"read {read.count:,} change(s)")
     try:
         if folder is not None and order is None:
-            order = snapshot.sequence_of(changes)
+            order = full_copy.sequence_of(changes)
             if _snapshot_applied(table, folder, order, batch.state, result, progress):
                 return _consumed(batch, files, result)
         data = changes.select(*cdc.data_columns(changes))
@@ -187,7 +187,7 @@ def _snapshot_order(table: TableConfig, files: list[InputFile]) -> tuple[str | N
     unless `snapshot_by` orders it by a column (then None until the rows are read)."""
     if not files or table.source.cdc != "snapshot":
         return None, None
-    folder = snapshots.snapshot_folder(table, files[0].name)
+    folder = folders.snapshot_folder(table, files[0].name)
     return folder, (folder if folder is not None and not table.source.snapshot_by else None)
 
 
@@ -298,8 +298,8 @@ def _snapshot_as_changes(
     """cdc: snapshot: the snapshot becomes its changes against the table, and whether it changed
     nothing; its deletes reach keys it does not hold, so no key list or bound narrows the write."""
     table, result = batch.table, plan.result
-    own = None if table.source.snapshot_by else snapshots.folder_value(folder)
-    diff = snapshot.as_changes(batch.spark, batch.name, table, rows, plan.target_schema, sequence=own)
+    own = None if table.source.snapshot_by else folders.folder_value(folder)
+    diff = full_copy.as_changes(batch.spark, batch.name, table, rows, plan.target_schema, sequence=own)
     plan.key_values, plan.bounds = {}, {}
     result.changes, plan.key_rows, plan.deletes = diff.count, diff.count, diff.deletes
     gone = "gone" if table.source.deletes == "delete" else "gone, kept (deletes: ignore)"

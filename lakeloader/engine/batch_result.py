@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lakeloader import reconciliation
+from lakeloader.engine import reconciliation
 from lakeloader.engine.quality import QualityReport, combine_reports
-from lakeloader.reconciliation import Reconciliation
+from lakeloader.engine.reconciliation import CommitReconciliation
 
 COUNTED = ("files", "changes", "inserted", "updated", "deleted")  # what several batches add up to
 
@@ -30,7 +30,7 @@ class BatchResult:
     # cdc: snapshot: the files whose snapshot is not complete yet; not consumed, a later run takes them
     waiting: list[str] = field(default_factory=list)
     # each commit's counts held against what the table reports of it (merge, scd2; engine.commit_check)
-    reconciliation: Reconciliation | None = None
+    reconciliation: CommitReconciliation | None = None
 
     def add(self, other: BatchResult) -> None:
         """Take in what a later batch of the same table did (a run's batches, a batch's snapshots): its

@@ -14,7 +14,12 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader.columns import (
+from lakeloader.config import TableConfig
+from lakeloader.engine import shaping
+from lakeloader.formats import SourceFormat, source_format
+from lakeloader.formats.files import lenient_cast, replace_checked, require_sequence
+from lakeloader.formats.reading import Check
+from lakeloader.spark.columns import (
     FILE,
     FILE_POS,
     INVALID,
@@ -25,15 +30,10 @@ from lakeloader.columns import (
     find_column,
     seq_columns,
 )
-from lakeloader.config import TableConfig
-from lakeloader.engine import shaping
-from lakeloader.errors import BadInputError
-from lakeloader.formats import SourceFormat, source_format
-from lakeloader.formats.files import lenient_cast, replace_checked, require_sequence
-from lakeloader.formats.reading import Check
-from lakeloader.inputs import InputFile, batch_order
-from lakeloader.spark import Metrics, release
-from lakeloader.sql import count_equal, quote
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import InputFile, batch_order
+from lakeloader.spark.session import Metrics, release
+from lakeloader.spark.sql import count_equal, quote
 
 VALID_OPS = ("I", "U", "D", "T")
 SMALL_BATCH_BYTES = 32 * 1024 * 1024  # raw input up to this size is one partition (see read_changes)
@@ -160,7 +160,7 @@ def read_changes(spark: SparkSession, table: TableConfig, files: list[InputFile]
         buryable = f"NOT ({op} IN ('D', 'T'))"
         metrics["seqlow"] = f"min(CASE WHEN {buryable} THEN {ordered} END)"
         metrics["seqnulls"] = f"count(CASE WHEN {buryable} AND {quote(SEQ)} IS NULL THEN 1 END)"
-    # A snapshot is the whole table, joined with it next (engine.snapshot): its partitions stay, and
+    # A snapshot is the whole table, joined with it next (engine.full_copy): its partitions stay, and
     # its keys are never a short list
     if sum(f.size for f in files) <= SMALL_BATCH_BYTES and table.source.cdc != "snapshot":
         df = df.coalesce(1)  # one partition: deduplication and joins on the key need no shuffle

@@ -1,6 +1,6 @@
 """Reconciliation on every commit, the Spark side: the metrics a batch's passes observe of what its
 latest changes asked for, and the check right after the commit, against the snapshot summary it
-wrote and its parent's (lakeloader.reconciliation holds the rules, without Spark).
+wrote and its parent's (lakeloader.engine.reconciliation holds the rules, without Spark).
 
 A disagreement either fails the batch (`reconcile.on_mismatch: fail`: the batch was written to an
 audit branch, lakeloader.engine.gate, and is never published) or is recorded on the batch's result
@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg, reconciliation
-from lakeloader.columns import OP
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
-from lakeloader.errors import LakeloaderError
+from lakeloader.engine import reconciliation
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.spark import Metrics
-from lakeloader.sql import count_equal
+from lakeloader.spark.columns import OP
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import Metrics
+from lakeloader.spark.sql import count_equal
 
 if TYPE_CHECKING:
     from lakeloader.engine.batch_result import BatchResult
@@ -33,7 +34,7 @@ class ReconciliationError(LakeloaderError):
     """A commit the table disagrees with, on a table whose `reconcile.on_mismatch` is `fail`: raised on
     the audit branch, before anything is published."""
 
-    def __init__(self, table_id: str, found: reconciliation.Reconciliation):
+    def __init__(self, table_id: str, found: reconciliation.CommitReconciliation):
         self.table_id = table_id
         self.reconciliation = found
         super().__init__(
@@ -97,7 +98,7 @@ def check_commit(
     `result`, and raise ReconciliationError when they disagree and the table says fail."""
     snapshot_id, committed, parent = iceberg.committed_summaries(spark, target.name)
     if summary is not None and summary != committed:
-        committed = summary  # merge_counted.write has read and checked it already
+        committed = summary  # merge_with_commit_counts.write has read and checked it already
     if any(committed.get(k) != v for k, v in target.summary.items()):
         result.notes.append("reconciliation: the table's current snapshot is not this batch's commit")
         return

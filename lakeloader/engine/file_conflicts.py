@@ -19,11 +19,11 @@ from pyspark.sql import types as T
 
 from lakeloader.config import TableConfig
 from lakeloader.engine.shaping import kept_columns
-from lakeloader.errors import ColumnConflictError
 from lakeloader.formats.files import footer_schemas
-from lakeloader.inputs import InputFile, batch_order
-from lakeloader.progress import Progress, no_progress
-from lakeloader.type_changes import differences, dotted, wider
+from lakeloader.spark.errors import ColumnConflictError
+from lakeloader.spark.inputs import InputFile, batch_order
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.type_changes import differences, dotted, wider
 
 
 def check_files(

@@ -12,9 +12,9 @@ from pyspark.sql import DataFrame
 from lakeloader import iceberg
 from lakeloader.engine import modes, quality
 from lakeloader.engine.modes import WritePlan
-from lakeloader.faults import crash_point
 from lakeloader.iceberg import commit
 from lakeloader.iceberg.retry import retry_on_conflict
+from lakeloader.spark.faults import crash_point
 
 
 def commit_batch(

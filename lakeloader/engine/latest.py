@@ -7,10 +7,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakeloader.columns import OP, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, partial, schema
-from lakeloader.sql import quote
+from lakeloader.spark.columns import OP, find_column
+from lakeloader.spark.sql import quote
 
 
 def aligned(

@@ -12,8 +12,8 @@ The rules:
 * a re-delivered full-load row updates.
 
 How a batch is written depends on whether Spark's MERGE counts its own rows (`counts_in_commit`):
-lakeloader.engine.merge_classified classifies each change against the table first (Spark 3.5);
-lakeloader.engine.merge_counted reads the counts from the MERGE's commit (Spark 4.1). Both end in
+lakeloader.engine.merge_without_commit_counts classifies each change against the table first (Spark 3.5);
+lakeloader.engine.merge_with_commit_counts reads the counts from the MERGE's commit (Spark 4.1). Both end in
 the one MERGE of lakeloader.engine.merge_statement.
 
 Skipping the files an earlier commit consumed, the schema and the commit are every mode's:
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakeloader.columns import find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, latest, merge_classified, merge_counted
+from lakeloader.engine import cdc, latest, merge_with_commit_counts, merge_without_commit_counts
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.progress import Progress
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 def counts_in_commit(spark: SparkSession) -> bool:
     """Whether this session's MERGE records its own row counts in its commit (Spark 4.1 and later,
-    with Iceberg 1.11: lakeloader.runtimes.Runtime.merge_reports_counts)."""
+    with Iceberg 1.11: lakeloader.control.runtimes.Runtime.merge_reports_counts)."""
     major, minor = (int(part) for part in spark.version.split(".")[:2])
     return (major, minor) >= (4, 1)
 
@@ -68,7 +68,7 @@ def write(
     aligned, filled = latest.aligned(changes, table, target_schema, seq)
     probe_keys = changes.select(*[find_column(changes.columns, k) for k in table.keys])
     if not counts_in_commit(spark):
-        merge_classified.write(
+        merge_without_commit_counts.write(
             spark,
             target,
             table,
@@ -89,7 +89,7 @@ def write(
         return
     apart = not small and deletes <= cdc.BROADCAST_KEYS_MAX  # a small batch's latest changes cost little
     deleted = latest.deletes(changes, aligned, table, target_schema, seq, from_deleted_keys=apart)
-    merge_counted.write(
+    merge_with_commit_counts.write(
         spark,
         target,
         table,

@@ -1,5 +1,6 @@
 """The one MERGE INTO of `mode: merge` (lakeloader.engine.merge), and running it in the commit that
-records the batch; both ways of writing a batch (merge_classified, merge_counted) end here."""
+records the batch; both ways of writing a batch (merge_without_commit_counts,
+merge_with_commit_counts) end here."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakeloader.columns import OP
 from lakeloader.engine import partial
 from lakeloader.engine.sequence import newer_sql
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.sql import in_lists, quote
+from lakeloader.spark.columns import OP
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.sql import in_lists, quote
 
-ACTION = "_ll_action"  # a classified source's column: what each change does (merge_classified.classify)
+# A classified source's column: what each change does (merge_without_commit_counts.classify).
+ACTION = "_ll_action"
 
 # Test seam: called with (spark, target table) right before the MERGE statement runs (after the
 # classification, where there is one), so a test can commit a concurrent change there. None (always,
@@ -40,7 +42,7 @@ def merge_sql(
     `key_values`: SQL literals of every value a key column takes in the source. The redundant
     `t.key IN (...)` it adds changes no outcome, but lets Spark drop the target rows the batch does
     not touch before the join's shuffle instead of shuffling the whole table (benchmarks/RESULTS.md).
-    `classified`: the source's ACTION column says what each change does; else (merge_counted) its
+    `classified`: the source's ACTION column says what each change does; else (merge_with_commit_counts) its
     operation does, and the guard alone keeps an older change from touching a newer row.
     """
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)

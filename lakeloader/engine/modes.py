@@ -13,12 +13,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakeloader.columns import OP
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, merge, scd2, schema
 from lakeloader.engine.batch_result import BatchResult
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
+from lakeloader.spark.columns import OP
+from lakeloader.spark.progress import Progress
 
 
 @dataclass

@@ -19,11 +19,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader.columns import FILE_POS, OP, ROW_POS, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc
 from lakeloader.engine.sequence import newer_sql
-from lakeloader.sql import quote
+from lakeloader.spark.columns import FILE_POS, OP, ROW_POS, find_column
+from lakeloader.spark.sql import quote
 
 
 def keep(i: int) -> str:

@@ -12,10 +12,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import iceberg
-from lakeloader.columns import find_column
 from lakeloader.config import QualityRule, TableConfig
-from lakeloader.errors import LakeloaderError
-from lakeloader.sql import literal, qualified, quote, value_literal
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.sql import literal, qualified, quote, value_literal
 
 QUARANTINE_COLUMNS = (
     "table_id STRING, run_id STRING, audit_branch STRING, rule STRING, reason STRING, "

@@ -1,6 +1,6 @@
 """A table compared with a full copy of its source, and the difference written back (`lakeloader
 reconcile`, lakeloader.jobs.reconcile): the snapshot is read as the table's own files are, compared by
-the diff `cdc: snapshot` applies (lakeloader.engine.snapshot.as_changes), and repaired through the
+the diff `cdc: snapshot` applies (lakeloader.engine.full_copy.as_changes), and repaired through the
 batch's write path (merge or SCD2, tombstones, the quality gate) in one commit.
 
 The repair sequence. Every change of a repair carries, in the first sequence column, the value just
@@ -27,19 +27,19 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import iceberg, s3_tables
-from lakeloader.columns import OP, SEQ, find_column, seq_columns
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc, gate, scd2, tombstones
-from lakeloader.engine import snapshot as diffing
+from lakeloader.engine import full_copy as diffing
 from lakeloader.engine.batch_result import BatchResult
 from lakeloader.engine.modes import WritePlan
-from lakeloader.errors import LakeloaderError
-from lakeloader.iceberg import commit
-from lakeloader.inputs import InputFile
-from lakeloader.progress import Progress, no_progress
-from lakeloader.spark import release, table_exists
-from lakeloader.sql import quote
+from lakeloader.iceberg import commit, s3_tables
+from lakeloader.spark.columns import OP, SEQ, find_column, seq_columns
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.session import release, table_exists
+from lakeloader.spark.sql import quote
 
 KINDS = {"missing": "I", "extra": "D", "different": "U"}  # what a difference becomes when repaired
 
@@ -53,7 +53,7 @@ class Comparison:
     records: int  # rows the table holds (its snapshot summary)
     rows: int  # the snapshot's rows (rows marked deleted left out)
     compared: list[str]  # the compared columns (the snapshot's spelling)
-    changes: diffing.SnapshotChanges
+    changes: diffing.FullCopyChanges
     sequence: str | None  # the repair sequence (repairs only; None: the table orders nothing)
     notes: list[str] = field(default_factory=list)
 

@@ -15,16 +15,15 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import reconciliation
-from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
 from lakeloader.config import TableConfig
-from lakeloader.engine import cdc, commit_check, partial, schema, tombstones
+from lakeloader.engine import cdc, commit_check, partial, reconciliation, schema, tombstones
 from lakeloader.engine.sequence import newer_sql
-from lakeloader.errors import BadInputError, LakeloaderError
 from lakeloader.iceberg.commit import Destination
-from lakeloader.progress import Progress
-from lakeloader.spark import release
-from lakeloader.sql import quote
+from lakeloader.spark.columns import FILE, FILE_POS, OP, ROW_POS, SEQ, find_column
+from lakeloader.spark.errors import BadInputError, LakeloaderError
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import release
+from lakeloader.spark.sql import quote
 
 if TYPE_CHECKING:
     from lakeloader.engine.batch_result import BatchResult
@@ -120,7 +119,7 @@ class Scd2Batch:
     dropped: int = 0  # and those it deletes: replaced by a new version at their own valid_from
 
     def asked(self) -> reconciliation.Asked:
-        """What the batch asks of the table (lakeloader.reconciliation): the versions it opens, closes
+        """What the batch asks of the table (lakeloader.engine.reconciliation): the versions it opens, closes
         and drops; the changes applied, unchanged (superseded: no tracked column changed) and late."""
         return reconciliation.Asked(
             mode="scd2",

@@ -15,10 +15,10 @@ from pyspark.sql import types as T
 from lakeloader import iceberg
 from lakeloader.config import NEW_TABLE_PROPERTIES, TableConfig
 from lakeloader.engine import table_settings
-from lakeloader.errors import SchemaChangeError
-from lakeloader.spark import java_class
-from lakeloader.sql import quote, tblproperties
-from lakeloader.type_changes import Path, aligned, compare, dotted
+from lakeloader.spark.errors import SchemaChangeError
+from lakeloader.spark.session import java_class
+from lakeloader.spark.sql import quote, tblproperties
+from lakeloader.spark.type_changes import Path, aligned, compare, dotted
 
 
 @dataclass

@@ -10,10 +10,10 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakeloader.columns import OP
 from lakeloader.config import TableConfig
-from lakeloader.errors import BadInputError
-from lakeloader.sql import quote
+from lakeloader.spark.columns import OP
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.sql import quote
 
 
 def select_columns(df: DataFrame, table: TableConfig) -> DataFrame:

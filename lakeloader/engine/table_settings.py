@@ -12,12 +12,13 @@ import json
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg, next_step
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
 from lakeloader.config.target import PARTITION_TRANSFORM
-from lakeloader.errors import LakeloaderError
-from lakeloader.progress import Progress, no_progress
-from lakeloader.sql import quote
+from lakeloader.spark import next_step
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.sql import quote
 
 KEYS_PROPERTY = "lakeloader.keys"
 MODE_PROPERTY = "lakeloader.mode"

@@ -14,10 +14,10 @@ from pyspark.sql import types as T
 
 from lakeloader import iceberg
 from lakeloader.config import TableConfig
-from lakeloader.contract import TOMBSTONES_SUFFIX
+from lakeloader.control.contract import TOMBSTONES_SUFFIX
 from lakeloader.engine.sequence import newer_sql
-from lakeloader.spark import table_exists
-from lakeloader.sql import in_lists, qualified, quote, tblproperties
+from lakeloader.spark.session import table_exists
+from lakeloader.spark.sql import in_lists, qualified, quote, tblproperties
 
 SUFFIX = TOMBSTONES_SUFFIX
 # Copy-on-write (its rows are only appended, and purged by maintain), and few manifests: the skip
@@ -108,7 +108,8 @@ def lookup(
     value in the batch, and the lowest first sequence value of its inserts and updates -- a tombstone
     below it buries none of them, so a batch newer than every delete recorded so far, the ordinary
     case, skips. Otherwise the tombstones are narrowed to the batch's keys first -- by `key_values`
-    (SQL literals of every value a key column takes, as merge_classified.classify filters the target), else a
+    (SQL literals of every value a key column takes, as merge_without_commit_counts.classify filters
+    the target), else a
     semi-join with `batch_keys` -- and only those are folded to one row per key.
     `small`: the batch is one partition; so are the few tombstones, so neither the fold nor the
     caller's join needs a shuffle (or a broadcast job) of its own. `ahead`: the batch's own tombstones

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader.columns import FILE, FILE_POS, OP, ROW_POS, find_column
 from lakeloader.config import TableConfig
 from lakeloader.engine import cdc
 from lakeloader.engine.sequence import newer_sql
-from lakeloader.sql import quote
+from lakeloader.spark.columns import FILE, FILE_POS, OP, ROW_POS, find_column
+from lakeloader.spark.sql import quote
 
 POINT = "_ll_truncate_"  # the last truncate's order columns, beside each row
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from lakeloader.errors import LakeloaderError, root_cause
-from lakeloader.inputs import InputFile
-from lakeloader.progress import Progress, no_progress
+from lakeloader.spark.errors import LakeloaderError, root_cause
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.progress import Progress, no_progress
 
 ReadError = Callable[[Sequence[InputFile]], str | None]
 """Reads a group of files; the reader's one-line reason when that fails, None when it succeeds."""

@@ -10,11 +10,11 @@ from lakeloader.formats.base import SourceFormat
 from lakeloader.formats.debezium import Debezium
 from lakeloader.formats.debezium_envelope import DebeziumEnvelope
 from lakeloader.formats.dms import Dms
-from lakeloader.formats.none import PlainRows
-from lakeloader.formats.snapshot import Snapshot
+from lakeloader.formats.full_copy import FullCopy
+from lakeloader.formats.plain_rows import PlainRows
 
 FORMATS: dict[str, SourceFormat] = {
-    f.name: f for f in (Dms(), Debezium(), DebeziumEnvelope(), PlainRows(), Snapshot())
+    f.name: f for f in (Dms(), Debezium(), DebeziumEnvelope(), PlainRows(), FullCopy())
 }
 FORMAT_NAMES = tuple(FORMATS)
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
     from lakeloader.formats.reading import Check, FormatTable
-    from lakeloader.inputs import InputFile
+    from lakeloader.spark.inputs import InputFile
 
 
 def ascii_upper(column: Column) -> Column:

@@ -15,17 +15,17 @@ import json
 import operator
 from typing import TYPE_CHECKING, Any
 
-from lakeloader.columns import FILE_POS, ROW_POS, find_column
 from lakeloader.formats.base import SourceFormat, ascii_lower, ascii_upper
 from lakeloader.formats.reading import Check
-from lakeloader.sql import quote
+from lakeloader.spark.columns import FILE_POS, ROW_POS, find_column
+from lakeloader.spark.sql import quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
     from lakeloader.formats.reading import FormatTable
-    from lakeloader.inputs import InputFile
+    from lakeloader.spark.inputs import InputFile
 
 # The source position, in the order it breaks ties: PostgreSQL lsn; MySQL binlog file, position,
 # row; SQL Server commit and change LSN, event serial number.

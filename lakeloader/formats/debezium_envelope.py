@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakeloader.columns import find_column
 from lakeloader.formats.base import ascii_lower
 from lakeloader.formats.debezium import POSITION, Debezium
+from lakeloader.spark.columns import find_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

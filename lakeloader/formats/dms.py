@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakeloader.columns import find_column
 from lakeloader.formats.base import SourceFormat, ascii_upper
+from lakeloader.spark.columns import find_column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

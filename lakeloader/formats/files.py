@@ -16,13 +16,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import type_changes
-from lakeloader.columns import FILE_POS, INVALID, ROW_POS, find_column
-from lakeloader.errors import BadInputError
 from lakeloader.formats.reading import Check
-from lakeloader.inputs import InputFile
-from lakeloader.spark import java_class
-from lakeloader.sql import quote
+from lakeloader.spark import type_changes
+from lakeloader.spark.columns import FILE_POS, INVALID, ROW_POS, find_column
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.session import java_class
+from lakeloader.spark.sql import quote
 
 if TYPE_CHECKING:
     from lakeloader.formats.reading import FormatTable, PlainFormat

@@ -14,11 +14,10 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from lakeloader import reconciliation
 from lakeloader.iceberg.table_state import TableState
-from lakeloader.progress import Progress
-from lakeloader.spark import java_class
-from lakeloader.sql import literal, qualified, quote, tblproperties
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import java_class
+from lakeloader.spark.sql import literal, qualified, quote, tblproperties
 
 AUDIT_BRANCH_PREFIX = "audit_"  # a quality-gated batch's branch: audit_<run id>_<random>
 # table properties that put data or metadata files outside the table's location
@@ -49,11 +48,6 @@ def current_snapshot_id(spark: SparkSession, name: str, *, refresh: bool = True)
     return snapshot.snapshotId() if snapshot is not None else None
 
 
-# What Spark 4.1+ with Iceberg 1.11+ records of a MERGE in the summary of the snapshot it commits
-# (SPARK-54309, Iceberg PR 15014): the rows it inserted, updated and deleted.
-MERGE_COUNT_KEYS = reconciliation.MERGE_COUNT_KEYS
-
-
 def committed_summary(spark: SparkSession, name: str) -> dict[str, str]:
     """The summary of the snapshot this session last committed to `name`, a table or one of its
     branches (`branch_target`), as the session holds the table: no catalog call, and a writer
@@ -66,7 +60,7 @@ def committed_summaries(
 ) -> tuple[int | None, dict[str, str], dict[str, str] | None]:
     """The snapshot this session last committed to `name` (as `committed_summary`): its id, its summary
     and its parent's (None: it has no parent, the table's first). Metadata the session holds: no catalog
-    call, no Spark job (lakeloader.reconciliation reads the totals' change from the two)."""
+    call, no Spark job (lakeloader.engine.reconciliation reads the totals' change from the two)."""
     branch = re.fullmatch(r"(.+)\.`branch_((?:[^`]|``)+)`", name)
     table = iceberg_table(spark, branch[1] if branch else name, refresh=False)
     snapshot = table.snapshot(branch[2].replace("``", "`")) if branch else table.currentSnapshot()

@@ -21,10 +21,10 @@ from pyspark.sql import functions as F
 
 from lakeloader import iceberg
 from lakeloader.iceberg import table_state
-from lakeloader.inputs import InputFile
-from lakeloader.progress import Progress
-from lakeloader.spark import table_exists
-from lakeloader.sql import literal, qualified
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.progress import Progress
+from lakeloader.spark.session import table_exists
+from lakeloader.spark.sql import literal, qualified
 
 INPUT_LOG = ("lakeloader_meta", "input_files")
 NAMES_IN_SUMMARY = 50

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from lakeloader.config import RetrySettings
-from lakeloader.errors import LakeloaderError, first_line
-from lakeloader.progress import Progress, no_progress
+from lakeloader.spark.errors import LakeloaderError, first_line
+from lakeloader.spark.progress import Progress, no_progress
 
 T = TypeVar("T")
 

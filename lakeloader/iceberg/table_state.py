@@ -15,7 +15,7 @@ SUMMARY_FILE_IDS = "lakeloader.input-ids"  # the input files the commit consumed
 SUMMARY_FILE_NAMES = "lakeloader.input-files"
 SUMMARY_RUN_ID = "lakeloader.run-id"
 SUMMARY_TABLE_ID = "lakeloader.table-id"
-# cdc: snapshot: the snapshot folder a commit applied, and its order key (formats.snapshot.order_key),
+# cdc: snapshot: the snapshot folder a commit applied, and its order key (formats.full_copy.order_key),
 # also kept as a table property when a snapshot changed nothing (no commit to record it in).
 SUMMARY_SNAPSHOT = "lakeloader.snapshot"
 SNAPSHOT_SEQUENCE = "lakeloader.snapshot-sequence"

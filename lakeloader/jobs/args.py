@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from lakeloader import contract
+from lakeloader.control import contract
 
 HELP = {
     contract.ARG_CONFIG_TABLE: "DynamoDB config table",

@@ -14,27 +14,27 @@ from dataclasses import asdict
 from urllib.parse import urlparse
 
 from lakeloader.config import TableConfig
-from lakeloader.contract import (
+from lakeloader.control.contract import (
     FILES_QUARANTINED_METRIC,
     METRIC_DIMENSIONS,
     METRICS_NAMESPACE,
     RECONCILIATION_MISMATCH_METRIC,
     new_run_id,
 )
-from lakeloader.engine import COUNTED, report_counts
-from lakeloader.inputs import InputFile
-from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
-from lakeloader.jobs.load import LoadResult, finish_lineage
-from lakeloader.jobs.rebuild import rebuild_table
-from lakeloader.ledger import (
+from lakeloader.control.ledger import (
     DEFAULT_MAX_ATTEMPTS,
     FAILED,
     PENDING,
     QUARANTINED,
     LedgerObject,
 )
-from lakeloader.ledger.interfaces import DrainLedger, ObjectBatches
-from lakeloader.lineage import LineageLog
+from lakeloader.control.ledger.interfaces import DrainLedger, ObjectBatches
+from lakeloader.engine import COUNTED, report_counts
+from lakeloader.jobs import load  # load.load_table, looked up per call (tests stand in for it)
+from lakeloader.jobs.lineage import LineageLog
+from lakeloader.jobs.load import LoadResult, finish_lineage
+from lakeloader.jobs.rebuild import rebuild_table
+from lakeloader.spark.inputs import InputFile
 
 _CLIENT_LOCK = threading.Lock()  # boto3's default session is not thread-safe when making clients
 _CLOUDWATCH: list = []

@@ -17,20 +17,21 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from lakeloader import iceberg, s3_tables
-from lakeloader.actor import identity
-from lakeloader.columns import find_column
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
-from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
+from lakeloader.control.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.engine import tombstones
-from lakeloader.errors import LakeloaderError
-from lakeloader.faults import crash_point
+from lakeloader.iceberg import s3_tables
 from lakeloader.iceberg.commit import consumed_file_ids
 from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.jobs.object_versions import on_s3, purge_noncurrent_versions, remaining_versions
-from lakeloader.progress import Progress, no_progress
-from lakeloader.spark import table_exists
-from lakeloader.sql import literal, qualified, quote, timestamp_literal
+from lakeloader.spark.actor import identity
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.faults import crash_point
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.session import table_exists
+from lakeloader.spark.sql import literal, qualified, quote, timestamp_literal
 
 AUDIT_COLUMNS = (
     "erased_at TIMESTAMP, who STRING, table_id STRING, target STRING, rows_erased BIGINT, "

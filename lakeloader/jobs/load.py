@@ -13,11 +13,11 @@ from pyspark.sql import SparkSession
 
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.engine import BatchResult, apply_batch
-from lakeloader.errors import LakeloaderError, blamed_files, root_cause
 from lakeloader.iceberg import commit
-from lakeloader.inputs import InputFile, list_inputs, resolve_paths
-from lakeloader.lineage import COUNTS, LineageLog, TableRun
-from lakeloader.progress import Progress, stderr_progress, text_table
+from lakeloader.jobs.lineage import COUNTS, LineageLog, TableRun
+from lakeloader.spark.errors import LakeloaderError, blamed_files, root_cause
+from lakeloader.spark.inputs import InputFile, list_inputs, resolve_paths
+from lakeloader.spark.progress import Progress, stderr_progress, text_table
 
 
 @dataclass
@@ -127,7 +127,7 @@ def finish_lineage(spark: SparkSession, catalog: str, run: TableRun, result: Loa
 
 def output_schema(spark: SparkSession, catalog: str, table: TableConfig) -> list[tuple[str, str]] | None:
     """The target's columns and Spark types, or None when the table does not exist (yet)."""
-    from lakeloader.s3_tables import target_name
+    from lakeloader.iceberg.s3_tables import target_name
 
     name = target_name(spark, catalog, table)
     if not spark.catalog.tableExists(name):

@@ -13,17 +13,17 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakeloader import contract
 from lakeloader.config import LakeConfig, TableConfig
+from lakeloader.control import contract
+from lakeloader.control.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 from lakeloader.jobs.drain import drain_tables, log_event
+from lakeloader.jobs.lineage import JOB_NAMESPACE, OPENLINEAGE_APP_NAME, open_log
 from lakeloader.jobs.load import LoadResult
-from lakeloader.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
-from lakeloader.lineage import JOB_NAMESPACE, OPENLINEAGE_APP_NAME, open_log
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakeloader.spark import SparkSettings
+    from lakeloader.spark.session import SparkSettings
 
 
 def parse_table_ids(value: str | None) -> list[str]:
@@ -79,7 +79,7 @@ class JobStart:
         names its jobs after `spark.openlineage.appName`, else the app name, which holds this run's id:
         `lakeloader.<verb>` keeps one job per verb and table across runs (the listener appends the
         output table's name to it)."""
-        from lakeloader.spark import SparkSettings, build_session
+        from lakeloader.spark.session import SparkSettings, build_session
 
         settings = SparkSettings(
             runtime=runtime,
@@ -98,8 +98,8 @@ def _missing_args(args: Mapping[str, str]) -> str | None:
 def _start(args: Mapping[str, str]) -> JobStart:
     import boto3
 
-    from lakeloader import next_step
     from lakeloader.config.items import load_tables_from_dynamodb
+    from lakeloader.spark import next_step
 
     next_step.address(*contract.stage_options(args[contract.ARG_CONFIG_TABLE]))
     dynamodb = boto3.client("dynamodb")

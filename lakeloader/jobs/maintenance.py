@@ -14,19 +14,20 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg, s3_tables
-from lakeloader.columns import find_column
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
-from lakeloader.contract import new_run_id
+from lakeloader.control.contract import new_run_id
 from lakeloader.engine import tombstones
-from lakeloader.errors import LakeloaderError, first_line
-from lakeloader.faults import crash_point
+from lakeloader.iceberg import s3_tables
 from lakeloader.iceberg.retry import retry_on_conflict
 from lakeloader.jobs import retention
-from lakeloader.lineage import LineageLog
-from lakeloader.progress import Progress, no_progress, text_table
-from lakeloader.spark import table_exists
-from lakeloader.sql import literal, timestamp_literal
+from lakeloader.jobs.lineage import LineageLog
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.errors import LakeloaderError, first_line
+from lakeloader.spark.faults import crash_point
+from lakeloader.spark.progress import Progress, no_progress, text_table
+from lakeloader.spark.session import table_exists
+from lakeloader.spark.sql import literal, timestamp_literal
 
 
 @dataclass
@@ -104,7 +105,7 @@ def _plan(
     name = s3_tables.target_name(spark, catalog, table)
     steps: list[tuple[str, Callable[[], dict[str, int]]]] = []
     # target.storage s3_tables: S3 Tables compacts, expires snapshots and removes unreferenced files
-    # itself (lakeloader.s3_tables.MANAGED_STEPS), as the table's settings tell it here
+    # itself (lakeloader.iceberg.s3_tables.MANAGED_STEPS), as the table's settings tell it here
     managed = s3_tables.in_s3_tables(table) and s3_tables.table_bucket_arn(spark) is not None
 
     def retry_props() -> dict[str, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
-from lakeloader.errors import LakeloaderError
+from lakeloader.spark.errors import LakeloaderError
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 

@@ -17,17 +17,17 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from lakeloader import iceberg, s3_tables
+from lakeloader import iceberg
 from lakeloader.config import TableConfig
-from lakeloader.contract import AUDIT_DATABASE, AUDIT_TABLE
+from lakeloader.control.contract import AUDIT_DATABASE, AUDIT_TABLE
 from lakeloader.engine import apply_batch, table_layout_sql, tombstones
-from lakeloader.errors import LakeloaderError
-from lakeloader.iceberg import commit
-from lakeloader.inputs import InputFile
+from lakeloader.iceberg import commit, s3_tables
 from lakeloader.jobs.load import LoadResult
-from lakeloader.progress import Progress, no_progress
-from lakeloader.spark import table_exists
-from lakeloader.sql import literal, qualified
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.progress import Progress, no_progress
+from lakeloader.spark.session import table_exists
+from lakeloader.spark.sql import literal, qualified
 
 STAGING_SUFFIX = "__rebuild"
 

@@ -4,7 +4,7 @@ source (a DMS full load, an export), and with `--repair` make it equal through t
 The snapshot (a file or a folder, local or s3://) is read as the table's own files are (its `source`
 format, CSV options, declared schema, columns include/exclude; a DMS full load has no Op column and
 reads as inserts), and compared with the table's current rows (SCD2: current versions) by
-lakeloader.engine.snapshot's diff, the one `cdc: snapshot` applies: a key only the snapshot holds is
+lakeloader.engine.full_copy's diff, the one `cdc: snapshot` applies: a key only the snapshot holds is
 *missing*, a key only the table holds is *extra*, a key whose compared columns differ is *different*.
 
 `--repair` writes those inserts, updates and deletes in ONE commit through the merge (or SCD2) path
@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from lakeloader.config import TableConfig
-from lakeloader.errors import LakeloaderError
-from lakeloader.inputs import InputFile, list_inputs
-from lakeloader.progress import Progress, no_progress, text_table
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.inputs import InputFile, list_inputs
+from lakeloader.spark.progress import Progress, no_progress, text_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakeloader.ledger.interfaces import RunLease
+    from lakeloader.control.ledger.interfaces import RunLease
 
 KINDS = ("missing", "extra", "different")
 WHAT = {
@@ -60,8 +60,8 @@ class Repaired:
 
 
 @dataclass
-class Reconciliation:
-    """A table compared with a snapshot of its source."""
+class SourceReconciliation:
+    """A table compared with a full copy of its source (`lakeloader reconcile --snapshot`)."""
 
     table_id: str
     snapshot: str  # the URI
@@ -237,7 +237,7 @@ def reconcile(
     progress: Progress = no_progress,
     before_publish: Callable[[], None] = lambda: None,
     tick_seconds: float = TICK_SECONDS,
-) -> Reconciliation:
+) -> SourceReconciliation:
     """Compare `table` with the snapshot at `uri`; with `repair`, commit the difference (one commit)."""
     from lakeloader.engine import compare_snapshot, repair_difference
 
@@ -247,7 +247,7 @@ def reconcile(
         comparison = compare_snapshot(spark, table, files, catalog=catalog, repair=repair, progress=progress)
     try:
         counts = comparison.counts
-        result = Reconciliation(
+        result = SourceReconciliation(
             table.id,
             uri,
             len(files),
@@ -306,7 +306,7 @@ def reconcile_on_stage(
     run_id: str,
     repair: bool,
     **options: Any,
-) -> Reconciliation:
+) -> SourceReconciliation:
     """`reconcile --stage`: a report reads and changes nothing; a repair holds the table's run lock (a
     job run of the table waits for it, as for another run) and is recorded as a run of the table in
     the stage's run history, with its counts and commit."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from lakeloader.config import TableConfig
-from lakeloader.ledger.lock import DEFAULT_LOCK_TTL_SECONDS
+from lakeloader.control.ledger.lock import DEFAULT_LOCK_TTL_SECONDS
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from lakeloader_dev.emulator.runtime import TEST_CREDENTIALS, Journal, Runtime
+from lakeloader_dev.emulator.runtime import TEST_CREDENTIALS, EmulatorProcesses, Journal
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
@@ -52,7 +52,7 @@ class Emulator:
         )
         self.spark_slots = spark_slots or int(os.environ.get("LAKELOADER_EMULATOR_SPARK_SLOTS", "2"))
         self.server: Any = None
-        self.runtime: Runtime | None = None
+        self.runtime: EmulatorProcesses | None = None
         self.endpoint = ""
 
     @property
@@ -74,7 +74,7 @@ class Emulator:
         self.server.start()
         self.port = self.server.get_host_and_port()[1]
         self.endpoint = f"http://{HOST}:{self.port}"
-        self.runtime = Runtime(self.endpoint, self.workdir, REGION, spark_slots=self.spark_slots)
+        self.runtime = EmulatorProcesses(self.endpoint, self.workdir, REGION, spark_slots=self.spark_slots)
         patches.apply(self.runtime, self.port)
         self.moto_api("config", {"stepfunctions": {"execute_state_machine": True}})
         return self

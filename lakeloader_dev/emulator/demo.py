@@ -17,11 +17,12 @@ from pathlib import Path
 
 import yaml
 
-from lakeloader import lineage, runtimes
 from lakeloader.config import load_config
-from lakeloader.inputs import InputFile, batch_order
+from lakeloader.control import runtimes
+from lakeloader.jobs import lineage
 from lakeloader.jobs.load import assign_inputs
-from lakeloader.progress import write_line
+from lakeloader.spark.inputs import InputFile, batch_order
+from lakeloader.spark.progress import write_line
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.emulator.runtime import driver_memory
 
@@ -127,7 +128,7 @@ def run_demo(config_path: str = "config/tables.yaml") -> int:
     runtime = runtimes.local()  # the stage runs on it: the emulator runs jobs on this venv's Spark only
     workdir = Path(".lakeloader/demo-emulator")
     config_path = str(demo_config(config_path, workdir))
-    # every Glue/EMR run of the stage appends its tables' OpenLineage events here (lakeloader.lineage)
+    # every Glue/EMR run of the stage appends its tables' OpenLineage events here (lakeloader.jobs.lineage)
     lineage_file = (workdir / "lineage.jsonl").resolve()
     lineage_file.unlink(missing_ok=True)
     os.environ[lineage.FILE_ENV] = str(lineage_file)
@@ -205,8 +206,8 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -
     import boto3
     from pyspark import SparkContext
 
-    from lakeloader.s3_tables import target_name
-    from lakeloader.spark import S3_TABLES_ENV, SparkSettings, build_session
+    from lakeloader.iceberg.s3_tables import target_name
+    from lakeloader.spark.session import S3_TABLES_ENV, SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     glue = boto3.client("glue")
@@ -235,7 +236,7 @@ def _show_tables(stack, config, say: Clock, table_bucket: str | None, runtime) -
         "starting Spark to read the tables through the Glue catalog (Iceberg GlueCatalog + S3FileIO) "
         "and the S3 Tables catalog for Iceberg"
     )
-    if table_bucket:  # the session's `s3tables` catalog (lakeloader.spark), as the deployed jobs have it
+    if table_bucket:  # the session's `s3tables` catalog (spark.session), as the deployed jobs have it
         os.environ[S3_TABLES_ENV] = table_bucket
     settings = SparkSettings(
         warehouse=stack.warehouse,

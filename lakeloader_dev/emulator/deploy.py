@@ -30,7 +30,7 @@ from typing import Any
 
 import boto3
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 QUALIFIER = "hnb659fds"

@@ -5,7 +5,7 @@ an application of the other runtime fails its runs naming the virtualenv that ru
 
 The entry point, ``spark.submit.pyFiles``/``--py-files`` and ``spark.archives``/``--archives``
 (unpacked, as YARN/EMR unpack them) are fetched from the emulator's S3, and the entry point runs
-with its ``entryPointArguments`` through :meth:`Runtime.run_spark_script`, on the Python
+with its ``entryPointArguments`` through :meth:`EmulatorProcesses.run_spark_script`, on the Python
 packages the EMR Serverless image provides. A packed virtual environment named as
 ``PYSPARK_PYTHON=./environment/bin/python`` (what the stack ships) puts its site-packages on the
 driver's path, once checked to be of the runtime's Python.
@@ -20,8 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lakeloader import runtimes
-from lakeloader_dev.emulator.runtime import Runtime, SparkRun, WrongRuntimeError, emr_runtime, fetch, uris
+from lakeloader.control import runtimes
+from lakeloader_dev.emulator.runtime import (
+    EmulatorProcesses,
+    SparkRun,
+    WrongRuntimeError,
+    emr_runtime,
+    fetch,
+    uris,
+)
 from lakeloader_dev.emulator.stand_in import stand_in_site_packages, stands_in
 
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
@@ -37,7 +44,7 @@ SUBMIT_FLAGS = {
 }
 
 
-def run_emr_job(runtime: Runtime, application: Any, job_run: Any, s3_get) -> None:
+def run_emr_job(runtime: EmulatorProcesses, application: Any, job_run: Any, s3_get) -> None:
     """Run one EMR Serverless job run to completion (on its own thread); sets the run's state."""
     driver = (job_run.job_driver or {}).get("sparkSubmit") or {}
     record = SparkRun(
@@ -57,7 +64,7 @@ def run_emr_job(runtime: Runtime, application: Any, job_run: Any, s3_get) -> Non
 
 
 def _emr_subprocess(
-    runtime: Runtime, application: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path
+    runtime: EmulatorProcesses, application: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path
 ) -> str | None:
     try:
         row = emr_runtime(getattr(application, "release_label", None) or "")
@@ -77,7 +84,7 @@ def _emr_subprocess(
     env = {k.removeprefix(DRIVER_ENV): v for k, v in conf.items() if k.startswith(DRIVER_ENV)}
     python_path += _archive_python_path(env, run_dir)
     env["EMR_SERVERLESS_JOB_RUN_ID"] = job_run.id
-    env[runtimes.RUNTIME_ENV] = row.name  # the job's lakeloader.runtimes.local(): no dist-info on -S
+    env[runtimes.RUNTIME_ENV] = row.name  # the job's lakeloader.control.runtimes.local(): no dist-info on -S
     return runtime.run_spark_script(
         script,
         [str(a) for a in driver.get("entryPointArguments") or []],

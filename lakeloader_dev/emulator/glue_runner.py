@@ -8,7 +8,7 @@ installed as Glue 5 installs them, on top of the packages Glue's image provides;
 ``--python-virtual-env`` (Glue 6.0), a packed virtual environment unpacked and its site-packages put on
 the path in place of the image's packages (only Spark's pyspark and py4j stay). The script runs as
 ``python script.py --JOB_NAME .. --JOB_RUN_ID .. <DefaultArguments + run Arguments>`` through
-:meth:`Runtime.run_spark_script`.
+:meth:`EmulatorProcesses.run_spark_script`.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from lakeloader import runtimes
-from lakeloader.contract import S3_TABLES_CATALOG
-from lakeloader.spark import S3_TABLES_ENV
+from lakeloader.control import runtimes
+from lakeloader.control.contract import S3_TABLES_CATALOG
+from lakeloader.spark.session import S3_TABLES_ENV
 from lakeloader_dev.emulator.runtime import (
     SHIM_DIR,
-    Runtime,
+    EmulatorProcesses,
     SparkRun,
     WrongRuntimeError,
     fetch,
@@ -46,7 +46,7 @@ AWSGLUE_SHIM = SHIM_DIR / "glue"  # `awsglue.utils.getResolvedOptions`, for Glue
 GLUE_SPARK_MODULES = ["pyspark", "py4j"]
 
 
-def run_glue_job(runtime: Runtime, job: Any, job_run: Any, s3_get) -> None:
+def run_glue_job(runtime: EmulatorProcesses, job: Any, job_run: Any, s3_get) -> None:
     """Run one Glue job run to completion (called on its own thread); sets the run's state."""
     record = SparkRun("glue", job.name, job_run.job_run_id, dict(job_run.arguments or {}), time.time())
     runtime.track_run(
@@ -59,7 +59,7 @@ def run_glue_job(runtime: Runtime, job: Any, job_run: Any, s3_get) -> None:
 
 
 def _glue_subprocess(
-    runtime: Runtime, job: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path
+    runtime: EmulatorProcesses, job: Any, job_run: Any, s3_get, run_dir: Path, log_path: Path
 ) -> str | None:
     try:
         row = glue_runtime(getattr(job, "glue_version", None))
@@ -88,9 +88,9 @@ def _glue_subprocess(
     for key, value in arguments.items():
         argv += [key if key.startswith("--") else f"--{key}", str(value)]
     timeout_minutes = float(getattr(job, "timeout", None) or 60)
-    env = {runtimes.RUNTIME_ENV: row.name}  # the job's lakeloader.runtimes.local(): no dist-info on -S
+    env = {runtimes.RUNTIME_ENV: row.name}  # the job's runtimes.local(): no dist-info on -S
     bucket = s3_tables_warehouse(arguments.get("--conf", ""))
-    if bucket:  # the deployed job's S3 Tables catalog, rebuilt against the emulator by lakeloader.spark
+    if bucket:  # the deployed job's S3 Tables catalog, rebuilt against the emulator by spark.session
         env[S3_TABLES_ENV] = bucket
     return runtime.run_spark_script(
         script,
@@ -114,7 +114,7 @@ def s3_tables_warehouse(conf: str) -> str | None:
 
 
 def _glue_modules(
-    runtime: Runtime, modules: list[str], options: list[str], s3_get, run_dir: Path, log_path: Path
+    runtime: EmulatorProcesses, modules: list[str], options: list[str], s3_get, run_dir: Path, log_path: Path
 ) -> Path:
     """``--additional-python-modules`` as Glue 5 installs them: pip with the job's installer
     options, from wheels on S3 (``.whl`` files, or one ``.gluewheels.zip`` holding
@@ -159,7 +159,7 @@ def _glue_modules(
     return target
 
 
-def _glue_venv(runtime: Runtime, uri: str, s3_get) -> Path:
+def _glue_venv(runtime: EmulatorProcesses, uri: str, s3_get) -> Path:
     """``--python-virtual-env s3://.../venv.tar.gz``, as Glue 6.0 takes it: the packed virtual
     environment (venv-pack's layout) unpacked, once per distinct archive, and its
     ``lib/pythonX.Y/site-packages``, which must be for this Python. Its ``bin/python`` links to the

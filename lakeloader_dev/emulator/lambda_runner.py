@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
-from lakeloader_dev.emulator.runtime import Invocation, Runtime
+from lakeloader_dev.emulator.runtime import EmulatorProcesses, Invocation
 
 BOOTSTRAP = Path(__file__).resolve().parent / "lambda_bootstrap.py"
 
 
-def _code_dir(runtime: Runtime, fn: Any) -> Path:
+def _code_dir(runtime: EmulatorProcesses, fn: Any) -> Path:
     digest = (getattr(fn, "code_digest", "") or uuid.uuid4().hex)[:16]
     target = runtime.workdir / "lambda" / f"{fn.function_name}-{digest}"
     with runtime.extract_lock:
@@ -37,13 +37,17 @@ def _code_dir(runtime: Runtime, fn: Any) -> Path:
     return target
 
 
-def invoke_lambda(runtime: Runtime, fn: Any, event: Any, trigger: str = "invoke") -> tuple[str, bool, str]:
+def invoke_lambda(
+    runtime: EmulatorProcesses, fn: Any, event: Any, trigger: str = "invoke"
+) -> tuple[str, bool, str]:
     """Run the handler once; returns (payload JSON, errored, logs) like moto's Docker executor."""
     _record, payload, errored, logs = _invoke(runtime, fn, event, trigger)
     return payload, errored, logs
 
 
-def _invoke(runtime: Runtime, fn: Any, event: Any, trigger: str) -> tuple[Invocation, str, bool, str]:
+def _invoke(
+    runtime: EmulatorProcesses, fn: Any, event: Any, trigger: str
+) -> tuple[Invocation, str, bool, str]:
     """`invoke_lambda`, with the invocation's journal record (its request id and error)."""
     request_id = str(uuid.uuid4())
     record = Invocation(fn.function_name, request_id, trigger, time.time())
@@ -113,7 +117,7 @@ def _invoke(runtime: Runtime, fn: Any, event: Any, trigger: str) -> tuple[Invoca
     return record, payload, errored, logs
 
 
-def _to_cloudwatch(runtime: Runtime, fn: Any, request_id: str, logs: str) -> None:
+def _to_cloudwatch(runtime: EmulatorProcesses, fn: Any, request_id: str, logs: str) -> None:
     """The invocation's output into its log group, a stream per invocation, as Lambda writes it (when
     the group exists: Lambda creates none here), so what reads a function's log reads this one."""
     group = (getattr(fn, "logging_config", None) or {}).get("LogGroup") or f"/aws/lambda/{fn.function_name}"
@@ -133,7 +137,9 @@ ASYNC_RETRIES = 2
 ASYNC_RETRY_DELAY_SECONDS = 2.0
 
 
-def invoke_async(runtime: Runtime, fn: Any, event: dict[str, Any], trigger: str) -> threading.Thread:
+def invoke_async(
+    runtime: EmulatorProcesses, fn: Any, event: dict[str, Any], trigger: str
+) -> threading.Thread:
     """Invoke like Lambda's asynchronous invocation: a thread, retried twice on a function error; an
     event whose last attempt fails goes to the function's dead-letter queue, where it has one."""
 
@@ -152,7 +158,9 @@ def invoke_async(runtime: Runtime, fn: Any, event: dict[str, Any], trigger: str)
     return thread
 
 
-def _to_dead_letter_queue(runtime: Runtime, fn: Any, event: dict[str, Any], failed: Invocation) -> None:
+def _to_dead_letter_queue(
+    runtime: EmulatorProcesses, fn: Any, event: dict[str, Any], failed: Invocation
+) -> None:
     """The event as Lambda sends it to a dead-letter queue (SQS) after the last attempt: the event
     itself, with the attributes RequestID, ErrorCode and ErrorMessage (its first KB)."""
     target = (getattr(fn, "dead_letter_config", None) or {}).get("TargetArn", "")
@@ -175,7 +183,7 @@ def _to_dead_letter_queue(runtime: Runtime, fn: Any, event: dict[str, Any], fail
         return
 
 
-def _client(runtime: Runtime, service: str) -> Any:
+def _client(runtime: EmulatorProcesses, service: str) -> Any:
     """A boto3 client of `service` on the emulator, as the function's role would call it."""
     import boto3
 

@@ -17,8 +17,8 @@ from typing import Any
 import boto3
 
 from lakeloader.cli.stage import DeployedStage
-from lakeloader.contract import ARG_TABLE_ID, SWEEP_EVENT, glue_arg
-from lakeloader.ledger import DONE, FAILED, QUARANTINED, SKIPPED, Ledger, LedgerObject, RunRecord
+from lakeloader.control.contract import ARG_TABLE_ID, SWEEP_EVENT, glue_arg
+from lakeloader.control.ledger import DONE, FAILED, QUARANTINED, SKIPPED, Ledger, LedgerObject, RunRecord
 
 SETTLED = (DONE, FAILED, QUARANTINED, SKIPPED)  # what a run leaves an object at (failed: until the next)
 TERMINAL_GLUE_STATES = {"SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"}

@@ -62,7 +62,7 @@ MOTO_VERSION = "5.2.5"
 ACCOUNT_ID = "123456789012"
 
 _APPLIED = False
-_RUNTIME: Any = None  # the Runtime of the (single) in-process emulator
+_RUNTIME: Any = None  # the EmulatorProcesses of the (single) in-process emulator
 
 
 def s3_get(uri: str) -> bytes:
@@ -77,7 +77,7 @@ def s3_get(uri: str) -> bytes:
 
 
 def current_runtime() -> Any:
-    """The Runtime of the emulator running now (a restarted emulator brings a new one)."""
+    """The EmulatorProcesses of the emulator running now (a restarted emulator brings a new one)."""
     return _RUNTIME
 
 

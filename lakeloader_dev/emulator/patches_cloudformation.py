@@ -49,7 +49,7 @@ CFN_FAILURES: dict[str, str] = {}  # stack id -> "<logical id>: <reason>"
 
 def patch_custom_resources(runtime: Callable[[], Any]) -> None:
     """Custom resources created, updated and failed as CloudFormation does; `runtime()` is the
-    emulator's current Runtime, which runs each handler."""
+    emulator's current EmulatorProcesses, which runs each handler."""
     from moto.cloudformation.custom_model import CustomModel
     from moto.cloudformation.responses import CloudFormationResponse
 

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tables", nargs="+", metavar="DB.TABLE")
     args = parser.parse_args(argv)
 
-    from lakeloader.spark import SparkSettings, build_session
+    from lakeloader.spark.session import SparkSettings, build_session
     from lakeloader_dev.jars import spark_conf
 
     settings = SparkSettings(

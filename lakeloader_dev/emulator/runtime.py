@@ -4,8 +4,8 @@
 * ``glue_runner``: Glue job runs (the job's deployed script, with the ``awsglue`` shim).
 * ``emr_runner``: EMR Serverless job runs (the entry point with the application's spark-defaults).
 
-Glue and EMR scripts run through :meth:`Runtime.run_spark_script` with LAKELOADER_EMULATED=1, so
-``lakeloader.spark`` builds a local Spark whose catalog (contract.GLUE_CATALOG) is Iceberg's
+Glue and EMR scripts run through :meth:`EmulatorProcesses.run_spark_script` with LAKELOADER_EMULATED=1, so
+``lakeloader.spark.session`` builds a local Spark whose catalog (contract.GLUE_CATALOG) is Iceberg's
 GlueCatalog + S3FileIO against the emulator. The emulator keeps a journal (``Journal``) of
 invocations and runs: the demo prints it.
 """
@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeloader import lineage, runtimes
-from lakeloader.spark import JARS_ENV
+from lakeloader.control import runtimes
+from lakeloader.jobs import lineage
+from lakeloader.spark.session import JARS_ENV
 from lakeloader_dev.emulator import drivers
 from lakeloader_dev.jars import spark_conf
 from lakeloader_dev.jvm import SUBMIT_OPTS_ENV, short_jvm_env
@@ -46,7 +47,7 @@ _PASS_THROUGH = (
     "JAVA_HOME",
     "SPARK_LOCAL_IP",
     "LAKELOADER_CACHE",
-    lineage.FILE_ENV,  # the demo's and a user's lineage file (lakeloader.lineage)
+    lineage.FILE_ENV,  # the demo's and a user's lineage file (lakeloader.jobs.lineage)
 )
 
 
@@ -155,7 +156,7 @@ class Journal:
                 listener(kind, record)
 
 
-class Runtime:
+class EmulatorProcesses:
     """The subprocesses of one emulator (its endpoint and work folder): what the runners start."""
 
     def __init__(self, endpoint: str, workdir: Path, region: str = "us-east-1", spark_slots: int = 1) -> None:
@@ -248,7 +249,7 @@ class Runtime:
         """Run a PySpark script as Glue/EMR would, on local Spark; returns its error line or None.
 
         The ``lakeloader_dev`` stub comes first on PYTHONPATH (a shipped import of the dev package
-        fails as on AWS), then ``python_path``; LAKELOADER_EMULATED=1 makes ``lakeloader.spark``
+        fails as on AWS), then ``python_path``; LAKELOADER_EMULATED=1 makes ``lakeloader.spark.session``
         build a local session whose Glue catalog points at the emulator. With ``image`` (the
         top-level modules the platform's Python provides), the script runs with ``python -S``: no
         site-packages, only the standard library, those modules and ``python_path``, so a

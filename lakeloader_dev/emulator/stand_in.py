@@ -1,7 +1,7 @@
 """A runtime's packed virtual environment, run on the Python that stands in for the runtime's here.
 
 glue-6.1's jobs run Python 3.14, which this project's machines cannot install: its suites run on 3.13
-(lakeloader.runtimes: Runtime.local_python). The stack ships a venv of cp314 wheels, which 3.13 cannot
+(lakeloader.control.runtimes: Runtime.local_python). The stack ships a venv of cp314 wheels, which 3.13 cannot
 import; the emulator then runs the job with the same venv built for the stand-in Python (same pins, same
 CPU, cp313 wheels), after checking that it holds exactly the shipped venv's distributions and versions.
 """
@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 
 def distributions(site_packages: Path) -> set[str]:

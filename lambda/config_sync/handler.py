@@ -1,7 +1,7 @@
 """CloudFormation custom resource: write config/tables.yaml's tables into the config table.
 
-Deployed by infra/config_store.py with what this file imports of `lakeloader` next to it
-(`config_store` and its codec: boto3 and the standard library only; no pydantic on Lambda).
+Deployed by infra/config_store.py with `lakeloader/control/` next to it (`config_store` and its
+codec among it: boto3 and the standard library only; no pydantic on Lambda).
 The resource names the items' S3 object (a file asset whose key is its content hash), so any
 config change changes the template and CloudFormation sends an Update.
 
@@ -15,8 +15,8 @@ import logging
 import os
 from typing import Any
 
-from lakeloader.cfn_response import send_response
-from lakeloader.config_store import apply_custom_resource_event
+from lakeloader.control.cfn_response import send_response
+from lakeloader.control.config_store import apply_custom_resource_event
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))

@@ -1,4 +1,4 @@
-"""Readers' Lake Formation grants on tables by name (lakeloader.reader_grants): applied when Glue
+"""Readers' Lake Formation grants on tables by name (lakeloader.control.reader_grants): applied when Glue
 reports a table created (EventBridge), on the hourly schedule, and as the stack's custom resource
 (deployed by infra/reader_grants.py; as a custom resource it answers CloudFormation itself).
 
@@ -16,8 +16,8 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from lakeloader import contract, reader_grants
-from lakeloader.cfn_response import own_physical_id, send_response
+from lakeloader.control import contract, reader_grants
+from lakeloader.control.cfn_response import own_physical_id, send_response
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))

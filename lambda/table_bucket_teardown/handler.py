@@ -1,5 +1,5 @@
-"""Empties a dev stage's table bucket on the stack's delete (lakeloader.table_bucket_teardown), as the
-stack's custom resource (infra/s3_tables_teardown.py): it answers CloudFormation itself."""
+"""Empties a dev stage's table bucket on the stack's delete (lakeloader.control.table_bucket_teardown), as
+the stack's custom resource (infra/s3_tables_teardown.py): it answers CloudFormation itself."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import boto3
 
-from lakeloader import table_bucket_teardown
-from lakeloader.cfn_response import own_physical_id, send_response
+from lakeloader.control import table_bucket_teardown
+from lakeloader.control.cfn_response import own_physical_id, send_response
 
 log = logging.getLogger()
 log.setLevel(os.environ.get("LOG_LEVEL", "INFO"))

@@ -29,13 +29,13 @@ from typing import Any
 import boto3
 import pytest
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from tests.e2e.emulated import ROLE, zip_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E_CONFIG = "tests/e2e/tables.yaml"
 # what the suite deploys with (-c KEY=VALUE): the stage on the laptop's runtime, the only one the
-# embedded emulator runs Glue and EMR jobs on (lakeloader.runtimes.local(): this venv's PySpark)
+# embedded emulator runs Glue and EMR jobs on (lakeloader.control.runtimes.local(): this venv's PySpark)
 E2E_CONTEXT = {"config": E2E_CONFIG, "max_attempts": "1", "runtime": runtimes.local().name}
 TEST_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",

@@ -46,7 +46,7 @@ def outside_reader(e2e: Any, table_bucket: str, name: str):
 
 def run_scenario(e2e_env: dict[str, str], table_bucket: str, argv: list[str], log: Path) -> dict[str, Any]:
     """A scenario in a Spark subprocess against the emulator (its JVM reads the endpoint); its RESULT."""
-    from lakeloader.spark import S3_TABLES_ENV
+    from lakeloader.spark.session import S3_TABLES_ENV
     from lakeloader_dev.jvm import short_jvm_env
 
     with open(log, "w") as stderr:

@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 
 from lakeloader.cli.stage import DeployedStage
-from lakeloader.contract import ARG_TABLE_ID, glue_arg
+from lakeloader.control.contract import ARG_TABLE_ID, glue_arg
 from lakeloader_dev.emulator.loop import lakeloader, upload, wait_for_objects
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "raw"

@@ -18,7 +18,7 @@ import pytest
 
 from infra.emr import emr_venv_conf
 from infra.packed_venv import emr_venv_archive
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader_dev.emulator import Emulator
 from tests.e2e.emulated import ROLE
 

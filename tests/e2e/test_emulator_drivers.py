@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lakeloader_dev.emulator import drivers
-from lakeloader_dev.emulator.runtime import Runtime
+from lakeloader_dev.emulator.runtime import EmulatorProcesses
 
 pytestmark = pytest.mark.e2e
 
@@ -28,13 +28,13 @@ sys.exit(int(sys.argv[1]))
 
 @pytest.fixture
 def runtime(tmp_path: Path):
-    runtime = Runtime("http://127.0.0.1:1", tmp_path, spark_slots=1)
+    runtime = EmulatorProcesses("http://127.0.0.1:1", tmp_path, spark_slots=1)
     (tmp_path / "job.py").write_text(SCRIPT)
     yield runtime
     runtime.stop()
 
 
-def run(runtime: Runtime, name: str, exit_code: int = 0) -> int:
+def run(runtime: EmulatorProcesses, name: str, exit_code: int = 0) -> int:
     """The run's driver JVM, by pid; the run must have ended with ``exit_code`` after its Spark job."""
     run_dir = runtime.workdir / name
     run_dir.mkdir()
@@ -53,16 +53,20 @@ def run(runtime: Runtime, name: str, exit_code: int = 0) -> int:
     return int(re.search(r"^jvm (\d+)$", log, re.MULTILINE).group(1))
 
 
-def test_runs_one_after_another_share_a_jvm_each_with_its_own_spark_context(runtime: Runtime) -> None:
+def test_runs_one_after_another_share_a_jvm_each_with_its_own_spark_context(
+    runtime: EmulatorProcesses,
+) -> None:
     first = run(runtime, "first")
     assert run(runtime, "second") == first  # and the first run's SparkContext, left running, was stopped
 
 
-def test_a_failed_run_takes_its_jvm_with_it(runtime: Runtime) -> None:
+def test_a_failed_run_takes_its_jvm_with_it(runtime: EmulatorProcesses) -> None:
     failed = run(runtime, "failed", exit_code=1)
     assert run(runtime, "after") != failed
 
 
-def test_the_switch_gives_every_run_its_own_jvm(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_switch_gives_every_run_its_own_jvm(
+    runtime: EmulatorProcesses, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(drivers.WARM_ENV, "0")
     assert run(runtime, "one") != run(runtime, "two")

@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader_dev.emulator import Emulator
 from tests.e2e.emulated import ROLE, tar_gz, zip_bytes
 

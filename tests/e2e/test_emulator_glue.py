@@ -11,7 +11,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader_dev.emulator import Emulator
 from tests.e2e.emulated import ROLE, tar_gz, wheel, zip_bytes
 

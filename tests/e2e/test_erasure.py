@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from lakeloader.config import LakeConfig
 from lakeloader.jobs.erase import erase
 from lakeloader.jobs.maintenance import timestamp_literal
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 
 warehouse, database, table = sys.argv[1:4]

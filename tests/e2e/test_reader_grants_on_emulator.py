@@ -2,7 +2,7 @@
 table's first run, present after it, with nothing deployed again.
 
 The deployed pieces are the stack's own: the reader-grants Lambda's bundle (lambda/reader_grants with
-lakeloader.reader_grants), its grants JSON, and the EventBridge pattern the stack gives its rule
+lakeloader.control.reader_grants), its grants JSON, and the EventBridge pattern the stack gives its rule
 (infra.reader_grants.table_created_pattern). The emulator sends Glue's "Glue Data Catalog Database
 State Change" (`typeOfChange` CreateTable) when a table is created, as Glue does ("AWS Glue events",
 https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-glue.html), and EventBridge runs the
@@ -26,8 +26,8 @@ import pytest
 from infra.functions import lambda_source
 from infra.lambda_code import lambda_bundle
 from infra.reader_grants import table_created_pattern
-from lakeloader import reader_grants
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control import reader_grants
+from lakeloader.control.reader_grants import TableGrant
 from lakeloader_dev.emulator import Emulator
 from lakeloader_dev.emulator.loop import lakeloader
 from lakeloader_dev.emulator.patches_catalog import federation_answers

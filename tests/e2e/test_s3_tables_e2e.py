@@ -192,7 +192,7 @@ import json, sys
 from lakeloader.config import load_config
 from lakeloader.jobs.erase import erase
 from lakeloader.jobs.maintenance import maintain_table
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 
 warehouse, config, table_id, key = sys.argv[1:5]

@@ -60,10 +60,10 @@ import pyarrow as pa, pyarrow.parquet as pq
 from lakeloader.config import load_config
 from lakeloader.engine import apply_batch
 from lakeloader.engine.quality import quarantine_name
-from lakeloader.inputs import list_inputs
+from lakeloader.spark.inputs import list_inputs
 from lakeloader.jobs.rebuild import rebuild_table
-from lakeloader.s3_tables import target_name
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.iceberg.s3_tables import target_name
+from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 
 warehouse, workdir, config_text = sys.argv[1:4]
@@ -151,7 +151,7 @@ def engine_on_s3_tables(e2e, table_bucket, tmp_path_factory) -> dict[str, Any]:
 
 
 def test_the_session_reaches_s3_tables_through_the_rest_catalog_with_no_catalog_jar(engine_on_s3_tables):
-    """The scenario's catalog `s3tables` is Iceberg's REST catalog (lakeloader.spark, on the emulator's
+    """The scenario's catalog `s3tables` is Iceberg's REST catalog (spark.session, on the emulator's
     S3 Tables Iceberg REST endpoint), and no S3 Tables catalog jar is on its classpath."""
     assert engine_on_s3_tables["catalog"] == {"type": "rest", "catalog-impl": None}
     assert "s3-tables-catalog" not in engine_on_s3_tables["jars"]

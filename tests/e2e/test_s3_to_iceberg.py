@@ -26,8 +26,8 @@ import boto3
 import pytest
 
 from infra.packed_venv import uses_python_venv
-from lakeloader import runtimes
-from lakeloader.contract import (
+from lakeloader.control import runtimes
+from lakeloader.control.contract import (
     ARG_CORRELATION_ID,
     ARG_TABLE_ID,
     ARG_WAREHOUSE,

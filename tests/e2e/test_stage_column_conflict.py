@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakeloader.ledger import DONE, QUARANTINED, SKIPPED
+from lakeloader.control.ledger import DONE, QUARANTINED, SKIPPED
 from lakeloader_dev.emulator.loop import find_object, lakeloader, upload, wait_for_objects
 from tests.e2e.s3_to_iceberg_world import parquet, status_of
 

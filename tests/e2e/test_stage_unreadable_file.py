@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakeloader.contract import FILES_QUARANTINED_METRIC, METRIC_DIMENSIONS, METRICS_NAMESPACE
-from lakeloader.ledger import DONE, QUARANTINED
+from lakeloader.control.contract import FILES_QUARANTINED_METRIC, METRIC_DIMENSIONS, METRICS_NAMESPACE
+from lakeloader.control.ledger import DONE, QUARANTINED
 from lakeloader_dev.emulator.loop import find_object, upload, wait_for_objects
 
 pytestmark = pytest.mark.e2e

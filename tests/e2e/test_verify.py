@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from lakeloader import canary
 from lakeloader.cli import main
 from lakeloader.cli.stage import stack_name
 from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, stack_outputs
-from lakeloader.contract import ENV_LEDGER_TABLE
+from lakeloader.config import canary
+from lakeloader.control.contract import ENV_LEDGER_TABLE
 
 pytestmark = pytest.mark.e2e
 

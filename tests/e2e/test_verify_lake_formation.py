@@ -39,8 +39,8 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from lakeloader import canary
 from lakeloader.cli.stage import DeployedStage
+from lakeloader.config import canary
 from lakeloader_dev.emulator import Emulator
 from lakeloader_dev.emulator.loop import lakeloader
 from lakeloader_dev.emulator.patches_catalog import table_drops_answer

@@ -43,9 +43,9 @@ class Lake:
     def run_here(self, table: Any) -> Any:
         """The next run in this process, as `lakeloader run` makes it (every file under the prefix
         offered, input log kept); fails the test if the table failed."""
-        from lakeloader.inputs import list_inputs
         from lakeloader.jobs.load import run_tables
-        from lakeloader.spark import CATALOG
+        from lakeloader.spark.inputs import list_inputs
+        from lakeloader.spark.session import CATALOG
 
         self.refresh(f"{CATALOG}.{table.target.database}.{table.target.table}")
         (result,) = run_tables(

@@ -13,10 +13,10 @@ from pathlib import Path
 import boto3
 
 from lakeloader.config import load_config
-from lakeloader.inputs import InputFile
+from lakeloader.control.ledger import Ledger
 from lakeloader.jobs import drain
-from lakeloader.ledger import Ledger
-from lakeloader.spark import SparkSettings, build_session
+from lakeloader.spark.inputs import InputFile
+from lakeloader.spark.session import SparkSettings, build_session
 from lakeloader_dev.jars import spark_conf
 
 

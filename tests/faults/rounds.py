@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import LoadResult, run_tables
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.faults import oracle
 
 

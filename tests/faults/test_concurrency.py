@@ -11,12 +11,12 @@ from collections import Counter
 import boto3
 import pytest
 
+from lakeloader.control.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
 from lakeloader.engine import merge_statement
 from lakeloader.iceberg import commit
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs import drain, load
-from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.aws_fixtures import (  # noqa: F401
     ManualClock,
     aws_endpoint,

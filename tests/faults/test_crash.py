@@ -1,5 +1,5 @@
 """SIGKILL at each step of a run: `lakeloader run|maintain|erase` in a subprocess dies at a named crash
-point (lakeloader.faults); the next run, here, must finish the work exactly once."""
+point (lakeloader.spark.faults); the next run, here, must finish the work exactly once."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from lakeloader.jobs.erase import erase
 from lakeloader.jobs.maintenance import maintain_table, maintain_tables
-from lakeloader.spark import CATALOG
+from lakeloader.spark.session import CATALOG
 from tests.faults import oracle
 
 pytestmark = pytest.mark.spark

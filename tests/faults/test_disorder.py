@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakeloader.spark import CATALOG
+from lakeloader.spark.session import CATALOG
 from tests.faults import oracle
 from tests.faults.rounds import deliver
 

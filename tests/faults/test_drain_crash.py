@@ -13,10 +13,10 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
-from lakeloader.inputs import InputFile  # noqa: E402
+from lakeloader.control.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef  # noqa: E402
 from lakeloader.jobs import drain  # noqa: E402
-from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, Ledger, ObjectRef  # noqa: E402
-from lakeloader.spark import CATALOG  # noqa: E402
+from lakeloader.spark.inputs import InputFile  # noqa: E402
+from lakeloader.spark.session import CATALOG  # noqa: E402
 from tests.faults import oracle  # noqa: E402
 from tests.faults.test_crash import KILLED, check, land, spec  # noqa: E402
 

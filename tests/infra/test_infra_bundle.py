@@ -1,7 +1,7 @@
 """The code the template ships, fetched from no package index at job start or at synth.
 
-The jobs' bundle (the lakeloader zip and its wheels) and the Lambda bundles (the handler, the
-`lakeloader` modules it imports, and aws-lambda-powertools when it imports that).
+The jobs' bundle (the lakeloader zip and its wheels) and the Lambda bundles (the handler,
+`lakeloader/control/`, and aws-lambda-powertools).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import pytest
 
 import infra.packaging
 import infra.triggers
+from infra.functions import PythonFunction
 from infra.lambda_code import lambda_bundle
-from infra.packaging import PackagingError, glue_wheels_zip
+from infra.packaging import REPO_ROOT, PackagingError, glue_wheels_zip, package_files
 from infra.packed_venv import emr_venv_archive
 from tests.infra.cdk_helpers import bundle_files, import_in_bundle, join, synthesize
 
@@ -123,29 +124,38 @@ POWERTOOLS = {"aws_lambda_powertools/__init__.py", "jmespath/__init__.py", "typi
 JOB_ONLY = {
     "lakeloader/jobs/main.py",
     "lakeloader/engine/merge.py",
-    "lakeloader/spark.py",
+    "lakeloader/spark/session.py",
     "lakeloader/config/lake.py",
 }
 
 
-def test_arrival_bundle_is_the_handler_and_the_lakeloader_modules_it_imports(dev):
+def test_arrival_bundle_is_the_handler_and_the_control_folder(dev):
     bundle = dev.stack.triggers.arrival.bundle_dir
     files = bundle_files(bundle)
     loaded = import_in_bundle(bundle, "handler")  # no pydantic, yaml or pyspark to import
-    assert {"handler.py", "lakeloader/__init__.py", "lakeloader/trigger/__init__.py"} <= loaded <= files
+    assert {"handler.py", "lakeloader/__init__.py", "lakeloader/control/trigger/__init__.py"} <= loaded
+    assert loaded <= files
     assert not files & JOB_ONLY
-    # lakeloader.trigger logs and parses events with Powertools: the bundle's own copy is the one loaded
+    # control.trigger logs and parses events with Powertools: the bundle's own copy is the one loaded
     assert files >= POWERTOOLS
     assert "aws_lambda_powertools/logging/logger.py" in loaded
 
 
-def test_config_sync_bundle_has_no_powertools_and_no_trigger(dev):
-    bundle = dev.stack.config_store.sync_function.bundle_dir
-    files = bundle_files(bundle)
-    loaded = import_in_bundle(bundle, "handler")
-    assert {"handler.py", "lakeloader/config_store.py"} <= loaded <= files
-    assert not files & (JOB_ONLY | POWERTOOLS)
-    assert not any(f.startswith(("lakeloader/trigger", "lakeloader/ledger")) for f in files)
+def test_every_lambda_bundle_is_its_handler_folder_the_control_folder_and_the_wheels(dev):
+    """No import closure: each function ships lakeloader/control/ whole, and nothing else of lakeloader."""
+    control = {
+        f"lakeloader/{p.relative_to(REPO_ROOT / 'lakeloader').as_posix()}"
+        for p in package_files(REPO_ROOT / "lakeloader" / "control")
+    } | {"lakeloader/__init__.py"}
+    functions = [n for n in dev.stack.node.find_all() if isinstance(n, PythonFunction)]
+    assert len(functions) == 2  # the dev stage's: arrival and config sync
+    for function in functions:
+        files = bundle_files(function.bundle_dir)
+        assert {f for f in files if f.startswith("lakeloader/")} == control, function.node.path
+        assert "handler.py" in files and files >= POWERTOOLS
+    loaded = import_in_bundle(dev.stack.config_store.sync_function.bundle_dir, "handler")
+    assert "lakeloader/control/config_store.py" in loaded
+    assert not any(f.startswith(("lakeloader/control/trigger", "aws_lambda_powertools")) for f in loaded)
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -161,19 +171,18 @@ def build_dir(tmp_path, monkeypatch):
     return tmp_path / "build"
 
 
-# A stand-in `lakeloader` package: submodules, a subpackage, relative and function-level imports.
+# A stand-in `lakeloader` package: a control folder with submodules, a subpackage, relative and
+# function-level imports, beside modules a Lambda must not ship.
 PACKAGE = {
     "__init__.py": "",
-    "contract.py": "from json import loads\n",
-    "sub/__init__.py": "from . import leaf\n",
-    "sub/leaf.py": "from ..contract import loads\n",
-    "sub/lazy.py": "def f():\n    from .. import contract\n    return contract\n",
-    "typed.py": "import typing\nif typing.TYPE_CHECKING:\n    from lakeloader.config import X\n",
-    "untyped.py": "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n    from .config import X\n",
-    "unused.py": "import pyspark\n",
+    "control/__init__.py": "",
+    "control/contract.py": "from json import loads\n",
+    "control/sub/__init__.py": "from . import leaf\n",
+    "control/sub/leaf.py": "from ..contract import loads\n",
+    "control/sub/lazy.py": "def f():\n    from .. import contract\n    return contract\n",
+    "control/typed.py": "import typing\nif typing.TYPE_CHECKING:\n    from lakeloader.config import X\n",
     "config/__init__.py": "import pydantic\n",
-    "helper.py": "def load():\n    from .config import X\n    return X\n",
-    "bare/mod.py": "",  # a folder without __init__.py
+    "engine.py": "import pyspark\n",
 }
 
 
@@ -186,49 +195,78 @@ def handler_dir(tmp_path, code: str) -> Path:
     return _tree(tmp_path / "fn", {"handler.py": code, "test_handler.py": "import pytest\n"})
 
 
-def test_lambda_bundle_holds_the_import_closure_of_the_handler(tmp_path, build_dir, package):
-    source = handler_dir(
-        tmp_path,
-        "import lakeloader.sub\nfrom lakeloader import typed\n\n"
-        "def handler(event, context):\n    from lakeloader.sub.lazy import f\n    return f()\n",
-    )
+def test_lambda_bundle_holds_the_handler_and_the_whole_control_folder(tmp_path, build_dir, package):
+    source = handler_dir(tmp_path, "def handler(event, context):\n    return 1\n")
     (source / "__pycache__").mkdir()
     (source / "__pycache__" / "handler.cpython-311.pyc").write_bytes(b"\0")
     bundle = lambda_bundle("test-fn", source, package_root=package)
-    assert bundle_files(bundle) == {
+    assert bundle_files(bundle) == {  # no file imports outside the runtime: no wheels
         "handler.py",
         "lakeloader/__init__.py",
-        "lakeloader/contract.py",  # through sub/leaf.py's `..contract`
-        "lakeloader/sub/__init__.py",
-        "lakeloader/sub/leaf.py",  # through the package's `from . import leaf`
-        "lakeloader/sub/lazy.py",  # imported inside the handler function
-        "lakeloader/typed.py",  # its TYPE_CHECKING import of the config model never runs
+        "lakeloader/control/__init__.py",
+        "lakeloader/control/contract.py",
+        "lakeloader/control/sub/__init__.py",
+        "lakeloader/control/sub/leaf.py",
+        "lakeloader/control/sub/lazy.py",
+        "lakeloader/control/typed.py",  # its TYPE_CHECKING import of the config model never runs
     }
     assert lambda_bundle("test-fn", source, package_root=package) == bundle  # same content, same folder
     assert bundle.parent == build_dir
 
 
+UNTYPED = "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n    from ..config import X\n"
+
+
 @pytest.mark.parametrize(
-    ("code", "message"),
+    ("files", "message"),
     [
-        ("def handler(e, c):\n    from lakeloader.config import X\n", r"handler.py:2: .* lakeloader.config"),
-        ("from lakeloader import config\n", r"handler.py:1: imports lakeloader.config, "),
-        ("from lakeloader import helper\n", r"helper.py:2: imports lakeloader.config.*handler.py -> "),
-        ("import lakeloader.unused\n", r"unused.py:1: imports pyspark"),
-        ("import yaml\n", r"handler.py:1: imports yaml"),
-        ("import lakeloader.untyped\n", r"untyped.py:3: imports lakeloader.config"),  # runs at import
-        ("import lakeloader.missing\n", r"handler.py:1: imports lakeloader.missing, which does not exist"),
-        ("import lakeloader.bare.mod\n", r"lakeloader.bare, a folder without __init__.py"),
-        ("import requests\n", r"handler.py:1: imports requests, which the Lambda runtime does not have"),
+        (
+            {"handler.py": "def handler(e, c):\n    from lakeloader.config import X\n"},
+            r"handler.py:2: .* lakeloader.config",
+        ),
+        ({"handler.py": "from lakeloader import config\n"}, r"handler.py:1: imports lakeloader.config, "),
+        (
+            {"handler.py": "import lakeloader.engine\n"},
+            r"handler.py:1: imports lakeloader.engine, outside lakeloader.control",
+        ),
+        (
+            {"control/helper.py": "def load():\n    from ..config import X\n"},
+            r"helper.py:2: imports lakeloader.config",
+        ),
+        (
+            {"control/late.py": "def f():\n    from .. import engine\n"},
+            r"late.py:2: imports lakeloader.engine, outside",
+        ),
+        ({"control/unused.py": "import pyspark\n"}, r"unused.py:1: imports pyspark"),
+        ({"handler.py": "import yaml\n"}, r"handler.py:1: imports yaml"),
+        (
+            {"control/untyped.py": UNTYPED},
+            r"untyped.py:3: imports lakeloader.config",  # runs at import
+        ),
+        (
+            {"handler.py": "import lakeloader.control.missing\n"},
+            r"imports lakeloader.control.missing, which does not exist",
+        ),
+        (
+            {"handler.py": "import lakeloader.control.bare.mod\n", "control/bare/mod.py": ""},
+            r"bare, a folder without __init__.py",
+        ),
+        (
+            {"handler.py": "import requests\n"},
+            r"handler.py:1: imports requests, which the Lambda runtime does not have",
+        ),
     ],
 )
-def test_lambda_bundle_refuses_what_a_function_could_not_import(tmp_path, build_dir, package, code, message):
+def test_lambda_bundle_refuses_what_a_function_could_not_import(tmp_path, build_dir, package, files, message):
+    code = files.get("handler.py", "def handler(e, c):\n    return 1\n")
+    _tree(package, {name: text for name, text in files.items() if name != "handler.py"})
     with pytest.raises(PackagingError, match=message):
         lambda_bundle("test-fn", handler_dir(tmp_path, code), package_root=package)
 
 
 POWERTOOLS_HANDLER = (
-    "import boto3\nfrom aws_lambda_powertools import Logger\nfrom lakeloader.contract import loads\n\n"
+    "import boto3\nfrom aws_lambda_powertools import Logger\n"
+    "from lakeloader.control.contract import loads\n\n"
     "logger = Logger(service='test')\n\ndef handler(event, context):\n    return loads(event)\n"
 )
 
@@ -237,7 +275,7 @@ def test_a_handler_importing_powertools_gets_it_vendored(tmp_path, build_dir, pa
     bundle = lambda_bundle("test-fn", handler_dir(tmp_path, POWERTOOLS_HANDLER), package_root=package)
     files = bundle_files(bundle)
     assert files >= POWERTOOLS
-    assert {"handler.py", "lakeloader/__init__.py", "lakeloader/contract.py"} <= files
+    assert {"handler.py", "lakeloader/__init__.py", "lakeloader/control/contract.py"} <= files
     assert not any(f.startswith(("boto3/", "botocore/")) for f in files)  # the runtime has them
     loaded = import_in_bundle(bundle, "handler")
     assert "aws_lambda_powertools/logging/logger.py" in loaded

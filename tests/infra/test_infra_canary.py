@@ -1,4 +1,4 @@
-"""The canary tables every stage deploys (lakeloader.canary), which `lakeloader verify` lands its file on:
+"""The canary tables every stage deploys (config.canary), which `lakeloader verify` lands its file on:
 in the config the stack writes, routed by the S3 notification, readable by both engines' jobs, in a Glue
 database of their own; no crawler and no alarm of theirs."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from lakeloader.canary import CANARY_DATABASE, CANARY_PREFIX, canary_table
+from lakeloader.config.canary import CANARY_DATABASE, CANARY_PREFIX, canary_table
 from tests.infra.cdk_helpers import config_items, join, statements
 
 CANARIES = {"lakeloader_canary.glue": "glue", "lakeloader_canary.emr": "emr"}

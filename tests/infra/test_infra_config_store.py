@@ -10,8 +10,8 @@ from aws_cdk.assertions import Match
 
 from infra.app import config_path
 from infra.settings import with_stage_defaults
-from lakeloader.canary import with_canaries
 from lakeloader.config import TableConfig, load_config
+from lakeloader.config.canary import with_canaries
 from tests.infra.cdk_helpers import as_list, config_items, join, statements
 
 
@@ -62,7 +62,7 @@ def test_config_sync_carries_the_validated_config_as_a_file_asset(stage_synth):
     items = config_items(stage_synth)
     assert [i["table_id"] for i in items] == [
         *("crm.customers", "sales.order_lines", "inventory.products"),
-        *("lakeloader_canary.glue", "lakeloader_canary.emr"),  # always (lakeloader.canary)
+        *("lakeloader_canary.glue", "lakeloader_canary.emr"),  # always (lakeloader.config.canary)
     ]
     for item, table in zip(items, with_canaries(lake).tables, strict=True):
         # what the jobs load back (config_table.load_tables_from_dynamodb) and the trigger routes by

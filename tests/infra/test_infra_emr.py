@@ -14,7 +14,7 @@ from aws_cdk import aws_glue as glue
 from infra.app import build, cdk_json_context
 from infra.glue_jobs import glue_version
 from infra.settings import SettingsError, resolve_stage
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from tests.infra.cdk_helpers import join
 
 IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/lakeloader/emr-spark:7.12.0-1"

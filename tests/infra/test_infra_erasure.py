@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakeloader.contract import AUDIT_DATABASE
+from lakeloader.control.contract import AUDIT_DATABASE
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, Statement, allowed, managed_policies
 
 GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"

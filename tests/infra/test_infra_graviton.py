@@ -18,7 +18,7 @@ from cfnlint.api import ManualArgs, lint
 
 from infra.packed_venv import glue_venv_archive
 from infra.settings import SettingsError, resolve_stage
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from tests.infra.cdk_helpers import stage_settings, with_settings
 from tests.infra.test_infra_bundle import _asset, _object_key, _sub
 from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS

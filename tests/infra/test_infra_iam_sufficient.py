@@ -16,13 +16,13 @@ policies with IAM's wildcard and condition rules (tests/infra/iam_eval.py):
   KMS key of each bucket and table it touches; its own script and the lakeloader library.
 * EMR job role: the same lake access, for the arguments the arrival Lambda passes (EMR_EXTRA_ARGS),
   plus its entry point, the library in spark.submit.pyFiles and the application's S3 logs.
-* S3-arrival Lambda (lakeloader.trigger): config Scan (load_routes), PutItem/GetItem (found tables);
+* S3-arrival Lambda (lakeloader.control.trigger): config Scan (load_routes), PutItem/GetItem (found tables);
   ledger PutItem/GetItem/Query (record, get_object, has_pending); runs
   GetItem/PutItem/UpdateItem/DeleteItem (get_lock, reserve_start, note_engine_run, release_lock;
   window_opens_at, claim_window, unclaim_window for batched tables); glue:StartJobRun (FLEX runs too:
   same action); emr-serverless:StartJobRun with iam:PassRole of the EMR role; its log group; its
   dead-letter queue.
-* Config sync Lambda (lakeloader.config_store.sync_items): Scan and BatchWriteItem; GetObject of the
+* Config sync Lambda (lakeloader.control.config_store.sync_items): Scan and BatchWriteItem; GetObject of the
   items' file asset (read_items).
 * Maintenance state machine: the Glue .sync integration and sns:Publish on failure; the schedule's
   role starts the state machine.
@@ -37,7 +37,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from lakeloader.contract import METRICS_NAMESPACE
+from lakeloader.control.contract import METRICS_NAMESPACE
 from lakeloader.engine.tombstones import SUFFIX as TOMBSTONES
 from tests.infra.cdk_helpers import config_items
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, matches, role_statements

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 from infra.settings import SettingsError, resolve_stage
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from tests.infra.cdk_helpers import CREATED_VPC, join, statements, with_settings
 from tests.infra.iam_eval import Resolver, _statements, allowed, role_statements
 from tests.infra.test_infra_nag import findings

@@ -29,7 +29,7 @@ NOT_VPC_BOUND = {
     "and config-sync functions run in the subnets); the jobs' Lake Formation endpoint is a mode's "
     "(test_infra_first_deploy)",
 }
-ONLY_WITH_A_TABLE_BUCKET = {"s3tables"}  # lakeloader/s3_tables.py: see the S3 Tables test below
+ONLY_WITH_A_TABLE_BUCKET = {"s3tables"}  # lakeloader/iceberg/s3_tables.py: see the S3 Tables test below
 # Beyond lakeloader's boto3 clients: Iceberg's GlueCatalog/S3FileIO (glue, s3), the Glue and EMR
 # runtimes' continuous logs and metrics (logs, monitoring), the jobs' KMS-encrypted bookmarks and logs.
 RUNTIME_SERVICES = {"glue", "s3", "logs", "monitoring", "kms"}

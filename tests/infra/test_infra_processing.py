@@ -9,7 +9,7 @@ import pytest
 from infra.emr import emr_venv_conf
 from infra.glue_jobs import glue_conf_argument
 from infra.packaging import lakeloader_zip
-from lakeloader import contract, runtimes
+from lakeloader.control import contract, runtimes
 from tests.infra import test_infra_triggers
 from tests.infra.cdk_helpers import join, stage_settings
 

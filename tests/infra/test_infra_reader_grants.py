@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from cfnlint.api import ManualArgs, lint
 
-from lakeloader import reader_grants
+from lakeloader.control import reader_grants
 from tests.infra.cdk_helpers import with_settings
 from tests.infra.iam_eval import allowed, role_statements
 from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS

@@ -15,7 +15,7 @@ from cfnlint.api import ManualArgs, lint
 from infra.app import cdk_json_context
 from infra.packed_venv import GLUE_VENV_SUFFIX, emr_venv_archive, glue_venv_archive
 from infra.settings import SettingsError, resolve_stage
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from tests.infra.cdk_helpers import join, stage_settings, with_settings
 from tests.infra.test_infra_bundle import _asset, _object_key, _role_policy_text, _sub
 from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS

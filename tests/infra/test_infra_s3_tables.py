@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from lakeloader import contract, runtimes
+from lakeloader.control import contract, runtimes
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies, role_statements
 
 CONFIG = "tests/fixtures/s3_tables/tables.yaml"

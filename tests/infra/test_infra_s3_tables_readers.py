@@ -23,8 +23,8 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 
 from infra.s3_tables_readers import federated_grants
-from lakeloader import reader_grants
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control import reader_grants
+from lakeloader.control.reader_grants import TableGrant
 from tests.infra.cdk_helpers import with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies, role_statements
 from tests.infra.test_infra_cfn_lint import IGNORED, REGIONS

@@ -1,4 +1,4 @@
-"""What the template deploys runs its stage's row of lakeloader.runtimes (cdk.json's stages name no
+"""What the template deploys runs its stage's row of lakeloader.control.runtimes (cdk.json's stages name no
 runtime: the default one). The glue-6.0 stage: tests/infra/test_infra_runtimes.py.
 
 (The local side, requirements.txt and the Iceberg jar: tests/unit/test_versions.py.)
@@ -6,7 +6,7 @@ runtime: the default one). The glue-6.0 stage: tests/infra/test_infra_runtimes.p
 
 from __future__ import annotations
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 
 DEFAULT = runtimes.runtime(runtimes.DEFAULT_RUNTIME)
 

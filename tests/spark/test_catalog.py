@@ -1,4 +1,4 @@
-"""The catalog every session builds (lakeloader.contract.CATALOG_PROPERTIES)."""
+"""The catalog every session builds (lakeloader.control.contract.CATALOG_PROPERTIES)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader.spark import CATALOG, table_exists
+from lakeloader.spark.session import CATALOG, table_exists
 
 pytestmark = pytest.mark.spark
 

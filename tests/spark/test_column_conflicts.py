@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from lakeloader.engine import apply_batch
-from lakeloader.errors import ColumnConflictError
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import CATALOG
+from lakeloader.spark.errors import ColumnConflictError
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.spark.test_unreadable_files import Lake, input_log
 
 pytestmark = pytest.mark.spark

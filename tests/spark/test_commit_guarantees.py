@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lakeloader.control.ledger import LockLostError
 from lakeloader.engine import apply_batch
-from lakeloader.inputs import list_inputs
-from lakeloader.ledger import LockLostError
-from lakeloader.spark import CATALOG
-from lakeloader.sql import timestamp_literal
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
+from lakeloader.spark.sql import timestamp_literal
 from tests.spark.merge_batches import DMS, change, rows, snapshots
 
 # slow (make check leaves it out): every mode through snapshot expiry and the commit's last check

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from lakeloader.engine import merge, merge_statement
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.faults import oracle
 from tests.faults.rounds import deliver
 from tests.spark.merge_batches import DMS, DMS_SEQ, FULL, at, change, rows, seq_change

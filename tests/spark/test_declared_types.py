@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakeloader import runtimes
 from lakeloader.config.types import TypeSyntaxError, check_type
+from lakeloader.control import runtimes
 
 CASES = [
     "int",

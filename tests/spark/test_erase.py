@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakeloader.engine import apply_batch
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.erase import ErasureError, erase, parse_keys
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 # slow (make check leaves it out): erasures verified through expiry, orphan removal and time travel
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -13,14 +13,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lakeloader import runtimes
 from lakeloader.config.format_versions import FORMAT_3_RUNTIMES
+from lakeloader.control import runtimes
 from lakeloader.engine import apply_batch
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.erase import erase
 from lakeloader.jobs.maintenance import maintain_table, summary_table
 from lakeloader.jobs.rebuild import rebuild_table, reset_input_log
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = [
     pytest.mark.spark,

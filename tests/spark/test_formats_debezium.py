@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from lakeloader.errors import BadInputError
 from lakeloader.formats import source_format
+from lakeloader.spark.errors import BadInputError
 from tests.spark.debezium_events import decimal_bytes, lines, mysql, postgres
 from tests.spark.merge_batches import load, rows, snapshots
 

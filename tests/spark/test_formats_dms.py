@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakeloader.errors import BadInputError
 from lakeloader.formats import source_format
+from lakeloader.spark.errors import BadInputError
 from tests.spark.merge_batches import DMS, FULL, at, change, load, rows, snapshots
 
 pytestmark = pytest.mark.spark

@@ -23,16 +23,16 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
-import lakeloader.spark  # noqa: E402
+import lakeloader.spark.session  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
-from lakeloader.contract import GLUE_CATALOG, INGEST_OPTIONAL_ARGS  # noqa: E402
-from lakeloader.dynamodb import encode_item  # noqa: E402
+from lakeloader.control.contract import GLUE_CATALOG, INGEST_OPTIONAL_ARGS  # noqa: E402
+from lakeloader.control.dynamodb import encode_item  # noqa: E402
+from lakeloader.control.ledger import DONE, FAILED, QUARANTINED, Ledger  # noqa: E402
 from lakeloader.engine import tombstones  # noqa: E402
 from lakeloader.jobs import main as jobs  # noqa: E402
 from lakeloader.jobs.args import emr_args  # noqa: E402
-from lakeloader.ledger import DONE, FAILED, QUARANTINED, Ledger  # noqa: E402
-from lakeloader.spark import table_exists  # noqa: E402
+from lakeloader.spark.session import table_exists  # noqa: E402
 from tests.spark.test_parallel_tables import record_and_read_locally  # noqa: E402
 from tests.spark.test_shaping import WIDE, wide  # noqa: E402
 
@@ -54,8 +54,8 @@ def change(op: str, id_: int, name: str | None, minute: int) -> dict:
 def job_catalog(spark, tmp_path_factory) -> str:
     """The catalog name the deployed job's --conf uses, on the test session (a Hadoop catalog)."""
     warehouse = tmp_path_factory.mktemp("job-warehouse")
-    settings = lakeloader.spark.SparkSettings(runtime="emr", warehouse=str(warehouse))
-    for name, value in lakeloader.spark.local_conf(settings).items():
+    settings = lakeloader.spark.session.SparkSettings(runtime="emr", warehouse=str(warehouse))
+    for name, value in lakeloader.spark.session.local_conf(settings).items():
         if name.startswith(f"spark.sql.catalog.{GLUE_CATALOG}") and not spark.conf.get(name, None):
             spark.conf.set(name, value)
     return GLUE_CATALOG
@@ -80,7 +80,7 @@ class Job:
             self.sessions.append(settings)
             return spark
 
-        monkeypatch.setattr(lakeloader.spark, "build_session", build_session)
+        monkeypatch.setattr(lakeloader.spark.session, "build_session", build_session)
 
     def configure(self, tables) -> None:
         for item in config_items(LakeConfig(tables=tables)):

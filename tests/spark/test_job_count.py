@@ -12,9 +12,9 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
-from lakeloader.engine import apply_batch, merge, merge_classified
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import CATALOG
+from lakeloader.engine import apply_batch, merge, merge_without_commit_counts
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = pytest.mark.spark
 
@@ -23,8 +23,8 @@ MAX_JOBS = 6  # 5 without tombstones; a batch with deletes appends its tombstone
 # version: 3,129-3,138 and 2,216-2,383 on 2026-11-30 at 19:20 UTC, with the read's metrics built as
 # SQL text (lakeloader.engine.cdc), against 3,788-4,030 and 2,829-3,287 with them built as Column
 # objects; before that day's earlier changes, 4,530-4,815 and 5,752-5,767 with the metrics read entry
-# by entry (lakeloader.spark.Metrics) and on PySpark 4 every call's call site recorded
-# (lakeloader.spark.NO_CALL_SITES). Each change alone takes its runtime over its ceiling.
+# by entry (lakeloader.spark.session.Metrics) and on PySpark 4 every call's call site recorded
+# (lakeloader.spark.session.NO_CALL_SITES). Each change alone takes its runtime over its ceiling.
 MAX_JVM_CALLS = {"3": 3_500, "4": 2_650}
 DMS = pa.schema(
     [("Op", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("last_update_time", pa.timestamp("us"))]
@@ -46,19 +46,20 @@ def jobs_of(spark, table, raw, run_id: str):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("one_task_rows", "max_jobs"),
-    [(merge_classified.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],
+    [(merge_without_commit_counts.ONE_TASK_TARGET_ROWS, MAX_JOBS), (0, MAX_JOBS + 1)],
     ids=["matches-read-in-classification", "large-table-matches-broadcast"],
 )
 def test_a_small_batch_runs_at_most_six_spark_jobs(
     spark, raw, make_table, monkeypatch, one_task_rows, max_jobs
 ):
-    """Into a table above merge_classified.ONE_TASK_TARGET_ROWS rows (0 here), the batch's matches are
-    broadcast: one job more, the same result. The batches' calls into the driver's JVM are counted too:
-    each py4j round trip costs the driver 0.2-0.3 ms on this laptop, a fixed cost like a Spark job's."""
+    """Into a table above merge_without_commit_counts.ONE_TASK_TARGET_ROWS rows (0 here), the batch's
+    matches are broadcast: one job more, the same result. The batches' calls into the driver's JVM are
+    counted too: each py4j round trip costs the driver 0.2-0.3 ms on this laptop, a fixed cost like a
+    Spark job's."""
     import py4j.clientserver
     import pyspark
 
-    monkeypatch.setattr(merge_classified, "ONE_TASK_TARGET_ROWS", one_task_rows)
+    monkeypatch.setattr(merge_without_commit_counts, "ONE_TASK_TARGET_ROWS", one_task_rows)
     table = make_table()  # a new table's defaults (merge-on-read)
     base = [{"Op": "I", "id": i, "name": f"n{i}", "last_update_time": T0} for i in range(100)]
     raw.write_parquet("src/20261101-0800.parquet", base, DMS)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from lakeloader.columns import find_column
 from lakeloader.engine import cdc, latest
-from lakeloader.inputs import list_inputs
+from lakeloader.spark.columns import find_column
+from lakeloader.spark.inputs import list_inputs
 from tests.spark.merge_batches import DMS, at, change, load
 
 pytestmark = pytest.mark.spark

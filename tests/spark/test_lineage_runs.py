@@ -1,4 +1,4 @@
-"""`lakeloader run` with a lineage file: each table's OpenLineage events (lakeloader.lineage), checked
+"""`lakeloader run` with a lineage file: each table's OpenLineage events (lakeloader.jobs.lineage), checked
 field by field and against the pinned openlineage-python's models (tests/lineage_events.py)."""
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.engine import apply_batch
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.maintenance import maintain_table, sort_order_sql, summary_table
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 # slow (make check leaves it out): compaction, rewrites, expiry and orphan removal on real tables
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -10,10 +10,10 @@ import pytest
 
 from lakeloader import iceberg
 from lakeloader.engine import apply_batch, cdc
-from lakeloader.errors import BadInputError
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
-from lakeloader.spark import CATALOG
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.spark.merge_batches import DMS, FULL, T0, at, change, load, rows, snapshots, unchanged_since
 
 pytestmark = pytest.mark.spark
@@ -22,8 +22,8 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(params=["key-list", "semi-join", "large-batch-shuffled"])
 def probe(request, spark, monkeypatch):
     """Each way classification finds the batch's keys in the table
-    (lakeloader.engine.merge_classified.classify): a small batch's key values filter the scan; without
-    them, a semi-join with its keys, read in one task; a large batch's keys above
+    (lakeloader.engine.merge_without_commit_counts.classify): a small batch's key values filter the
+    scan; without them, a semi-join with its keys, read in one task; a large batch's keys above
     cdc.BROADCAST_KEYS_MAX are shuffled, not broadcast."""
     if request.param != "key-list":
         monkeypatch.setattr(cdc, "MAX_LISTED_KEYS", 0)

@@ -1,7 +1,8 @@
 """What a batch reports it inserted, updated and deleted equals the oracle's count, under disorder.
 
 Both runtimes run this (make test, make test RUNTIME=glue-6.0): on Spark 3.5 the counts come from the
-classification pass, on Spark 4.1 from the MERGE's own commit summary (lakeloader.engine.merge_counted);
+classification pass, on Spark 4.1 from the MERGE's own commit summary
+(lakeloader.engine.merge_with_commit_counts);
 the run history and the ledger report these same numbers.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakeloader.spark import CATALOG
+from lakeloader.spark.session import CATALOG
 from tests.faults import oracle
 from tests.faults.rounds import deliver
 

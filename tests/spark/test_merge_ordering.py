@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.engine import merge, merge_statement
-from lakeloader.spark import CATALOG
+from lakeloader.spark.session import CATALOG
 from tests.spark.merge_batches import (
     DMS,
     DMS_SEQ,

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.engine import apply_batch
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.maintenance import maintain_table, summary_table
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -21,11 +21,11 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
+from lakeloader.control.ledger import Ledger, ObjectRef  # noqa: E402
 from lakeloader.iceberg.table_state import SUMMARY_FILE_NAMES, SUMMARY_RUN_ID  # noqa: E402
-from lakeloader.inputs import InputFile  # noqa: E402
 from lakeloader.jobs import drain  # noqa: E402
-from lakeloader.ledger import Ledger, ObjectRef  # noqa: E402
-from lakeloader.spark import CATALOG  # noqa: E402
+from lakeloader.spark.inputs import InputFile  # noqa: E402
+from lakeloader.spark.session import CATALOG  # noqa: E402
 
 pytestmark = pytest.mark.spark
 moto_server = aws_fixtures.moto_server

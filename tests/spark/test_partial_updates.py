@@ -9,8 +9,8 @@ import pytest
 
 from lakeloader.engine import apply_batch
 from lakeloader.formats.debezium import Debezium
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = pytest.mark.spark
 

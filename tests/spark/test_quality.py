@@ -8,12 +8,12 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
+from lakeloader.control.ledger import LockLostError
 from lakeloader.engine import apply_batch
 from lakeloader.engine.quality import QualityError
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import LoadResult, run_tables, summary_table
-from lakeloader.ledger import LockLostError
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = pytest.mark.spark
 

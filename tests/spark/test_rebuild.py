@@ -11,12 +11,12 @@ import pytest
 
 from lakeloader import iceberg
 from lakeloader.engine import tombstones
-from lakeloader.errors import BadInputError
 from lakeloader.iceberg import commit
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
 from lakeloader.jobs.rebuild import RebuildRefusedError, rebuild_table, reset_input_log, staging_config
-from lakeloader.spark import CATALOG, table_exists
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG, table_exists
 
 # slow (make check leaves it out): tables built again from every raw file, then swapped in
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.jobs.reconcile import reconcile
-from lakeloader.spark import CATALOG
+from lakeloader.spark.session import CATALOG
 from tests.spark.merge_batches import load, rows, snapshots
 
 pytestmark = pytest.mark.spark

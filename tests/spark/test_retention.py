@@ -12,8 +12,8 @@ import pytest
 
 from lakeloader.engine import tombstones
 from lakeloader.jobs.maintenance import maintain_table
-from lakeloader.spark import CATALOG
-from lakeloader.sql import timestamp_literal
+from lakeloader.spark.session import CATALOG
+from lakeloader.spark.sql import timestamp_literal
 from tests.spark.merge_batches import DMS, change, load
 
 # slow (make check leaves it out): snapshots expired and files removed by each retention setting

@@ -11,9 +11,9 @@ import yaml
 
 from lakeloader import cli
 from lakeloader.engine import apply_batch
-from lakeloader.errors import BadInputError
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import CATALOG
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = pytest.mark.spark
 

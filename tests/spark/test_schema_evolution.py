@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 
 from lakeloader.engine import apply_batch
-from lakeloader.errors import ColumnConflictError, SchemaChangeError
 from lakeloader.iceberg import iceberg_table
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.load import run_tables
-from lakeloader.spark import CATALOG
+from lakeloader.spark.errors import ColumnConflictError, SchemaChangeError
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 pytestmark = pytest.mark.spark
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakeloader.errors import BadInputError
+from lakeloader.spark.errors import BadInputError
 from tests.spark.merge_batches import at, load, rows
 
 pytestmark = pytest.mark.spark

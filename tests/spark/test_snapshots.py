@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakeloader.spark import CATALOG
+from lakeloader.spark.session import CATALOG
 from tests.spark.merge_batches import load, rows, snapshots
 
 pytestmark = pytest.mark.spark

@@ -10,9 +10,9 @@ import pytest
 
 from lakeloader import iceberg
 from lakeloader.engine import tombstones
-from lakeloader.inputs import list_inputs
 from lakeloader.jobs.maintenance import maintain_table
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.spark.test_job_count import jobs_of
 from tests.spark.tombstone_world import DMS, T0, change, current, held_tombstones, load, rows, target
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from lakeloader.engine import apply_batch, tombstones
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 from tests.spark.tombstone_world import DMS, change, held_tombstones, load, rows, target
 
 pytestmark = pytest.mark.spark

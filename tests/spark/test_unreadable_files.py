@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lakeloader.errors import UnreadableFilesError
-from lakeloader.spark import CATALOG
+from lakeloader.spark.errors import UnreadableFilesError
+from lakeloader.spark.session import CATALOG
 from tests.spark.merge_batches import DMS, FULL, at, change, load, rows
 
 pytestmark = pytest.mark.spark

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 
 from lakeloader.engine import apply_batch, tombstones
-from lakeloader.inputs import list_inputs
-from lakeloader.spark import CATALOG
+from lakeloader.spark.inputs import list_inputs
+from lakeloader.spark.session import CATALOG
 
 T0 = datetime(2026, 11, 1, 8, 0, 0)
 DMS = pa.schema(

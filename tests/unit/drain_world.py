@@ -27,12 +27,12 @@ import aws_fixtures  # noqa: E402
 from aws_fixtures import ManualClock, create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader.config import TableConfig  # noqa: E402
-from lakeloader.contract import GLUE_CATALOG, METRICS_NAMESPACE  # noqa: E402
+from lakeloader.control.contract import GLUE_CATALOG, METRICS_NAMESPACE  # noqa: E402
+from lakeloader.control.ledger import Ledger, ObjectRef  # noqa: E402
 from lakeloader.jobs import drain as drain_job  # noqa: E402
 from lakeloader.jobs import load  # noqa: E402
 from lakeloader.jobs.drain import drain_table  # noqa: E402
 from lakeloader.jobs.load import LoadResult  # noqa: E402
-from lakeloader.ledger import Ledger, ObjectRef  # noqa: E402
 from tests.infra.test_infra_iam_sufficient import JOB_DYNAMODB_ACTIONS  # noqa: E402
 
 moto_server = aws_fixtures.moto_server

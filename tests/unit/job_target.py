@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from packaging.requirements import Requirement
 
 from infra.packaging import canonical_name, default_runtime
-from lakeloader.runtimes import Runtime
+from lakeloader.control.runtimes import Runtime
 
 
 def target_env(runtime: Runtime) -> dict[str, str]:

@@ -23,8 +23,8 @@ from lakeloader import cli  # noqa: E402
 from lakeloader.cli.stage import DeployedStage  # noqa: E402
 from lakeloader.config import LakeConfig, parse_config  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
-from lakeloader.dynamodb import encode_item  # noqa: E402
-from lakeloader.ledger import Ledger, ObjectRef  # noqa: E402
+from lakeloader.control.dynamodb import encode_item  # noqa: E402
+from lakeloader.control.ledger import Ledger, ObjectRef  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint

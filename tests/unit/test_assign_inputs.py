@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from lakeloader.config import parse_config
-from lakeloader.errors import LakeloaderError
 from lakeloader.jobs.load import assign_inputs
+from lakeloader.spark.errors import LakeloaderError
 
 
 def table(table_id: str, prefix: str, target: str, mode: str = "append") -> dict:

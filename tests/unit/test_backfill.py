@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 import boto3
 import pytest
 
-from lakeloader.contract import GLUE_CATALOG
+from lakeloader.control.contract import GLUE_CATALOG
+from lakeloader.control.ledger import DONE, PENDING, SKIPPED
 from lakeloader.jobs.drain import drain_table
 from lakeloader.jobs.load import LoadResult
-from lakeloader.ledger import DONE, PENDING, SKIPPED
 from tests.unit import stage_world
 from tests.unit.drain_world import stand_in
 from tests.unit.stage_world import Stage

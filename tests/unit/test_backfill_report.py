@@ -16,7 +16,7 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 from lakeloader.cli import operate  # noqa: E402
 from lakeloader.cli.stage import DeployedStage  # noqa: E402
 from lakeloader.config import parse_config  # noqa: E402
-from lakeloader.ledger import ObjectRef  # noqa: E402
+from lakeloader.control.ledger import ObjectRef  # noqa: E402
 
 moto_server, aws_endpoint = aws_fixtures.moto_server, aws_fixtures.aws_endpoint
 

@@ -21,11 +21,11 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import ManualClock, moto_api  # noqa: E402
 
-from lakeloader import trigger as trigger_module  # noqa: E402
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
-from lakeloader.config_store import sync_items  # noqa: E402
-from lakeloader.contract import (  # noqa: E402
+from lakeloader.control import trigger as trigger_module  # noqa: E402
+from lakeloader.control.config_store import sync_items  # noqa: E402
+from lakeloader.control.contract import (  # noqa: E402
     ARG_TABLE_ID,
     METRICS_NAMESPACE,
     PENDING_AGE_METRIC,
@@ -33,8 +33,8 @@ from lakeloader.contract import (  # noqa: E402
     glue_arg,
     new_run_id,
 )
-from lakeloader.ledger import DONE, FAILED, PENDING, Ledger, ObjectRef  # noqa: E402
-from lakeloader.trigger import (  # noqa: E402
+from lakeloader.control.ledger import DONE, FAILED, PENDING, Ledger, ObjectRef  # noqa: E402
+from lakeloader.control.trigger import (  # noqa: E402
     ObjectsArrived,
     SweepRequest,
     Trigger,

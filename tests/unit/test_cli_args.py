@@ -30,7 +30,7 @@ def test_without_a_prefix_the_config_names_stand() -> None:
 def test_the_emr_scripts_take_every_job_argument_the_trigger_may_pass():
     """The trigger starts EMR runs with `--<name> value` for any contract.ARG_* (a rebuild's too);
     an option the script does not declare fails the run before it starts."""
-    from lakeloader import contract
+    from lakeloader.control import contract
     from lakeloader.jobs.args import emr_args
 
     required = [part for name in contract.JOB_REQUIRED_ARGS for part in (contract.emr_arg(name), "x")]

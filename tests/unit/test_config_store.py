@@ -1,4 +1,4 @@
-"""lakeloader.config_store and the config-sync custom resource, against DynamoDB in moto."""
+"""lakeloader.control.config_store and the config-sync custom resource, against DynamoDB in moto."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from moto import mock_aws
 
 from lakeloader.config import ConfigError, load_config
 from lakeloader.config.items import config_items, load_tables_from_dynamodb
-from lakeloader.config_store import (
+from lakeloader.control.config_store import (
     ConfigStoreError,
     apply_custom_resource_event,
     items_json,
     scan_items,
     sync_items,
 )
-from lakeloader.dynamodb import decode_item, encode_item
+from lakeloader.control.dynamodb import decode_item, encode_item
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = "lakeloader-test-config"
@@ -83,7 +83,8 @@ def test_config_items_follow_the_contract(lake):
     # with another hash seed, so no set or dict order can leak into it
     code = (
         "import sys; from lakeloader.config import load_config; "
-        "from lakeloader.config_store import items_json; from lakeloader.config.items import config_items; "
+        "from lakeloader.control.config_store import items_json; "
+        "from lakeloader.config.items import config_items; "
         "sys.stdout.write(items_json(config_items(load_config(sys.argv[1]))))"
     )
     other = subprocess.run(

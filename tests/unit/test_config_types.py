@@ -10,7 +10,7 @@ import pytest
 
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.types import TypeSyntaxError, check_type
-from lakeloader.runtimes import RUNTIMES
+from lakeloader.control.runtimes import RUNTIMES
 
 SPARK_3 = RUNTIMES["glue-5.1"]
 SPARK_4 = RUNTIMES["glue-6.0"]

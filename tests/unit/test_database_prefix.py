@@ -20,18 +20,18 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 import lakeloader.jobs.drain  # noqa: E402
 import lakeloader.jobs.maintenance  # noqa: E402
-import lakeloader.spark  # noqa: E402
+import lakeloader.spark.session  # noqa: E402
 from lakeloader.config import TableConfig, parse_config  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
-from lakeloader.config_store import PARTITION_KEY  # noqa: E402
-from lakeloader.dynamodb import encode_item  # noqa: E402
+from lakeloader.control.config_store import PARTITION_KEY  # noqa: E402
+from lakeloader.control.dynamodb import encode_item  # noqa: E402
 from lakeloader.engine import (
     quality,
     tombstones,  # noqa: E402
 )
 from lakeloader.jobs import main as jobs
 from lakeloader.jobs.load import LoadResult  # noqa: E402
-from lakeloader.sql import qualified  # noqa: E402
+from lakeloader.spark.sql import qualified  # noqa: E402
 
 moto_server = aws_fixtures.moto_server
 aws_endpoint = aws_fixtures.aws_endpoint
@@ -102,7 +102,7 @@ def job_args(aws_endpoint) -> dict[str, str]:
 def handed(monkeypatch) -> list[TableConfig]:
     """The tables the jobs hand to the per-table work."""
     seen: list[TableConfig] = []
-    monkeypatch.setattr(lakeloader.spark, "build_session", lambda settings: object())
+    monkeypatch.setattr(lakeloader.spark.session, "build_session", lambda settings: object())
 
     def drain(spark, table, ledger, **kwargs):
         seen.append(table)

@@ -18,9 +18,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakeloader import reader_grants
 from lakeloader.cli.doctor import reader_grant_checks
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control import reader_grants
+from lakeloader.control.reader_grants import TableGrant
 from lakeloader_dev.emulator.patches_catalog import (
     patch_lakeformation_list_table_columns,
     patch_lakeformation_regrant,

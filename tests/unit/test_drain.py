@@ -11,11 +11,11 @@ import boto3
 import pytest
 
 from lakeloader.config import TableConfig
-from lakeloader.contract import GLUE_CATALOG, RECONCILIATION_MISMATCH_METRIC
+from lakeloader.control.contract import GLUE_CATALOG, RECONCILIATION_MISMATCH_METRIC
+from lakeloader.control.ledger import DEFAULT_LOCK_TTL_SECONDS, LockLostError
+from lakeloader.engine.reconciliation import CommitReconciliation
 from lakeloader.jobs.drain import drain_tables
 from lakeloader.jobs.load import LoadResult
-from lakeloader.ledger import DEFAULT_LOCK_TTL_SECONDS, LockLostError
-from lakeloader.reconciliation import Reconciliation
 from tests.unit import drain_world
 from tests.unit.drain_world import drain, land, metric_of, metric_sum, ok, stand_in, statuses
 
@@ -48,8 +48,8 @@ def test_each_batchs_reconciliation_adds_up_in_the_run_record_and_a_mismatch_is_
 ):
     """Two batches, the second's commit mismatched (reconcile.on_mismatch: alarm, published): the run
     record keeps both commits' reconciliation, and ReconciliationMismatch counts the mismatched one."""
-    clean = Reconciliation(commits=1, upserts_asked=3, inserted=3, live_delta=3, snapshot_id=7)
-    bad = Reconciliation(commits=1, upserts_asked=1, updated=2, mismatched_commits=1, snapshot_id=8)
+    clean = CommitReconciliation(commits=1, upserts_asked=3, inserted=3, live_delta=3, snapshot_id=7)
+    bad = CommitReconciliation(commits=1, upserts_asked=1, updated=2, mismatched_commits=1, snapshot_id=8)
     bad.mismatches.append("2 row(s) inserted or updated for 1 upsert(s) asked")
     table = table.model_copy(update={"trigger": table.trigger.model_copy(update={"max_files_per_run": 2})})
 

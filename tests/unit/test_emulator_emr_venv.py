@@ -17,7 +17,7 @@ import pytest
 
 from infra.emr import emr_venv_conf
 from infra.packed_venv import emr_venv_archive
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader_dev.emulator.emr_runner import DRIVER_ENV, _archive_python_path, _unpack_archive
 from lakeloader_dev.emulator.stand_in import distributions
 

@@ -7,7 +7,7 @@ from pyspark.sql import types as T
 
 from lakeloader.config import TableConfig
 from lakeloader.engine.file_conflicts import conflicts
-from lakeloader.inputs import InputFile
+from lakeloader.spark.inputs import InputFile
 
 LOAD, CDC1, CDC2, CDC3 = (
     "s/LOAD00000001.parquet",

@@ -14,9 +14,10 @@ import pytest
 
 from infra.app import cdk_json_context
 from infra.settings import SettingsError, check_format_versions, resolve_stage
-from lakeloader import cli, runtimes
+from lakeloader import cli
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.format_versions import Reader, format_version_problems
+from lakeloader.control import runtimes
 from lakeloader.engine.schema import table_layout_sql
 from lakeloader.engine.table_settings import config_properties
 

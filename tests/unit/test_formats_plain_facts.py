@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 
 from lakeloader.config import parse_config
-from lakeloader.errors import BadInputError
 from lakeloader.formats import FORMAT_NAMES, FORMATS, SourceFormat, source_format
 from lakeloader.formats.debezium import DECIMAL, decimal_sql, decoded, logical_types
 from lakeloader.formats.debezium_envelope import DebeziumEnvelope
 from lakeloader.formats.dms import Dms
 from lakeloader.formats.files import require_sequence
-from lakeloader.formats.none import PlainRows
-from lakeloader.formats.snapshot import Snapshot
+from lakeloader.formats.full_copy import FullCopy
+from lakeloader.formats.plain_rows import PlainRows
+from lakeloader.spark.errors import BadInputError
 
 # The JSON converter's `schema` of a Debezium envelope (schemas.enable=true), as a PostgreSQL connector
 # writes it: the images' fields name their logical types; the source block has named fields too
@@ -83,7 +83,7 @@ def test_each_cdc_name_is_its_format_and_only_change_formats_have_an_operation_c
         "debezium": type(FORMATS["debezium"]),
         "debezium_envelope": DebeziumEnvelope,
         "none": PlainRows,
-        "snapshot": Snapshot,
+        "snapshot": FullCopy,
     }
     assert {name: source_format(name).is_cdc for name in FORMAT_NAMES} == {
         "dms": True,

@@ -10,8 +10,7 @@ import pytest
 
 from lakeloader.config import LakeConfig, TableConfig
 from lakeloader.config.items import config_items
-from lakeloader.errors import BadInputError
-from lakeloader.formats.snapshot import (
+from lakeloader.formats.full_copy import (
     describe_waiting,
     folder_time,
     list_table,
@@ -20,7 +19,8 @@ from lakeloader.formats.snapshot import (
     snapshot_folder,
 )
 from lakeloader.iceberg.table_state import SNAPSHOT_SEQUENCE, TableState
-from lakeloader.inputs import InputFile, list_inputs
+from lakeloader.spark.errors import BadInputError
+from lakeloader.spark.inputs import InputFile, list_inputs
 
 
 def table(**source) -> TableConfig:

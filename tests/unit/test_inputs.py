@@ -1,4 +1,4 @@
-"""lakeloader.inputs: which raw files a run sees, on local disk and under an s3:// root (moto over
+"""lakeloader.spark.inputs: which raw files a run sees, on local disk and under an s3:// root (moto over
 HTTP), in what order, and what makes two listings of a file the same file."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from lakeloader.inputs import InputFile, batch_order, is_success_marker, list_inputs, resolve_paths
+from lakeloader.spark.inputs import InputFile, batch_order, is_success_marker, list_inputs, resolve_paths
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
 import aws_fixtures  # noqa: E402

@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader_dev import jars
 
 

@@ -1,9 +1,11 @@
 """The layers of lakeloader/ (docs/architecture.md), read from the source (imports and spellings), no
-Spark needed: each layer calls only its own and the ones below it, a layer below the jobs is reached
-only through its public surface, only the Iceberg layer spells table operations, and no import cycle
-anywhere. No exceptions. And nowhere does Spark map case (`upper`, `lower`, `initcap`): Spark 4 does it
-through ICU, whose case data take about a second to load in every new JVM, each Glue 6.0 job run among
-them; lakeloader.formats.base.ascii_upper and ascii_lower map the ASCII letters (benchmarks/RESULTS.md).
+Spark needed: every module is in a named layer, each layer calls only its own and the ones below it
+(so the bottom one, lakeloader/control/, which the Lambda bundles ship whole, imports nothing else),
+a layer below the jobs is reached only through its public surface, only the Iceberg layer spells
+table operations, and no import cycle anywhere. No exceptions. And nowhere does Spark map case
+(`upper`, `lower`, `initcap`): Spark 4 does it through ICU, whose case data take about a second to load
+in every new JVM, each Glue 6.0 job run among them; lakeloader.formats.base.ascii_upper and
+ascii_lower map the ASCII letters (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -14,44 +16,32 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lakeloader"
-# Top down. A module not in a named layer is the base (config, formats, columns, contract, inputs,
-# spark, sql, ledger, trigger ...): it imports none of the layers.
-LAYERS = ("lakeloader.cli", "lakeloader.jobs", "lakeloader.engine", "lakeloader.iceberg")
-# The modules at the root of lakeloader/: base code only, each named in docs/architecture.md.
-BASE_AT_ROOT = {
-    "actor",
-    "canary",
-    "cfn_response",
-    "columns",
-    "config_store",
-    "contract",
-    "discovery",
-    "dynamodb",
-    "errors",
-    "faults",
-    "inputs",
-    "lineage",
-    "next_step",
-    "progress",
-    "reader_grants",
-    "reconciliation",
-    "runtimes",
-    "s3_tables",
-    "spark",
-    "sql",
-    "table_bucket_teardown",
-    "type_changes",
-}
-# Root modules whose home is a folder they have not moved to yet (docs/architecture.md says why), held
-# to the rules of the layer they belong to meanwhile. None now: kept for the next one.
-NOT_YET_MOVED: dict[str, str] = {}
+# Every layer, top down, each a folder named in docs/architecture.md; a module in none fails. The
+# package's own __init__ (`lakeloader`) is the one module outside them, and imports nothing.
+LAYERS = (
+    "lakeloader.cli",  # the laptop's command line
+    "lakeloader.jobs",  # the Glue/EMR job bodies
+    "lakeloader.engine",  # one batch prepared and committed
+    "lakeloader.iceberg",  # table operations and the commit path
+    "lakeloader.config",  # the pydantic config model (synth, the CLI, the jobs)
+    "lakeloader.formats",  # the source formats
+    "lakeloader.spark",  # the job side's shared kit: the SparkSession, SQL quoting, inputs, errors ...
+    "lakeloader.control",  # the Lambda side: trigger, ledger, config store, grants, contract, runtimes
+)
+ROOT = "lakeloader"
 # What the layers above may import of a layer: its package (and its `__all__`) and these modules.
 PUBLIC = {
     "lakeloader.engine": {
         "lakeloader.engine",
-        "lakeloader.engine.tombstones",
-    },  # the side table jobs maintain
-    "lakeloader.iceberg": {"lakeloader.iceberg", "lakeloader.iceberg.commit", "lakeloader.iceberg.retry"},
+        "lakeloader.engine.tombstones",  # the side table jobs maintain
+        "lakeloader.engine.reconciliation",  # what the run record and `status` read of a commit
+    },
+    "lakeloader.iceberg": {
+        "lakeloader.iceberg",
+        "lakeloader.iceberg.commit",
+        "lakeloader.iceberg.retry",
+        "lakeloader.iceberg.s3_tables",
+    },
 }
 # Spellings of Iceberg table operations: only lakeloader/iceberg/ writes them.
 ICEBERG_ONLY = re.compile(
@@ -95,32 +85,29 @@ def module_graph() -> dict[str, set[str]]:
     return graph
 
 
-def layer(module: str) -> int:
-    """0 for the top layer, len(LAYERS) for the base."""
-    module = NOT_YET_MOVED.get(module, module)
+def layer(module: str) -> int | None:
+    """0 for the top layer; None for a module in none."""
     for rank, name in enumerate(LAYERS):
         if module == name or module.startswith(name + "."):
             return rank
-    return len(LAYERS)
+    return None
 
 
 def shipped_modules() -> list[str]:
     return sorted(m for m in module_graph() if m.split(".")[0] == "lakeloader")
 
 
-def test_the_root_holds_base_modules_the_docs_name():
-    """A module of an upper layer at the root would escape its layer's rules: each lives in its folder."""
-    root = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__"}
-    waiting = {module.removeprefix("lakeloader.") for module in NOT_YET_MOVED}
-    assert root - waiting == BASE_AT_ROOT
-    assert waiting <= root, "moved: drop it from NOT_YET_MOVED"
+def test_every_module_is_in_a_named_layer():
+    """A module outside the layers would escape their rules: each lives in its layer's folder."""
+    assert [m for m in shipped_modules() if m != ROOT and layer(m) is None] == []
+    assert module_graph()[ROOT] == set()
     docs = (REPO / "docs" / "architecture.md").read_text()
-    assert sorted(name for name in root if f"`{name}.py`" not in docs) == []
+    assert [name for name in LAYERS if f"`{name.replace('.', '/')}/" not in docs] == []
 
 
 def test_a_module_calls_its_own_layer_and_those_below():
     upward = {
-        module: sorted(m for m in module_graph()[module] if layer(m) < layer(module))
+        module: sorted(m for m in module_graph()[module] if (layer(m) or 0) < (layer(module) or 0))
         for module in shipped_modules()
     }
     assert {module: found for module, found in upward.items() if found} == {}, "imports of a layer above"

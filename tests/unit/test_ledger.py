@@ -13,8 +13,8 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
-from lakeloader.contract import new_run_id  # noqa: E402
-from lakeloader.ledger import (  # noqa: E402
+from lakeloader.control.contract import new_run_id  # noqa: E402
+from lakeloader.control.ledger import (  # noqa: E402
     DONE,
     FAILED,
     LOCK_RUN_ID,

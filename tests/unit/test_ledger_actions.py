@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lakeloader.ledger import DONE, FAILED, PENDING, QUARANTINED, SKIPPED, Ledger
+from lakeloader.control.ledger import DONE, FAILED, PENDING, QUARANTINED, SKIPPED, Ledger
 from tests.unit import test_ledger as base
 from tests.unit.test_ledger import FakeClock, T, record
 

@@ -1,4 +1,4 @@
-"""The ledger's narrow interfaces (lakeloader/ledger/interfaces.py): `Ledger` implements each with the
+"""The ledger's narrow interfaces (control/ledger/interfaces.py): `Ledger` implements each with the
 same signatures, every caller is typed against interfaces rather than `Ledger` and uses only what
 they name, and each interface names only operations its callers use."""
 
@@ -13,7 +13,7 @@ from typing import Protocol
 
 import pytest
 
-from lakeloader.ledger import Ledger, interfaces
+from lakeloader.control.ledger import Ledger, interfaces
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lakeloader"
 INTERFACES = {
@@ -93,8 +93,8 @@ def test_callers_use_only_what_their_interfaces_name():
     assert {module for module, *_ in uses} >= {
         "lakeloader/jobs/drain.py",
         "lakeloader/jobs/reconcile.py",
-        "lakeloader/trigger/handler.py",
-        "lakeloader/trigger/starts.py",
+        "lakeloader/control/trigger/handler.py",
+        "lakeloader/control/trigger/starts.py",
         "lakeloader/cli/operate.py",
         "lakeloader/cli/verify.py",
     }

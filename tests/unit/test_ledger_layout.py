@@ -8,7 +8,7 @@ import inspect
 import re
 from pathlib import Path
 
-from lakeloader.ledger import Ledger
+from lakeloader.control.ledger import Ledger
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ledger_and_trigger.md"
 
@@ -29,7 +29,7 @@ def test_no_part_of_the_ledger_overrides_another():
 
 
 def test_the_docs_name_the_module_of_every_ledger_operation():
-    rows = dict(re.findall(r"^\| `lakeloader/ledger/(\w+)\.py` \| (.*) \|$", DOC.read_text(), re.M))
+    rows = dict(re.findall(r"^\| `lakeloader/control/ledger/(\w+)\.py` \| (.*) \|$", DOC.read_text(), re.M))
     misplaced = {
         name: module
         for name, (cls,) in homes().items()

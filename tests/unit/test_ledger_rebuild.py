@@ -5,7 +5,7 @@ tests/spark/test_rebuild.py; these are the ledger's own writes."""
 
 from __future__ import annotations
 
-from lakeloader.ledger import (
+from lakeloader.control.ledger import (
     DEFAULT_LOCK_TTL_SECONDS,
     DONE,
     FAILED,

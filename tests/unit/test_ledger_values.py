@@ -8,11 +8,18 @@ import hashlib
 
 import pytest
 
-from lakeloader.dynamodb import encode_item
-from lakeloader.ledger import MAX_ERROR_CHARS, PENDING, LedgerObject, ObjectRef, RunRecord, object_id_for
-from lakeloader.ledger.base import clip_error, utc_now_iso
-from lakeloader.ledger.objects import within_bytes
-from lakeloader.trigger.metrics import pending_age_seconds
+from lakeloader.control.dynamodb import encode_item
+from lakeloader.control.ledger import (
+    MAX_ERROR_CHARS,
+    PENDING,
+    LedgerObject,
+    ObjectRef,
+    RunRecord,
+    object_id_for,
+)
+from lakeloader.control.ledger.base import clip_error, utc_now_iso
+from lakeloader.control.ledger.objects import within_bytes
+from lakeloader.control.trigger.metrics import pending_age_seconds
 
 
 def test_an_objects_identity_is_its_version_else_its_etag_else_its_sequencer():

@@ -1,4 +1,4 @@
-"""lakeloader.lineage without Spark: what each verb's events name, per OpenLineage's dataset naming,
+"""lakeloader.jobs.lineage without Spark: what each verb's events name, per OpenLineage's dataset naming,
 each event checked against the pinned openlineage-python (tests/lineage_events.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import jsonschema
 import pytest
 
-from lakeloader import lineage
 from lakeloader.config import TableConfig, parse_config
+from lakeloader.jobs import lineage
 from tests.lineage_events import check_event
 
 

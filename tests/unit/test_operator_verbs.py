@@ -14,7 +14,7 @@ import pytest
 
 from lakeloader import cli
 from lakeloader.cli import operate
-from lakeloader.ledger import DONE, FAILED, OBJECT_STATUSES, PENDING, QUARANTINED, RUNNING, SKIPPED
+from lakeloader.control.ledger import DONE, FAILED, OBJECT_STATUSES, PENDING, QUARANTINED, RUNNING, SKIPPED
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 

@@ -12,7 +12,7 @@ unless told `prefix_listing => true`, and Hadoop's S3A would list with the role'
 
 from __future__ import annotations
 
-from lakeloader.contract import GLUE_CATALOG, lake_formation_catalog_conf
+from lakeloader.control.contract import GLUE_CATALOG, lake_formation_catalog_conf
 from lakeloader.jobs.maintenance import lake_formation_catalog, orphan_file_arguments
 
 

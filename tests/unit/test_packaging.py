@@ -27,7 +27,7 @@ from infra.packaging import (
     lakeloader_zip,
 )
 from infra.packed_venv import GLUE_VENV_NAME, emr_venv_archive, glue_venv_archive, uses_python_venv
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from tests.unit.job_target import unmet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -300,8 +300,8 @@ def test_lakeloader_zip_holds_only_runtime_modules():
     package = ROOT / "lakeloader"
     modules = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
     modules = [m for m in modules if "__pycache__/" not in m]
-    runtime = sorted(f"lakeloader/{m}" for m in modules if not m.startswith(("cli/", "trigger/")))
-    assert "lakeloader/jobs/main.py" in names and "lakeloader/runtimes.py" in names
+    runtime = sorted(f"lakeloader/{m}" for m in modules if not m.startswith(("cli/", "control/trigger/")))
+    assert "lakeloader/jobs/main.py" in names and "lakeloader/control/runtimes.py" in names
     offending = [n for n in names if any(part in n for part in DEV_ONLY) or not n.endswith(".py")]
     assert offending == []
     assert names == runtime

@@ -30,8 +30,8 @@ import pytest
 from infra.emr import EMR_VENV_ALIAS, emr_venv_conf
 from infra.packaging import canonical_name, fetch_wheels, glue_wheels_zip, job_pins, lakeloader_zip
 from infra.packed_venv import GLUE_PYTHON_HOME, emr_venv_archive, glue_venv_archive
-from lakeloader import runtimes
-from lakeloader.runtimes import Runtime
+from lakeloader.control import runtimes
+from lakeloader.control.runtimes import Runtime
 from tests.unit.job_target import unmet
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import re
 import threading
 import time
 
-from lakeloader.progress import write_line
+from lakeloader.spark.progress import write_line
 
 
 class Yielding(io.StringIO):

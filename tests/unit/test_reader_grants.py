@@ -5,7 +5,7 @@ resources", https://docs.aws.amazon.com/lake-formation/latest/dg/granting-catalo
 the grant names an existing table, or all tables with a wildcard), and Glue reports each table it
 creates on EventBridge as a "Glue Data Catalog Database State Change" with `typeOfChange`
 `CreateTable` ("AWS Glue events", https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-glue.html).
-These tests run lakeloader.reader_grants against moto's Glue and Lake Formation, in process.
+These tests run lakeloader.control.reader_grants against moto's Glue and Lake Formation, in process.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakeloader import reader_grants
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control import reader_grants
+from lakeloader.control.reader_grants import TableGrant
 from lakeloader_dev.emulator.patches_catalog import patch_lakeformation_regrant
 from tests.aws_fixtures import AWS_TEST_ENV
 

@@ -22,8 +22,8 @@ import botocore.session
 import pytest
 from botocore.stub import Stubber
 
-from lakeloader import reader_grants
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control import reader_grants
+from lakeloader.control.reader_grants import TableGrant
 
 ACCOUNT = "123456789012"
 CHILD = "s3tablescatalog/lakeloader-dev-tables"

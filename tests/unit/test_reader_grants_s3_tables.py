@@ -1,5 +1,5 @@
 """Readers' Lake Formation grants on the table bucket's tables, in the federated catalog
-`<account>:s3tablescatalog/<bucket>` (lakeloader.reader_grants with a grant's `catalog`).
+`<account>:s3tablescatalog/<bucket>` (lakeloader.control.reader_grants with a grant's `catalog`).
 
 Neither moto nor the emulator has the S3 Tables integration (the `s3tablescatalog` catalog): the Glue
 and Lake Formation clients here are real boto3 clients whose calls botocore's Stubber answers, and
@@ -15,8 +15,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from lakeloader import reader_grants
-from lakeloader.reader_grants import TableGrant
+from lakeloader.control import reader_grants
+from lakeloader.control.reader_grants import TableGrant
 
 ACCOUNT = "123456789012"
 CHILD = "s3tablescatalog/lakeloader-dev-tables"

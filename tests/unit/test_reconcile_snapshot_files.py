@@ -7,8 +7,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from lakeloader.errors import LakeloaderError
 from lakeloader.jobs.reconcile import snapshot_files
+from lakeloader.spark.errors import LakeloaderError
 from tests.unit import stage_world
 from tests.unit.stage_world import unique_name
 

@@ -1,11 +1,11 @@
-"""The Spark-free rules of reconciliation on every commit (lakeloader.reconciliation): a commit's
+"""The Spark-free rules of reconciliation on every commit (lakeloader.engine.reconciliation): a commit's
 summaries read into what the table reports, and the invariants every correct batch keeps."""
 
 from __future__ import annotations
 
-from lakeloader.reconciliation import (
+from lakeloader.engine.reconciliation import (
     Asked,
-    Reconciliation,
+    CommitReconciliation,
     Reported,
     combine,
     from_run_counts,
@@ -155,7 +155,7 @@ def test_reconciliations_add_up_and_travel_through_the_run_record():
     assert "reconcile_snapshot_id" in counts and all(isinstance(v, int) for v in counts.values())
     assert from_run_counts(counts | {"inserted": 5})["mismatched_commits"] == 1
     assert from_run_counts({"inserted": 5}) is None
-    assert from_run_counts(Reconciliation().run_counts()) is None  # nothing reconciled
+    assert from_run_counts(CommitReconciliation().run_counts()) is None  # nothing reconciled
 
 
 def test_on_mismatch_is_a_per_table_setting_alarm_by_default():

@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lakeloader import contract, s3_tables
 from lakeloader.config import parse_config
-from lakeloader.errors import LakeloaderError
+from lakeloader.control import contract
+from lakeloader.iceberg import s3_tables
 from lakeloader.jobs import with_database_prefix
-from lakeloader.spark import S3_TABLES_ENV, SparkSettings, local_conf
+from lakeloader.spark.errors import LakeloaderError
+from lakeloader.spark.session import S3_TABLES_ENV, SparkSettings, local_conf
 from lakeloader_dev.emulator.glue_runner import s3_tables_warehouse
 
 BUCKET = "arn:aws:s3tables:us-east-1:123456789012:bucket/lakeloader-dev-tables"

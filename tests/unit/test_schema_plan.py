@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import types as T
 
 from lakeloader.engine.schema import plan_schema
-from lakeloader.errors import SchemaChangeError
+from lakeloader.spark.errors import SchemaChangeError
 
 
 def struct(**fields: T.DataType) -> T.StructType:

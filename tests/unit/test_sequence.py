@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from lakeloader.engine.sequence import newer_sql
-from lakeloader.sql import quote
+from lakeloader.spark.sql import quote
 
 
 def expected(held: tuple, incoming: tuple) -> bool:

@@ -39,16 +39,16 @@ def test_the_installed_package_holds_no_development_tooling():
     """The packages setuptools installs from pyproject.toml's `find` settings."""
     find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
     installed = find_packages(str(REPO), include=find["include"], exclude=find.get("exclude", ()))
-    assert "lakeloader" in installed and "lakeloader.trigger" in installed
+    assert "lakeloader" in installed and "lakeloader.control.trigger" in installed
     assert sorted(p for p in installed if p.split(".")[0] != "lakeloader") == []
 
 
 def test_the_cli_finds_the_jars_the_assembly_recorded(tmp_path, monkeypatch):
     """The jar assembly (development tooling) records its Spark settings; the shipped runtime reads
     that file, never the module. Without it, the error names the file and the two ways out."""
-    from lakeloader import runtimes
-    from lakeloader.errors import LakeloaderError
-    from lakeloader.spark import JARS_ENV, SparkSettings, jar_conf_path, local_conf
+    from lakeloader.control import runtimes
+    from lakeloader.spark.errors import LakeloaderError
+    from lakeloader.spark.session import JARS_ENV, SparkSettings, jar_conf_path, local_conf
 
     monkeypatch.setenv("LAKELOADER_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(JARS_ENV, raising=False)

@@ -1,5 +1,5 @@
 """`sources:` (issue 67 item 1): one entry stands for every table under a raw prefix. The layout names a
-key's table (lakeloader.discovery, the rule the Lambda shares), the defaults and the keys map make its
+key's table (lakeloader.control.discovery, the rule the Lambda shares), the defaults and the keys map make its
 settings, a declared table keeps its own, and a table whose keys are unknown is held with the line to add.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from lakeloader.cli import main
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.sources import discover
-from lakeloader.discovery import find_table
+from lakeloader.control.discovery import find_table
 
 DMS = {
     "id": "crm",

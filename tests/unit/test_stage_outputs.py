@@ -13,7 +13,7 @@ import pytest
 from lakeloader import cli
 from lakeloader.cli.doctor import IAM_ALLOWED_PRINCIPALS
 from lakeloader.cli.stage import DeployedStage, StageNotFoundError, stack_name
-from lakeloader.contract import stage_options
+from lakeloader.control.contract import stage_options
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 from tests.unit.test_operator_verbs import one_file_in

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 import boto3
 
 from lakeloader.cli import operate
-from lakeloader.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
-from lakeloader.ledger.base import SCAN_SEGMENTS
-from lakeloader.reconciliation import Reconciliation
+from lakeloader.control.ledger import FAILED, PENDING, QUARANTINED, RUNNING, SKIPPED, Ledger
+from lakeloader.control.ledger.base import SCAN_SEGMENTS
+from lakeloader.engine.reconciliation import CommitReconciliation
 from tests.aws_fixtures import ManualClock
 from tests.unit import stage_world
 from tests.unit.test_operator_verbs import one_file_in
@@ -157,10 +157,10 @@ def test_status_json_is_each_table_with_its_health(stage, capsys):
 
 
 def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage):
-    """The newest run whose record kept a reconciliation (lakeloader.reconciliation.run_counts); a run
+    """The newest run whose record kept a reconciliation (lakeloader.engine.reconciliation.run_counts); a run
     that reconciled nothing (no commit) does not hide it."""
-    clean = Reconciliation(commits=2, upserts_asked=5, inserted=3, updated=2, live_delta=3).run_counts()
-    mismatched = Reconciliation(commits=1, updated=2, mismatched_commits=1).run_counts()
+    clean = CommitReconciliation(commits=2, upserts_asked=5, inserted=3, updated=2, live_delta=3).run_counts()
+    mismatched = CommitReconciliation(commits=1, updated=2, mismatched_commits=1).run_counts()
     run(stage, "crm.customers", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), counts=clean)
     run(stage, "crm.vip", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), counts=mismatched)
     run(stage, "crm.vip", "run-2", "succeeded", datetime(2026, 3, 2, 10, tzinfo=UTC), counts={"files": 0})
@@ -176,11 +176,11 @@ def test_each_tables_last_reconciliation_and_a_mismatch_makes_it_unhealthy(stage
 
 
 def test_a_table_held_for_its_keys_is_listed_with_the_line_to_add(stage, capsys):
-    """A table a source found without keys (lakeloader.trigger.found) is not a table to load: status of
+    """A table a source found without keys (control.trigger.found) is not a table to load: status of
     the stage lists it under the tables, with the one line that releases it, and exits 1; --json lists
     it after the tables, with the same line; status of another table (--table) answers for that table
     alone."""
-    from lakeloader.config_store import found_item, put_found_item
+    from lakeloader.control.config_store import found_item, put_found_item
 
     held = found_item(
         "erp",
@@ -233,7 +233,7 @@ def test_status_of_the_whole_stage_reads_each_table_of_the_ledger_in_pages_and_s
     for status in (PENDING, RUNNING, FAILED, QUARANTINED, SKIPPED):
         one_file_in(stage, status, size=3, arrived="2026-03-02T11:00:00Z")
     one_file_in(stage, QUARANTINED, table_id="old.archive", arrived="2026-03-01T00:00:00Z")
-    clean = Reconciliation(commits=1, upserts_asked=1, inserted=1, live_delta=1).run_counts()
+    clean = CommitReconciliation(commits=1, upserts_asked=1, inserted=1, live_delta=1).run_counts()
     run(stage, "crm.customers", "run-1", "succeeded", datetime(2026, 3, 2, 9, tzinfo=UTC), snapshot_id=4)
     run(stage, "crm.customers", "run-2", "succeeded", datetime(2026, 3, 2, 10, tzinfo=UTC), counts=clean)
     stage.ledger.start_run("sales.orders", "run-5", "cid")  # died: no lock

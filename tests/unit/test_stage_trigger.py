@@ -18,9 +18,9 @@ import boto3
 import pytest
 
 from lakeloader import cli
-from lakeloader import trigger as trigger_module
-from lakeloader.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD, ARG_TABLE_ID, glue_arg
-from lakeloader.ledger import PENDING, QUARANTINED
+from lakeloader.control import trigger as trigger_module
+from lakeloader.control.contract import ARG_RAW_ZONE_ERASED, ARG_REBUILD, ARG_TABLE_ID, glue_arg
+from lakeloader.control.ledger import PENDING, QUARANTINED
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 from tests.unit.test_operator_verbs import one_file_in, statuses

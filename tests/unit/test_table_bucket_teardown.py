@@ -1,4 +1,4 @@
-"""A dev stage's table bucket emptied on the stack's delete (lakeloader.table_bucket_teardown), against
+"""A dev stage's table bucket emptied on the stack's delete (control.table_bucket_teardown), against
 moto's S3 Tables in process: every table and every namespace deleted, another bucket untouched, and
 nothing done on Create or Update. S3 Tables deletes a bucket only once it holds no namespace, and a
 namespace only once it holds no table ("DeleteTableBucket", "DeleteNamespace", Amazon S3 Tables API
@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakeloader import table_bucket_teardown
+from lakeloader.control import table_bucket_teardown
 from tests.aws_fixtures import AWS_TEST_ENV
 
 

@@ -2,7 +2,7 @@
 key, ETag, version, size, sequencer, event time, name, outermost source), which names mean "created",
 what each unreadable record is reported as, and what each invocation reads as (objects arrived, the
 sweep and rebuild requests the operator verbs and the schedule send, and its correlation id).
-lakeloader.trigger.events is plain Python; test_trigger_events.py runs the same events through the
+lakeloader.control.trigger.events is plain Python; test_trigger_events.py runs the same events through the
 handler against moto."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from urllib.parse import quote_plus
 
 import pytest
 
-from lakeloader.ledger import ObjectRef
-from lakeloader.trigger.events import (
+from lakeloader.control.ledger import ObjectRef
+from lakeloader.control.trigger.events import (
     ObjectEvent,
     ObjectsArrived,
     RebuildRequest,

@@ -1,4 +1,4 @@
-"""Event parsing (lakeloader.trigger.events): S3 notifications, their SQS/SNS/EventBridge wrappers,
+"""Event parsing (lakeloader.control.trigger.events): S3 notifications, their SQS/SNS/EventBridge wrappers,
 URL-encoded keys, and records that are counted as ignored rather than dropped."""
 
 from __future__ import annotations

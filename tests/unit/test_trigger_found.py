@@ -9,8 +9,8 @@ import json
 
 from lakeloader.config import TableConfig
 from lakeloader.config.items import load_tables_from_dynamodb
-from lakeloader.config_store import scan_items, source_item, sync_items
-from lakeloader.ledger import PENDING
+from lakeloader.control.config_store import scan_items, source_item, sync_items
+from lakeloader.control.ledger import PENDING
 from tests.unit import trigger_world
 from tests.unit.trigger_world import HANDLER, World, context, log_lines, s3_event, s3_record
 

@@ -1,4 +1,4 @@
-"""The S3-arrival Lambda end to end (lakeloader.trigger.handler): record, reserve, start one run per table,
+"""The S3-arrival Lambda end to end (control.trigger.handler): record, reserve, start one run per table,
 in-process against DynamoDB/Glue on a real moto server (HTTP); and what the Lambda bundles import."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from lakeloader import trigger as trigger_module
-from lakeloader.ledger import DONE, PENDING
-from lakeloader.trigger import Trigger, TriggerSettings
+from lakeloader.control import trigger as trigger_module
+from lakeloader.control.ledger import DONE, PENDING
+from lakeloader.control.trigger import Trigger, TriggerSettings
 from tests.unit import trigger_world
 from tests.unit.trigger_world import (
     CUSTOMERS,
@@ -201,6 +201,6 @@ def test_lambda_handlers_never_reach_pydantic_or_pyspark(function: str):
     assert "lakeloader.config" not in probe["modules"]
     if function == "s3_arrival":
         assert probe["result"]["records"] == 0 and probe["result"]["started"] == {}
-        assert "lakeloader.trigger.handler" in probe["modules"]
+        assert "lakeloader.control.trigger.handler" in probe["modules"]
     else:
         assert probe["result"] == ["t/config-sync", {"Put": 0, "Deleted": 0}]

@@ -1,4 +1,4 @@
-"""Starting job runs (lakeloader.trigger.launch): Glue and EMR Serverless on moto, concurrency limits,
+"""Starting job runs (lakeloader.control.trigger.launch): Glue and EMR Serverless on moto, concurrency limits,
 start failures and an engine that is not configured."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from lakeloader.ledger import PENDING
-from lakeloader.trigger import RebuildRequest, Trigger, TriggerError, TriggerSettings
-from lakeloader.trigger.launch import aws_client
+from lakeloader.control.ledger import PENDING
+from lakeloader.control.trigger import RebuildRequest, Trigger, TriggerError, TriggerSettings
+from lakeloader.control.trigger.launch import aws_client
 from tests.aws_fixtures import moto_api, unique_name
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, World, context, log_lines, s3_event, s3_record

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakeloader.ledger import ObjectRef
-from lakeloader.trigger import TriggerError, handle_event
+from lakeloader.control.ledger import ObjectRef
+from lakeloader.control.trigger import TriggerError, handle_event
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, RAW, World, context, log_lines, s3_event, s3_record
 

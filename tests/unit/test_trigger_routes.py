@@ -1,13 +1,13 @@
-"""Routing keys to tables (lakeloader.trigger.routes): longest prefix wins, unknown and disabled prefixes
+"""Routing keys to tables (control.trigger.routes): longest prefix wins, unknown and disabled prefixes
 are counted and logged, and the config table is cached per Lambda container."""
 
 from __future__ import annotations
 
-from lakeloader import contract
-from lakeloader import trigger as trigger_module
-from lakeloader.ledger import FAILED, PENDING, SKIPPED
-from lakeloader.trigger import TableRoute, match_routes
-from lakeloader.trigger.routes import route_for
+from lakeloader.control import contract
+from lakeloader.control import trigger as trigger_module
+from lakeloader.control.ledger import FAILED, PENDING, SKIPPED
+from lakeloader.control.trigger import TableRoute, match_routes
+from lakeloader.control.trigger.routes import route_for
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, RAW, World, context, log_lines, s3_event, s3_record
 

@@ -1,11 +1,11 @@
-"""The trigger's settings from the Lambda environment (lakeloader.trigger.settings)."""
+"""The trigger's settings from the Lambda environment (lakeloader.control.trigger.settings)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lakeloader.ledger import DEFAULT_START_LEASE_SECONDS
-from lakeloader.trigger import TriggerSettings, TriggerSettingsError
+from lakeloader.control.ledger import DEFAULT_START_LEASE_SECONDS
+from lakeloader.control.trigger import TriggerSettings, TriggerSettingsError
 
 
 def test_settings_from_env():

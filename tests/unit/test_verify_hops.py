@@ -11,12 +11,11 @@ import time
 import boto3
 import pytest
 
-from lakeloader import canary
 from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier
-from lakeloader.config import ConfigError, parse_config
+from lakeloader.config import ConfigError, canary, parse_config
 from lakeloader.config.items import config_items
-from lakeloader.dynamodb import encode_item
+from lakeloader.control.dynamodb import encode_item
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 
@@ -265,7 +264,7 @@ def test_a_user_table_may_not_take_the_canaries_id_prefix_or_database(field, val
 
 def test_the_canary_prefix_is_one_the_jobs_read():
     """The jobs pass over path parts starting `_` or `.` (hidden files): the canary's must not."""
-    from lakeloader.inputs import _is_data_file
+    from lakeloader.spark.inputs import _is_data_file
 
     assert _is_data_file(f"{canary.CANARY_PREFIX}glue/verify-1.json")
     assert not _is_data_file("_lakeloader/canary/glue/verify-1.json")  # why not such a prefix

@@ -1,4 +1,4 @@
-"""The runtime matrix (lakeloader.runtimes) and everything pinned to it agree.
+"""The runtime matrix (lakeloader.control.runtimes) and everything pinned to it agree.
 
 A failure here means one side moved without the other: what ships to AWS would no longer run
 the Spark and Iceberg that the local tests run. (The synthesized Glue version and EMR release
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from lakeloader import runtimes
+from lakeloader.control import runtimes
 from lakeloader_dev import jars
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader.cli.stage import DeployedStage  # noqa: E402
-from lakeloader.ledger import ObjectRef  # noqa: E402
+from lakeloader.control.ledger import ObjectRef  # noqa: E402
 from lakeloader_dev.emulator.loop import RunFailed, wait_for_objects  # noqa: E402
 
 moto_server = aws_fixtures.moto_server

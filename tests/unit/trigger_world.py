@@ -22,9 +22,9 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtu
 import aws_fixtures  # noqa: E402
 from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
-from lakeloader import trigger as trigger_module  # noqa: E402
-from lakeloader.ledger import Ledger  # noqa: E402
-from lakeloader.trigger.events import ObjectEvent, ObjectsArrived  # noqa: E402
+from lakeloader.control import trigger as trigger_module  # noqa: E402
+from lakeloader.control.ledger import Ledger  # noqa: E402
+from lakeloader.control.trigger.events import ObjectEvent, ObjectsArrived  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = "lakeloader-raw-123456789012"
