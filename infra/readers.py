@@ -10,11 +10,14 @@ Each reader gets:
   (`warehouse/<glue database>.db/<table>/`); in Lake Formation mode, `SELECT` and `DESCRIBE` grants
   (with the columns of `exclude_columns` left out) and `lakeformation:GetDataAccess`, with no S3
   grant of its own;
-* an Athena workgroup `<project>-<stage>-reader-<role name>` (engine version 3, which reads Iceberg;
-  a `+`, `=`, `,` or `@` of the role name becomes `_`, which Athena allows in a workgroup name)
-  whose results go, encrypted with the stage's key, to `s3://<results bucket>/<role name>/`, where
-  they expire after `query_results_expiration_days`. The workgroup's settings override the client's,
-  so a reader cannot send its results elsewhere or read another reader's.
+* when it queries through Athena (its `engines`, default `["athena"]`), an Athena workgroup
+  `<project>-<stage>-reader-<role name>` (engine version 3, which reads Iceberg; a `+`, `=`, `,` or
+  `@` of the role name becomes `_`, which Athena allows in a workgroup name) whose results go,
+  encrypted with the stage's key, to `s3://<results bucket>/<role name>/`, where they expire after
+  `query_results_expiration_days`. The workgroup's settings override the client's, so a reader cannot
+  send its results elsewhere or read another reader's. A reader that names no Athena (`engines:
+  [spark]`, one that may read format-3 tables) gets no workgroup and no results prefix, and a stage
+  none of whose readers queries through Athena has no results bucket.
 
 A table is named by its config target, `<database>.<table>`; `<database>.*` and `*` select many. The
 selection is resolved at synth against the config; a reader with every table of a database (and no
@@ -55,6 +58,7 @@ from infra.settings_access import ReaderSettings
 from infra.settings_names import Retention, StageNames
 from infra.storage import WAREHOUSE_PREFIX, LakeStorage
 from lakeloader.config import LakeConfig
+from lakeloader.config.format_versions import queries_through_athena
 from lakeloader.control.contract import TOMBSTONES_SUFFIX
 from lakeloader.control.reader_grants import TableGrant
 
@@ -151,7 +155,8 @@ class ReadersSettings:
 
 
 class Readers(Construct):
-    """The stage's readers: a policy, an Athena workgroup and (Lake Formation mode) grants each."""
+    """The stage's readers: a policy, an Athena workgroup (a reader that queries through Athena) and (Lake
+    Formation mode) grants each."""
 
     def __init__(
         self,
@@ -167,19 +172,22 @@ class Readers(Construct):
         super().__init__(scope, construct_id)
         self.settings = settings
         self.table_bucket = table_bucket
-        self.results = storage.lake_bucket(
-            "QueryResults",
-            "results",
-            [
-                s3.LifecycleRule(
-                    id="expire-query-results",
-                    expiration=Duration.days(settings.query_results_expiration_days),
-                    noncurrent_version_expiration=Duration.days(1),
-                    abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
-            ],
-            scope=self,
-        )
+        # the Athena readers' query results (none: no reader queries through Athena)
+        self.results: s3.Bucket | None = None
+        if any(queries_through_athena(reader.engines) for reader in settings.readers):
+            self.results = storage.lake_bucket(
+                "QueryResults",
+                "results",
+                [
+                    s3.LifecycleRule(
+                        id="expire-query-results",
+                        expiration=Duration.days(settings.query_results_expiration_days),
+                        noncurrent_version_expiration=Duration.days(1),
+                        abort_incomplete_multipart_upload_after=Duration.days(1),
+                    )
+                ],
+                scope=self,
+            )
         self.workgroups: dict[str, athena.CfnWorkGroup] = {}
         # Lake Formation grants on tables by name: applied once each table exists (infra.reader_grants)
         self.table_grants: list[TableGrant] = []
@@ -227,31 +235,8 @@ class Readers(Construct):
         units = grant_units(lake, tables_in_glue, reader.exclude_columns)
         physical = [(stage_names.glue_database(d), t) for d, names in units.items() for t in names]
         databases = sorted({database for database, _ in physical})
-        workgroup = athena.CfnWorkGroup(
-            self,
-            f"Workgroup-{name}",
-            name=stage_names.resource_name(f"reader-{query_name}"),
-            description=f"{stage_names.prefix}: queries of {reader.role_arn}",
-            state="ENABLED",
-            recursive_delete_option=not self.settings.retention.retain,
-            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
-                enforce_work_group_configuration=True,
-                publish_cloud_watch_metrics_enabled=True,
-                engine_version=athena.CfnWorkGroup.EngineVersionProperty(
-                    selected_engine_version=ATHENA_ENGINE
-                ),
-                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
-                    output_location=f"s3://{self.results.bucket_name}/{query_name}/",
-                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
-                        encryption_option="SSE_KMS", kms_key=storage.key.key_arn
-                    ),
-                ),
-            ),
-        )
-        workgroup.apply_removal_policy(
-            RemovalPolicy.RETAIN if self.settings.retention.retain else RemovalPolicy.DESTROY
-        )
-        workgroup_arn = stack.format_arn(service="athena", resource="workgroup", resource_name=workgroup.name)
+        results = self.results if queries_through_athena(reader.engines) else None  # its Athena results
+        query_statements = self._workgroup(storage, reader, results) if results else []
         statements = [
             iam.PolicyStatement(
                 sid="ReadCatalog",
@@ -264,22 +249,14 @@ class Readers(Construct):
                     ],
                 ],
             ),
-            iam.PolicyStatement(sid="QueryInOwnWorkgroup", actions=ATHENA_ACTIONS, resources=[workgroup_arn]),
-            iam.PolicyStatement(
-                sid="OwnQueryResults",
-                actions=RESULTS_OBJECT_ACTIONS,
-                resources=[self.results.arn_for_objects(f"{query_name}/*")],
-            ),
-            iam.PolicyStatement(
-                sid="ListOwnQueryResults",
-                actions=["s3:ListBucket"],
-                resources=[self.results.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{query_name}/", f"{query_name}/*"]}},
-            ),
+            *query_statements,
             iam.PolicyStatement(
                 sid="BucketLocations",
                 actions=["s3:GetBucketLocation"],
-                resources=[self.results.bucket_arn, storage.curated.bucket_arn],
+                resources=[
+                    *([results.bucket_arn] if results else []),
+                    storage.curated.bucket_arn,
+                ],
             ),
             iam.PolicyStatement(
                 sid="StageKey",
@@ -341,8 +318,8 @@ class Readers(Construct):
             statements=statements,
             roles=[iam.Role.from_role_arn(self, f"Role-{name}", reader.role_arn)],
         )
-        self.workgroups[name] = workgroup
-        findings.append(f"Resource::{arn_ref(self.results)}/{query_name}/*")
+        if results:
+            findings.append(f"Resource::{arn_ref(results)}/{query_name}/*")
         findings += [
             f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{d}/*"
             for d, t in physical
@@ -363,6 +340,55 @@ class Readers(Construct):
                 "named by the s3tables:namespace and s3tables:tableName conditions instead."
             ),
         )
+
+    def _workgroup(
+        self, storage: LakeStorage, reader: ReaderSettings, results: s3.Bucket
+    ) -> list[iam.PolicyStatement]:
+        """The reader's Athena workgroup (results under its own prefix of the results bucket, encrypted
+        with the stage's key) and the statements that let it query there and nowhere else."""
+        name, query_name = reader.role_name, reader.query_name
+        workgroup = athena.CfnWorkGroup(
+            self,
+            f"Workgroup-{name}",
+            name=self.settings.names.resource_name(f"reader-{query_name}"),
+            description=f"{self.settings.names.prefix}: queries of {reader.role_arn}",
+            state="ENABLED",
+            recursive_delete_option=not self.settings.retention.retain,
+            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
+                enforce_work_group_configuration=True,
+                publish_cloud_watch_metrics_enabled=True,
+                engine_version=athena.CfnWorkGroup.EngineVersionProperty(
+                    selected_engine_version=ATHENA_ENGINE
+                ),
+                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
+                    output_location=f"s3://{results.bucket_name}/{query_name}/",
+                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
+                        encryption_option="SSE_KMS", kms_key=storage.key.key_arn
+                    ),
+                ),
+            ),
+        )
+        workgroup.apply_removal_policy(
+            RemovalPolicy.RETAIN if self.settings.retention.retain else RemovalPolicy.DESTROY
+        )
+        self.workgroups[name] = workgroup
+        workgroup_arn = Stack.of(self).format_arn(
+            service="athena", resource="workgroup", resource_name=workgroup.name
+        )
+        return [
+            iam.PolicyStatement(sid="QueryInOwnWorkgroup", actions=ATHENA_ACTIONS, resources=[workgroup_arn]),
+            iam.PolicyStatement(
+                sid="OwnQueryResults",
+                actions=RESULTS_OBJECT_ACTIONS,
+                resources=[results.arn_for_objects(f"{query_name}/*")],
+            ),
+            iam.PolicyStatement(
+                sid="ListOwnQueryResults",
+                actions=["s3:ListBucket"],
+                resources=[results.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{query_name}/", f"{query_name}/*"]}},
+            ),
+        ]
 
     def _bucket_tables(
         self, reader: ReaderSettings, tables: dict[str, list[str]]

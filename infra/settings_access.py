@@ -35,10 +35,10 @@ class ReaderSettings(SettingsModel):
     engines: list[str] = Field(
         default_factory=lambda: list(DEFAULT_ENGINES),
         min_length=1,
-        description='What it queries with (default ["athena"], its workgroup): a table with '
-        "target.format_version 3 is refused to a reader whose engines include athena, which reads "
-        'format 2 only; say e.g. ["spark"] for one that reads through Spark, EMR or Glue '
-        "(docs/format-versions.md)",
+        description='What it queries with (default ["athena"]: it gets an Athena workgroup; without '
+        '"athena", none): a table with target.format_version 3 is refused to a reader whose engines '
+        'include athena, which reads format 2 only; say e.g. ["spark"] for one that reads through '
+        "Spark, EMR or Glue (docs/format-versions.md)",
     )
 
     @property

@@ -303,7 +303,7 @@ class LakeloaderStack(Stack):
                 self.to_json_string([s.to_statement_json() for s in storage.key_policy_statements]),
                 "Add to the key policy of encryption.customer_managed_key (docs/deploy.md#your-own-key)",
             )
-        if self.readers is not None:
+        if self.readers is not None and self.readers.results is not None:  # a reader queries through Athena
             outputs["QueryResultsBucketName"] = (self.readers.results.bucket_name, "Readers' Athena results")
             outputs["ReaderWorkgroups"] = (
                 ",".join(f"{role}={wg.name}" for role, wg in self.readers.workgroups.items()),

@@ -7,7 +7,7 @@ prefix of the raw bucket, with the stage's key; read the config and the ledger, 
 canary's items; see the ingest job's runs (and the EMR application's); read the canary tables through
 the Glue catalog and drop them, with their files under the warehouse; read the arrival Lambda's log
 and the Glue jobs' logs; read and delete the canary's message in the dead-letter queue; publish to the
-alarm topic; and, with readers, query through their Athena workgroups.
+alarm topic; and, with readers that query through Athena, query through their workgroups.
 
 Lake Formation mode: a data lake administrator has no implicit SELECT, and may not drop a table it did
 not create ("Implicit Lake Formation permissions"); the job role creates the canary tables. So the
@@ -63,7 +63,7 @@ class VerifyAccess(Construct):
         statements = self._statements(
             storage, store, processing, database, canary_files, arrival, dead_letter_queue_arn, topic_arn
         )
-        if readers is not None:
+        if readers is not None and readers.results is not None:  # None: no reader queries through Athena
             statements += self._reader_statements(readers)
         if lake_formation:
             statements.append(
@@ -224,13 +224,14 @@ class VerifyAccess(Construct):
     ) -> None:
         stack = Stack.of(self)
         raw, curated = storage.raw, storage.curated
+        results = readers.results if readers is not None else None
         acknowledge_wildcards(
             self.policy,
             [
                 f"Resource::arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/{stack.stack_name}/*",
                 *(f"Resource::{ARN}:log-group:/aws-glue/jobs/*{suffix}" for suffix in ("", ":*")),
                 f"Resource::{ARN}:log-group:/aws/lambda/<{stack.get_logical_id(arrival.node.default_child)}>:*",
-                *([f"Resource::{arn_ref(readers.results)}/*"] if readers is not None else []),
+                *([f"Resource::{arn_ref(results)}/*"] if results is not None else []),
                 f"Resource::{arn_ref(raw)}/{canary.CANARY_PREFIX}*",
                 f"Resource::{arn_ref(curated)}/{canary_files}*",
                 f"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/{database}/*",

@@ -358,7 +358,7 @@ class Verifier:
         """The canary's rows through each reader's Athena workgroup (as the caller, in that workgroup)."""
         listed = self.outputs.get("ReaderWorkgroups", "")
         if not listed:
-            self.say(f"--   {engine}: Athena: the stage has no readers")
+            self.say(f"--   {engine}: Athena: no reader of the stage queries through Athena")
             return
         athena = boto3.client("athena")
         table = f'"{self.stage.glue_database(canary.CANARY_DATABASE)}"."{engine}"'

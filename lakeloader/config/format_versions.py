@@ -35,6 +35,12 @@ class Reader:
     engines: Sequence[str] = DEFAULT_ENGINES
 
 
+def queries_through_athena(engines: Sequence[str]) -> bool:
+    """Does a reader naming these engines query through Athena: it gets an Athena workgroup
+    (infra.readers), and no format-3 table."""
+    return any(engine.lower() == "athena" for engine in engines)
+
+
 def format_version_problems(
     tables: Iterable[TableConfig], runtime: runtimes.Runtime, readers: Iterable[Reader]
 ) -> list[str]:
@@ -51,8 +57,8 @@ def format_version_problems(
                 f"run (format 3 needs {' or '.join(FORMAT_3_RUNTIMES)}); keep it at 2 or change runtime"
             )
         for reader in readers:
-            athena = any(engine.lower() == "athena" for engine in reader.engines)
-            if athena and any(fnmatchcase(target, pattern) for pattern in reader.tables):
+            reads = any(fnmatchcase(target, pattern) for pattern in reader.tables)
+            if reads and queries_through_athena(reader.engines):
                 problems.append(
                     f"table {table.id!r} has target.format_version 3, and reader {reader.name} reads "
                     f"{target} through its Athena workgroup: {ATHENA_LIMIT}; keep the table at 2, or give "

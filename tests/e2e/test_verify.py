@@ -113,7 +113,7 @@ def test_verify_follows_the_canary_through_every_hop_then_removes_it(e2e):
     assert [":".join(p[:2]) for p in passed] == [*GREEN_HOPS, "alarm topic: arn"][: len(passed)]
     assert len(passed) == len(GREEN_HOPS) + 1, out
     assert f"{canary.CANARY_ROWS} rows of verify-" in out
-    assert "Athena: the stage has no readers" in out
+    assert "Athena: no reader of the stage queries through Athena" in out
     assert_canary_removed(e2e)
 
 

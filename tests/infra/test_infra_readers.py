@@ -19,6 +19,12 @@ GLUE = f"arn:aws:glue:{REGION}:{ACCOUNT}"
 ATHENA = f"arn:aws:athena:{REGION}:{ACCOUNT}:workgroup"
 ANALYST = f"arn:aws:iam::{ACCOUNT}:role/analyst"
 BI = f"arn:aws:iam::{ACCOUNT}:role/team/bi"
+# A reader that queries through Spark (EMR, Glue) only: it may read format-3 tables, and needs no workgroup.
+SPARK_READER = {
+    "role_arn": f"arn:aws:iam::{ACCOUNT}:role/etl-reader",
+    "tables": ["crm.*"],
+    "engines": ["spark"],
+}
 READ_CATALOG = ["glue:GetDatabase", "glue:GetTable", "glue:GetTables", "glue:GetPartitions"]
 QUERY = ["athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults"]
 WRITES = [
@@ -216,6 +222,44 @@ def test_lake_formation_mode_grants_select_without_the_excluded_columns_and_no_s
 def test_no_readers_no_workgroup_and_no_results_bucket(dev):
     assert dev.resources("AWS::Athena::WorkGroup") == {}
     assert not [n for n in managed_policies(dev.template_json) if "-reader-" in n]
+
+
+def test_a_reader_that_reads_through_spark_gets_its_tables_and_no_athena_workgroup(synth):
+    """`engines: [spark]` (a reader that may read format-3 tables, docs/format-versions.md): the same
+    reads of its tables, but no workgroup, no Athena action and no prefix of the results bucket, which
+    stays for the Athena reader beside it."""
+    mixed = synth("dev", **with_settings("dev", readers=[READERS[0], SPARK_READER]))
+    workgroups = mixed.resources("AWS::Athena::WorkGroup").values()
+    assert [w["Properties"]["Name"] for w in workgroups] == ["lakeloader-dev-reader-analyst"]
+    assert (
+        mixed.template_json["Outputs"]["ReaderWorkgroups"]["Value"] == "analyst=lakeloader-dev-reader-analyst"
+    )
+    n = names(mixed)
+    _, statements = policy(mixed, "etl-reader")
+    data = f"arn:aws:s3:::{n['curated']}/{folder('crm', 'customers')}data/1.parquet"
+    reads = [(a, f"{GLUE}:table/lakeloader_dev_crm/customers") for a in READ_CATALOG] + [
+        ("s3:GetObject", data)
+    ]
+    assert [r for r in reads if not allowed(statements, *r)] == []
+    athena = {a for s in statements for a in s.actions if a.startswith("athena:")}
+    assert athena == set()
+    results = f"arn:aws:s3:::{n['results']}/etl-reader/7f1c.csv"
+    assert not allowed(statements, "s3:PutObject", results)
+    assert not allowed(statements, "s3:GetObject", results)
+
+
+def test_a_stage_whose_readers_all_read_through_spark_has_no_workgroup_and_no_results_bucket(synth, dev):
+    spark_only = synth("dev", **with_settings("dev", readers=[SPARK_READER]))
+    assert spark_only.resources("AWS::Athena::WorkGroup") == {}
+    assert spark_only.stack.readers.results is None
+    assert len(spark_only.resources("AWS::S3::Bucket")) == len(dev.resources("AWS::S3::Bucket"))
+    outputs = spark_only.template_json["Outputs"]
+    assert not {"ReaderWorkgroups", "QueryResultsBucketName"} & set(outputs)
+    assert "lakeloader-dev-reader-etl-reader" in managed_policies(spark_only.template_json)
+    verify_actions = {
+        a for s in managed_policies(spark_only.template_json)["lakeloader-dev-verify"][1] for a in s.actions
+    }
+    assert not {a for a in verify_actions if a.startswith("athena:")}, "verify queries no workgroup"
 
 
 @pytest.mark.parametrize(
