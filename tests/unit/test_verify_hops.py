@@ -17,16 +17,18 @@ from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, V
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.dynamodb import encode_item
+from lakeloader.ledger import DONE, FAILED, QUARANTINED
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
 
 
-def with_canary_tables(stage: Stage) -> Stage:
-    """The canary tables in the stage's config table, as the stack's config sync writes them."""
+def with_canary_tables(stage: Stage, *tables: dict) -> Stage:
+    """The canary tables (after the user's `tables`) in the stage's config table, as the stack's config
+    sync writes them."""
     dynamodb = boto3.client("dynamodb")
-    for item in config_items(canary.with_canaries(parse_config({"tables": []}))):
+    for item in config_items(canary.with_canaries(parse_config({"tables": list(tables)}))):
         dynamodb.put_item(TableName=stage.deployed.config_table, Item=encode_item(item))
     return stage
 
@@ -287,3 +289,56 @@ def test_each_readers_workgroup_counts_the_canary_rows_or_fails_naming_it(stage,
     assert f"{canary.CANARY_ROWS} rows" in said[0]
     assert failed.value.resource == "Athena workgroup lakeloader-dev-auditor"
     assert f"counted 0 canary rows, wanted {canary.CANARY_ROWS}" in failed.value.detail
+
+
+def user_table(n: int, engine: str) -> dict:
+    return {
+        "id": f"crm.t{n}",
+        "source": {"prefix": f"crm/t{n}/", "format": "parquet", "cdc": "dms"},
+        "target": {"database": "crm", "table": f"t{n}"},
+        "keys": ["id"],
+        "engine": engine,
+    }
+
+
+@pytest.mark.parametrize(
+    ("engines", "used"),
+    [((), ["glue"]), (("glue",), ["glue"]), (("glue", "emr"), ["glue", "emr"])],
+    ids=["canaries alone", "a glue table", "an emr table"],
+)
+def test_a_stage_verifies_emr_only_where_a_table_of_its_own_runs_there(stage, engines, used):
+    """Which engines a stage uses: glue always; emr where a user's table runs on EMR Serverless. The
+    stage's own EMR canary (engine emr, deployed to every stage) does not count."""
+    with_canary_tables(stage, *(user_table(n, engine) for n, engine in enumerate(engines)))
+
+    assert Verifier(stage.deployed, {}, timeout=1, say=[].append).engines() == used
+
+
+@pytest.mark.parametrize("status", [DONE, FAILED, QUARANTINED])
+def test_the_job_hop_passes_when_the_ledger_says_loaded_and_fails_when_the_file_is_set_aside(stage, status):
+    """The job hop's verdict is the canary file's ledger status: done passes (with the run that loaded
+    it); failed or quarantined fails at once, with the run's reason, however long the timeout."""
+    with_canary_tables(stage)
+    boto3.client("glue").create_job(
+        Name=stage.deployed.ingest_job,
+        Role="arn:aws:iam::123456789012:role/glue",
+        Command={"Name": "glueetl"},
+    )
+    table_id = canary.canary_id("glue")
+    verifier, result = Verifier(stage.deployed, {}, timeout=60, say=[].append), Verification()
+    key = verifier.land(result, "glue")
+    stage.record(table_id, key)
+    claimed = stage.ledger.claim(table_id, stage.ledger.objects(table_id), "run-1")
+    stage.ledger.finish(table_id, claimed, "run-1", status, error=None if status == DONE else "bad canary")
+    started = time.monotonic()
+
+    if status == DONE:
+        assert verifier.job_run(result, "glue", key, since=verifier_since()) == "run-1"
+        assert result.passed == ["glue: land", "glue: job run"]
+        return
+    with pytest.raises(HopFailed) as failed:
+        verifier.job_run(result, "glue", key, since=verifier_since())
+    assert time.monotonic() - started < 30
+    assert failed.value.hop == "glue: job run"
+    assert failed.value.detail == f"the run set the file aside ({status}): bad canary"
+    assert result.passed == ["glue: land"]
