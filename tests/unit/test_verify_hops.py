@@ -342,3 +342,26 @@ def test_the_job_hop_passes_when_the_ledger_says_loaded_and_fails_when_the_file_
     assert failed.value.hop == "glue: job run"
     assert failed.value.detail == f"the run set the file aside ({status}): bad canary"
     assert result.passed == ["glue: land"]
+
+
+def test_the_cleanup_drops_each_canary_table_with_its_files_and_nothing_beside_them(stage):
+    """A canary table is dropped with every object under its location's folder; an object of a sibling
+    folder whose name starts the same is not the table's and stays."""
+    glue, s3 = boto3.client("glue"), boto3.client("s3")
+    database = stage.deployed.glue_database(canary.CANARY_DATABASE)
+    bucket = stage.deployed.raw_bucket
+    glue.create_database(DatabaseInput={"Name": database})
+    location = f"s3://{bucket}/warehouse/canary/glue"
+    glue.create_table(
+        DatabaseName=database, TableInput={"Name": "glue", "StorageDescriptor": {"Location": location}}
+    )
+    for key in ("warehouse/canary/glue/data/a.parquet", "warehouse/canary/glue/metadata/v1.json"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    s3.put_object(Bucket=bucket, Key="warehouse/canary/glue_other/b.parquet", Body=b"x")
+
+    removal = remove_canary(stage.deployed, [])
+
+    assert f"Glue table {database}.glue and its files" in removal.removed and removal.errors == []
+    left = s3.list_objects_v2(Bucket=bucket, Prefix="warehouse/").get("Contents", [])
+    assert [o["Key"] for o in left] == ["warehouse/canary/glue_other/b.parquet"]
+    assert glue.get_tables(DatabaseName=database)["TableList"] == []
