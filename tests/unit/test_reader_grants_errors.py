@@ -185,3 +185,24 @@ def test_the_administrators_command_grants_exactly_the_grant():
         '"ColumnWildcard":{"ExcludedColumnNames":["email"]},"DatabaseName":"crm","Name":"customers"}}\' '
         "--permissions SELECT"
     )
+
+
+def test_the_administrators_command_lists_every_permission():
+    assert reader_grants.grant_command(GLUE_TABLE, ACCOUNT).endswith(" --permissions SELECT DESCRIBE")
+
+
+@pytest.mark.parametrize("code", [c for c in LOOKUP_ERRORS if c != "EntityNotFoundException"])
+def test_a_revoke_whose_table_cannot_be_looked_up_is_reported_unrevoked(clients, code):
+    """A table the function may not see, or a lookup that failed, may still hold the grant: reported."""
+    glue, lakeformation, glue_stub, _ = clients
+    glue_stub.add_client_error(
+        "get_table",
+        service_error_code=code,
+        service_message="refused",
+        expected_params=lookup_params(FEDERATED),
+    )
+    event = {"RequestType": "Delete", "ResourceProperties": {"Grants": reader_grants.encode([FEDERATED])}}
+    result = reader_grants.handle(
+        event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+    assert result == {"revoked": [], "unrevoked": [f"{FEDERATED}: {code}: refused"]}
