@@ -365,3 +365,25 @@ def test_the_cleanup_drops_each_canary_table_with_its_files_and_nothing_beside_t
     left = s3.list_objects_v2(Bucket=bucket, Prefix="warehouse/").get("Contents", [])
     assert [o["Key"] for o in left] == ["warehouse/canary/glue_other/b.parquet"]
     assert glue.get_tables(DatabaseName=database)["TableList"] == []
+
+
+def test_the_athena_hop_counts_the_canary_table_of_its_engine_or_says_the_stage_has_no_readers(
+    stage, aws_endpoint
+):
+    said: list[str] = []
+    Verifier(stage.deployed, {}, timeout=5, say=said.append).athena(Verification(), "glue")
+    assert said == ["--   glue: Athena: the stage has no readers"]
+
+    athena = boto3.client("athena")
+    athena.create_work_group(Name="lakeloader-dev-analyst", Configuration={})
+    outputs = {"ReaderWorkgroups": "analyst=lakeloader-dev-analyst"}
+    verifier, result = Verifier(stage.deployed, outputs, timeout=5, say=said.append), Verification()
+    queue_athena_results(aws_endpoint, str(canary.CANARY_ROWS))
+    verifier.athena(result, "emr")
+
+    assert result.passed == ["emr: Athena workgroup lakeloader-dev-analyst"]
+    assert verifier.current == (result.passed[0], "Athena workgroup lakeloader-dev-analyst")
+    (qid,) = athena.list_query_executions(WorkGroup="lakeloader-dev-analyst")["QueryExecutionIds"]
+    query = athena.get_query_execution(QueryExecutionId=qid)["QueryExecution"]["Query"]
+    database = stage.deployed.glue_database(canary.CANARY_DATABASE)
+    assert query == f'SELECT count(*) FROM "{database}"."emr" WHERE canary_id = \'{verifier.token}\''
