@@ -206,3 +206,35 @@ def test_a_revoke_whose_table_cannot_be_looked_up_is_reported_unrevoked(clients,
         event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
     )
     assert result == {"revoked": [], "unrevoked": [f"{FEDERATED}: {code}: refused"]}
+
+
+def test_a_revoke_goes_on_after_a_grant_whose_table_is_gone_or_that_was_not_granted(clients, caplog):
+    """Each grant is revoked on its own: one whose table is gone, or that Lake Formation says is not
+    granted (InvalidInputException), does not stop the next; the function's log names each outcome."""
+    glue, lakeformation, glue_stub, lf_stub = clients
+    extra = TableGrant(ANALYST, "lakeloader_dev_sales", "lines", ("SELECT",))
+    gone, not_granted, revoked = reader_grants.decode(reader_grants.encode([FEDERATED, GLUE_TABLE, extra]))
+    glue_stub.add_client_error(
+        "get_table", service_error_code="EntityNotFoundException", expected_params=lookup_params(gone)
+    )
+    table_found(glue_stub, not_granted)
+    lf_stub.add_client_error(
+        "revoke_permissions", service_error_code="InvalidInputException", service_message="no"
+    )
+    table_found(glue_stub, revoked)
+    lf_stub.add_response("revoke_permissions", {})
+    event = {
+        "RequestType": "Delete",
+        "ResourceProperties": {"Grants": reader_grants.encode([FEDERATED, GLUE_TABLE, extra])},
+    }
+    caplog.set_level("INFO", logger=reader_grants.log.name)
+
+    result = reader_grants.handle(
+        event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+
+    assert result == {"revoked": [str(revoked)]}
+    messages = [r.getMessage() for r in caplog.records if r.name == reader_grants.log.name]
+    assert f"revoked {revoked}" in messages
+    (nothing,) = [m for m in messages if m.startswith("nothing to revoke for ")]
+    assert nothing.startswith(f"nothing to revoke for {not_granted}: ") and "InvalidInputException" in nothing
