@@ -387,3 +387,24 @@ def test_the_athena_hop_counts_the_canary_table_of_its_engine_or_says_the_stage_
     query = athena.get_query_execution(QueryExecutionId=qid)["QueryExecution"]["Query"]
     database = stage.deployed.glue_database(canary.CANARY_DATABASE)
     assert query == f'SELECT count(*) FROM "{database}"."emr" WHERE canary_id = \'{verifier.token}\''
+
+
+def test_the_alarm_topic_takes_a_subject_line_and_a_stack_without_the_output_fails_the_hop(stage):
+    """What a subscriber sees: the subject "lakeloader verify" and the run's token. A stack that names no
+    alarm topic fails the hop, named as the alarm topic's."""
+    sns, sqs = boto3.client("sns"), boto3.client("sqs")
+    topic = sns.create_topic(Name="lakeloader-alarms")["TopicArn"]
+    queue = sqs.create_queue(QueueName="alarm-inbox")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    verifier = Verifier(stage.deployed, {"AlarmTopicArn": topic}, timeout=1, say=[].append)
+    verifier.alarm_topic(Verification())
+    (message,) = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["Subject"] == "lakeloader verify" and verifier.token in body["Message"]
+
+    with pytest.raises(HopFailed) as failed:
+        Verifier(stage.deployed, {}, timeout=1, say=[].append).alarm_topic(Verification())
+    assert failed.value.hop == "alarm topic" and failed.value.resource == "SNS topic "
