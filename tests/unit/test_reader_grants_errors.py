@@ -238,3 +238,23 @@ def test_a_revoke_goes_on_after_a_grant_whose_table_is_gone_or_that_was_not_gran
     assert f"revoked {revoked}" in messages
     (nothing,) = [m for m in messages if m.startswith("nothing to revoke for ")]
     assert nothing.startswith(f"nothing to revoke for {not_granted}: ") and "InvalidInputException" in nothing
+
+
+def test_only_a_glue_table_created_event_names_tables():
+    """Glue's "Glue Data Catalog Database State Change" with typeOfChange CreateTable names them; the
+    same detail type from another source, or another detail type from Glue, is no such event."""
+    created = {
+        "source": reader_grants.GLUE_SOURCE,
+        "detail-type": reader_grants.TABLE_CREATED_DETAIL_TYPE,
+        "detail": {"typeOfChange": reader_grants.TABLE_CREATED, "changedTables": ["orders", "lines"]},
+    }
+    assert reader_grants.created_tables(created) == {("", "orders"), ("", "lines")}  # no database named
+    assert reader_grants.created_tables(created | {"source": "aws.s3"}) is None
+    assert reader_grants.created_tables(created | {"detail-type": "Glue Job State Change"}) is None
+
+
+def test_an_error_without_a_message_is_its_code_alone():
+    from botocore.exceptions import ClientError
+
+    error = ClientError({"Error": {"Code": ACCESS_DENIED}}, "GetTable")
+    assert reader_grants.described(GLUE_TABLE, error) == f"{GLUE_TABLE}: {ACCESS_DENIED}"
