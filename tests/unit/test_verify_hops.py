@@ -4,6 +4,7 @@ the emulator), the canary it lands and removes, and the canary tables every stag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -352,7 +353,8 @@ def test_the_cleanup_drops_each_canary_table_with_its_files_and_nothing_beside_t
     glue, s3 = boto3.client("glue"), boto3.client("s3")
     database = stage.deployed.glue_database(canary.CANARY_DATABASE)
     bucket = stage.deployed.raw_bucket
-    glue.create_database(DatabaseInput={"Name": database})
+    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
+        glue.create_database(DatabaseInput={"Name": database})
     location = f"s3://{bucket}/warehouse/canary/glue"
     glue.create_table(
         DatabaseName=database, TableInput={"Name": "glue", "StorageDescriptor": {"Location": location}}
@@ -377,15 +379,15 @@ def test_the_athena_hop_counts_the_canary_table_of_its_engine_or_says_the_stage_
     assert said == ["--   glue: Athena: the stage has no readers"]
 
     athena = boto3.client("athena")
-    athena.create_work_group(Name="lakeloader-dev-analyst", Configuration={})
-    outputs = {"ReaderWorkgroups": "analyst=lakeloader-dev-analyst"}
+    athena.create_work_group(Name="lakeloader-dev-engineer", Configuration={})
+    outputs = {"ReaderWorkgroups": "engineer=lakeloader-dev-engineer"}
     verifier, result = Verifier(stage.deployed, outputs, timeout=5, say=said.append), Verification()
     queue_athena_results(aws_endpoint, str(canary.CANARY_ROWS))
     verifier.athena(result, "emr")
 
-    assert result.passed == ["emr: Athena workgroup lakeloader-dev-analyst"]
-    assert verifier.current == (result.passed[0], "Athena workgroup lakeloader-dev-analyst")
-    (qid,) = athena.list_query_executions(WorkGroup="lakeloader-dev-analyst")["QueryExecutionIds"]
+    assert result.passed == ["emr: Athena workgroup lakeloader-dev-engineer"]
+    assert verifier.current == (result.passed[0], "Athena workgroup lakeloader-dev-engineer")
+    (qid,) = athena.list_query_executions(WorkGroup="lakeloader-dev-engineer")["QueryExecutionIds"]
     query = athena.get_query_execution(QueryExecutionId=qid)["QueryExecution"]["Query"]
     database = stage.deployed.glue_database(canary.CANARY_DATABASE)
     assert query == f'SELECT count(*) FROM "{database}"."emr" WHERE canary_id = \'{verifier.token}\''
@@ -410,3 +412,39 @@ def test_the_alarm_topic_takes_a_subject_line_and_a_stack_without_the_output_fai
     with pytest.raises(HopFailed) as failed:
         Verifier(stage.deployed, {}, timeout=1, say=[].append).alarm_topic(Verification())
     assert failed.value.hop == "alarm topic" and failed.value.resource == "SNS topic "
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["snapshot in the metadata", "snapshot missing"])
+def test_the_commit_hop_passes_when_the_catalogs_metadata_holds_the_runs_snapshot(stage, held):
+    """The run's snapshot must be in the Iceberg metadata the Glue table points at (metadata_location):
+    then the hop passes with the rows it added; else it fails naming the metadata file."""
+    table_id, run_id = canary.canary_id("glue"), "20261202T060000000Z-abc123"
+    stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
+    stage.ledger.end_run(table_id, run_id, "succeeded", snapshot_id=42)
+    glue, s3 = boto3.client("glue"), boto3.client("s3")
+    database, bucket = stage.deployed.glue_database(canary.CANARY_DATABASE), stage.deployed.raw_bucket
+    key = "warehouse/canary/glue/metadata/00001.metadata.json"
+    snapshots = [{"snapshot-id": 41, "summary": {}}] + (
+        [{"snapshot-id": 42, "summary": {"added-records": "3"}}] if held else []
+    )
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps({"snapshots": snapshots}).encode())
+    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
+        glue.create_database(DatabaseInput={"Name": database})
+    with contextlib.suppress(glue.exceptions.EntityNotFoundException):
+        glue.delete_table(DatabaseName=database, Name="glue")
+    location = f"s3://{bucket}/{key}"
+    glue.create_table(
+        DatabaseName=database, TableInput={"Name": "glue", "Parameters": {"metadata_location": location}}
+    )
+    said: list[str] = []
+    verifier, result = Verifier(stage.deployed, {}, timeout=5, say=said.append), Verification()
+
+    if held:
+        assert verifier.committed(result, "glue", run_id)["Name"] == "glue"
+        assert result.passed == ["glue: iceberg commit"]
+        assert said[0].endswith(f"glue: iceberg commit: Glue table {database}.glue snapshot 42, 3 rows added")
+        return
+    with pytest.raises(HopFailed) as failed:
+        verifier.committed(result, "glue", run_id)
+    assert failed.value.resource == f"Glue table {database}.glue"
+    assert failed.value.detail == f"snapshot 42 is not in {location}"
