@@ -258,3 +258,30 @@ def test_an_error_without_a_message_is_its_code_alone():
 
     error = ClientError({"Error": {"Code": ACCESS_DENIED}}, "GetTable")
     assert reader_grants.described(GLUE_TABLE, error) == f"{GLUE_TABLE}: {ACCESS_DENIED}"
+
+
+def test_the_grants_text_is_compact_and_no_text_is_no_grant():
+    """The custom resource's property (CloudFormation compares it as text): no spaces between items."""
+    text = reader_grants.encode([FEDERATED, GLUE_TABLE])
+    assert ", " not in text and '": ' not in text and reader_grants.decode(text)
+    assert reader_grants.decode(None) == reader_grants.decode("") == []
+
+
+def test_an_answer_without_an_error_is_described_as_unknown():
+    from botocore.exceptions import ClientError
+
+    assert reader_grants.described(GLUE_TABLE, ClientError({}, "GetTable")) == f"{GLUE_TABLE}: Unknown"
+
+
+def test_a_grant_waiting_for_its_table_does_not_hold_back_the_next(clients):
+    glue, lakeformation, glue_stub, lf_stub = clients
+    waiting, granted = reader_grants.decode(reader_grants.encode([FEDERATED, GLUE_TABLE]))
+    glue_stub.add_client_error(
+        "get_table", service_error_code="EntityNotFoundException", expected_params=lookup_params(waiting)
+    )
+    table_found(glue_stub, granted)
+    lf_stub.add_response("grant_permissions", {})
+    assert deploy(glue, lakeformation, [FEDERATED, GLUE_TABLE]) == {
+        "granted": [str(granted)],
+        "waiting": [str(waiting)],
+    }
