@@ -285,3 +285,35 @@ def test_a_grant_waiting_for_its_table_does_not_hold_back_the_next(clients):
         "granted": [str(granted)],
         "waiting": [str(waiting)],
     }
+
+
+def test_each_grant_is_applied_on_its_own_and_logged(clients, caplog):
+    """A grant Lake Formation refuses does not stop the next, nor does one whose table a Glue event does
+    not name; the function's log names each outcome with AWS's answer."""
+    glue, lakeformation, glue_stub, lf_stub = clients
+    extra = TableGrant(ANALYST, "lakeloader_dev_sales", "lines", ("SELECT",))
+    refused, granted = reader_grants.decode(reader_grants.encode([GLUE_TABLE, extra]))
+    table_found(glue_stub, refused)
+    lf_stub.add_client_error("grant_permissions", service_error_code=ACCESS_DENIED, service_message="no")
+    table_found(glue_stub, granted)
+    lf_stub.add_response("grant_permissions", {})
+    caplog.set_level("INFO", logger=reader_grants.log.name)
+
+    done = reader_grants.apply([refused, granted], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT)
+
+    assert done["granted"] == [str(granted)] and done["no_grant_option"] == [
+        f"{refused}: {ACCESS_DENIED}: no"
+    ]
+    messages = [r.getMessage() for r in caplog.records if r.name == reader_grants.log.name]
+    assert messages == [
+        f"not granted (no_grant_option): {refused}: {ACCESS_DENIED}: no",
+        f"granted {granted}",
+    ]
+
+    table_found(glue_stub, granted)
+    lf_stub.add_response("grant_permissions", {})
+    named = {(granted.database, granted.table)}
+    done = reader_grants.apply(
+        [refused, granted], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT, tables=named
+    )
+    assert done == {"granted": [str(granted)], "waiting": []}
