@@ -317,3 +317,22 @@ def test_each_grant_is_applied_on_its_own_and_logged(clients, caplog):
         [refused, granted], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT, tables=named
     )
     assert done == {"granted": [str(granted)], "waiting": []}
+
+
+def test_a_grant_reads_as_one_line_naming_its_permissions_table_hidden_columns_and_principal():
+    two_hidden = TableGrant(ANALYST, "crm", "customers", ("SELECT",), ("email", "phone"), CHILD)
+    assert str(two_hidden) == f"SELECT on {CHILD}/crm.customers without email, phone to {ANALYST}"
+    assert str(GLUE_TABLE) == f"SELECT+DESCRIBE on lakeloader_dev_sales.orders to {ANALYST}"
+    assert str(TableGrant(ANALYST, "crm", None, ("DESCRIBE",))) == f"DESCRIBE on crm to {ANALYST}"
+
+
+def test_an_event_of_another_kind_is_ignored_and_logged_with_its_source_and_type(clients, caplog):
+    glue, lakeformation, _, _ = clients
+    caplog.set_level("INFO", logger=reader_grants.log.name)
+    event = {"source": "aws.s3", "detail-type": "Object Created", "detail": {}}
+    result = reader_grants.handle(
+        event, grants=[GLUE_TABLE], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+    assert result == {"granted": [], "waiting": [], "ignored": True}
+    messages = [r.getMessage() for r in caplog.records if r.name == reader_grants.log.name]
+    assert messages == ["ignored an event of aws.s3 / Object Created"]
