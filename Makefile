@@ -133,16 +133,20 @@ bench-quick: $(STAMP)
 # Mutation testing (not part of `make test`): mutmut mutates the modules whose tests need no JVM -- the
 # ledger, the trigger, the operator verbs (cli/operate, stage, cli/stage_verbs), config, formats (its Spark-free
 # functions: MUTATE_SPARK_ONLY lists the ones only tests/spark reaches, left out of the score), schema's
-# planning and the Spark-free halves of maintenance and the Iceberg layer -- against their unit tests, and
-# infra's network, readers (and S3 Tables readers) and encryption constructs (storage: the key and what it
-# encrypts) against the infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
+# planning and the Spark-free halves of maintenance and the Iceberg layer, the Spark-free parts of the snapshot
+# diff, reconcile and its repair, the unreadable-file finder and the load job, reconciliation, verify and its
+# canary cleanup, reader grants -- against their unit tests, and infra's network, readers (and S3 Tables
+# readers), encryption constructs (storage: the key and what it encrypts), writers and S3 Tables table bucket
+# against the infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
 # copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate cli/stage"` or
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs. A stopped run goes on where it
 # stopped with MUTATE_RESUME=1 and the same MUTATE_MODULES and MUTATE_DIR: its copy is kept, with the code
 # and tests it was made from, and mutmut leaves each verdict it recorded (an infra module runs for hours).
 MUTATE_MODULES ?= control/trigger control/ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema spark/inputs jobs/retention iceberg/table_state \
-                  jobs/object_versions infra/network infra/readers infra/s3_tables_readers infra/storage
+                  jobs/object_versions engine/full_copy engine/reconciliation engine/repair cli/verify cli/canary_cleanup control/reader_grants \
+                  engine/unreadable jobs/load infra/network infra/readers infra/s3_tables_readers infra/storage infra/writers \
+                  infra/s3_tables
 MUTATE_DIR     ?= build/mutate
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
                   $(wildcard tests/unit/test_ledger_*.py) $(wildcard tests/unit/test_drain*.py) tests/unit/test_operator_verbs.py \
@@ -151,12 +155,15 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   $(wildcard tests/unit/test_formats_*.py) tests/unit/test_schema_plan.py tests/unit/test_table_layout.py \
                   tests/unit/test_retention_cutoffs.py \
                   tests/unit/test_table_state.py tests/unit/test_object_versions.py tests/unit/test_inputs.py \
-                  tests/unit/test_s3_tables_config.py tests/unit/test_retry.py
+                  tests/unit/test_s3_tables_config.py tests/unit/test_retry.py \
+                  tests/unit/test_reconciliation_rules.py tests/unit/test_repair_rows.py $(wildcard tests/unit/test_reader_grants*.py) \
+                  tests/unit/test_unreadable_bisect.py tests/unit/test_assign_inputs.py tests/unit/test_run_summary_lines.py \
+                  tests/unit/test_snapshot_columns.py
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_first_deploy.py tests/infra/test_infra_readers.py \
                   tests/infra/test_infra_reader_grants.py \
                   tests/infra/test_infra_s3_tables_readers.py \
                   tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py tests/infra/test_infra_storage_lifecycle.py \
-                  tests/infra/test_infra_shared_account.py
+                  tests/infra/test_infra_shared_account.py tests/infra/test_infra_writers.py tests/infra/test_infra_s3_tables.py
 # module:function (Class.method) that only a Spark test can run: their mutants are counted apart
 MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceFormat.operation \
                   formats/debezium:Debezium.read_checked formats/debezium:Debezium._unwrap \
@@ -167,7 +174,14 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
                   formats/files:lenient_cast formats/debezium:decimal_sql \
                   formats/full_copy:FullCopy.read_checked formats/full_copy:folder_value \
                   engine/schema:typed_columns engine/schema:_iceberg_type engine/schema:apply_plan \
-                  engine/schema:create_table engine/schema:_aligned engine/schema:align
+                  engine/schema:create_table engine/schema:_aligned engine/schema:align \
+                  engine/full_copy:sequence_of engine/full_copy:_same engine/full_copy:as_changes \
+                  engine/repair:Comparison.samples engine/repair:Comparison.release engine/repair:_read \
+                  engine/repair:_successor engine/repair:repair_sequence engine/repair:stamped \
+                  engine/repair:compare_snapshot engine/repair:_live engine/repair:repair_difference \
+                  engine/unreadable:spark_read_error engine/unreadable:find_unreadable \
+                  jobs/load:run_tables jobs/load:finish_lineage jobs/load:output_schema jobs/load:skip_files \
+                  jobs/load:_without_skipped jobs/load:_load_setting_aside jobs/load:load_table
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then
 # per package. Counted apart, outside the score: the mutants of a Spark-only function, and prose -- a
 # mutant whose function equals the original once every help=, description=, metavar= and sid= argument
@@ -221,7 +235,7 @@ comma := ,
 MUTATE_LAKE  = $(filter-out infra/%,$(MUTATE_MODULES))
 MUTATE_INFRA = $(filter infra/%,$(MUTATE_MODULES))
 # What each half's tests read besides the code they mutate (copied, and mutmut's also_copy)
-MUTATE_LAKE_COPY  := infra config examples lambda docs
+MUTATE_LAKE_COPY  := infra lakeloader_dev config examples lambda docs
 MUTATE_INFRA_COPY := lakeloader lakeloader_dev config examples lambda glue_jobs emr_steps docs cdk.json app.py \
                      requirements-job.txt requirements-lambda.txt
 # $(call mutmut_config,source dir,modules,tests,also_copy[,pytest args]): the [tool.mutmut] section.

@@ -224,6 +224,15 @@ def _live(spark: SparkSession, name: str, table: TableConfig) -> int:
     return rows.count()
 
 
+def written_counts(table: TableConfig, counts: dict[str, int]) -> dict[str, int]:
+    """The differences a repair writes, by kind (KINDS), from a comparison's counts: every missing and
+    different key, and every extra key's delete unless the table keeps what its source deletes
+    (`source.deletes: ignore`: extra keys are expected there)."""
+    return {
+        kind: n for kind, n in counts.items() if not (kind == "extra" and table.source.deletes == "ignore")
+    }
+
+
 def repair_difference(
     spark: SparkSession,
     table: TableConfig,
@@ -236,11 +245,12 @@ def repair_difference(
 ) -> BatchResult:
     """Write a comparison's difference (with `source.deletes: ignore`, not its deletes) through the
     batch's write path in one commit, whose summary records `audit` (commit.repair_summary)."""
+    written = written_counts(table, comparison.counts)
     changes = comparison.changes.rows
-    deletes = comparison.changes.deletes
-    if table.source.deletes == "ignore":
-        changes, deletes = changes.filter(F.col(OP) != "D"), 0
-    count = comparison.changes.inserts + comparison.changes.updates + deletes
+    if len(written) < len(KINDS):
+        changes = changes.filter(F.col(OP).isin(*[KINDS[kind] for kind in written]))
+    deletes = written.get("extra", 0)
+    count = sum(written.values())
     target = comparison.target
     result = BatchResult(changes=count)
     seq = [c for c in (find_column(target.fieldNames(), n) for n in table.sequence_columns) if c]

@@ -129,7 +129,7 @@ def test_verify_reports_each_hop_of_a_lake_formation_stage_and_removes_the_canar
 
     assert code == 0, out
     assert passed == HOPS, out
-    assert "--   glue: Athena: the stage has no readers" in out
+    assert "--   glue: Athena: no reader of the stage queries through Athena" in out
     assert f"removed s3://{stage.raw_bucket}/{canary.CANARY_PREFIX}glue/verify-" in out
     assert f"removed Glue table {stage.glue_database(canary.CANARY_DATABASE)}.glue and its files" in out
     assert "FAIL" not in out

@@ -227,8 +227,21 @@ def expected_merge(files: Iterable[RawFile]) -> dict[int, tuple]:
     return {k: c.row for k, c in newest.items() if c.op != "D"}
 
 
-def expected_counts(batches: Iterable[Iterable[RawFile]]) -> list[tuple[int, int, int]]:
-    """`mode: merge`, batch by batch: the rows each batch inserts, updates and deletes.
+@dataclass(frozen=True)
+class BatchCounts:
+    """What one `mode: merge` batch must report: the rows it inserts, updates and deletes, the changes a
+    newer one of the same key supersedes within the batch, and the key's newest changes that are late
+    (an insert or update not newer than a delete of its key seen before)."""
+
+    inserted: int
+    updated: int
+    deleted: int
+    superseded: int
+    late: int
+
+
+def expected_batches(batches: Iterable[Iterable[RawFile]]) -> list[BatchCounts]:
+    """`mode: merge`, batch by batch: what each batch does and reports.
 
     Per batch, each key's newest change (equal tuples are the same change) against the table as the
     earlier batches left it: a delete newer than the key's row deletes it; an insert or update not
@@ -240,11 +253,13 @@ def expected_counts(batches: Iterable[Iterable[RawFile]]) -> list[tuple[int, int
     counts = []
     for batch in batches:
         newest: dict[int, Change] = {}
+        changes = 0
         for file in batch:
+            changes += len(file.changes)
             for c in file.changes:
                 if c.key not in newest or c.order > newest[c.key].order:
                     newest[c.key] = c
-        inserted = updated = deleted = 0
+        inserted = updated = deleted = late = 0
         for key, c in newest.items():
             if c.op == "D":
                 if key in rows and c.order > rows[key]:
@@ -253,15 +268,20 @@ def expected_counts(batches: Iterable[Iterable[RawFile]]) -> list[tuple[int, int
                 if key not in deleted_at or c.order > deleted_at[key]:
                     deleted_at[key] = c.order
             elif key in deleted_at and c.order <= deleted_at[key]:
-                continue  # late
+                late += 1
             elif key not in rows:
                 rows[key] = c.order
                 inserted += 1
             elif c.order > rows[key]:
                 rows[key] = c.order
                 updated += 1
-        counts.append((inserted, updated, deleted))
+        counts.append(BatchCounts(inserted, updated, deleted, changes - len(newest), late))
     return counts
+
+
+def expected_counts(batches: Iterable[Iterable[RawFile]]) -> list[tuple[int, int, int]]:
+    """`mode: merge`, batch by batch: the rows each batch inserts, updates and deletes (expected_batches)."""
+    return [(c.inserted, c.updated, c.deleted) for c in expected_batches(batches)]
 
 
 # -------------------------------------------------------------------------------------------- scd2

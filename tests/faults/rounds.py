@@ -16,8 +16,15 @@ def deliver(
 ) -> list[tuple[list[oracle.RawFile], LoadResult]]:
     """Land the workload's files round by round, running the table after each round; each round's
     files with the run's result."""
+    return deliver_rounds(spark, table, raw, work.rounds(random.Random(rounds_seed)))
+
+
+def deliver_rounds(
+    spark, table, raw, rounds: list[list[oracle.RawFile]]
+) -> list[tuple[list[oracle.RawFile], LoadResult]]:
+    """Land each round's files and run the table after it; each round's files with the run's result."""
     delivered = []
-    for n, files in enumerate(work.rounds(random.Random(rounds_seed))):
+    for n, files in enumerate(rounds):
         for file in files:
             file.write(raw.root / "src")
         (result,) = run_tables(

@@ -10,8 +10,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
 
+from infra.app import cdk_json_context
+from infra.s3_tables import TableBucket
+from infra.settings import resolve_stage
+from infra.storage import LakeStorage
+from lakeloader.config import parse_config
 from lakeloader.control import contract, runtimes
+from tests.infra.cdk_helpers import with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies, role_statements
 
 CONFIG = "tests/fixtures/s3_tables/tables.yaml"
@@ -57,6 +65,29 @@ def test_unreferenced_file_removal_follows_the_stage_settings(s3t):
         "Status": "Enabled",
         "UnreferencedDays": 3,
         "NoncurrentDays": 10,
+    }
+
+
+def test_the_table_bucket_alone_takes_both_removal_windows_from_the_stage():
+    """The stage's own days, not AWS's defaults, each in its own field: unreferenced_days 4 (an
+    unreferenced file turns noncurrent), noncurrent_days 12 (a noncurrent file is deleted). The
+    construct alone in an empty stack: seconds instead of a stage's synth, so `make check` runs it."""
+    stack = Stack(App(context=cdk_json_context()), "TableBucket")
+    windows = {"unreferenced_days": 4, "noncurrent_days": 12}
+    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", s3_tables=windows), "stage": "dev"})
+    spec = {
+        "id": "crm.customers",
+        "source": {"prefix": "crm/customers/", "format": "parquet", "cdc": "dms"},
+        "target": {"database": "crm", "table": "customers", "storage": "s3_tables"},
+        "keys": ["customer_id"],
+    }
+    lake = parse_config({"tables": [spec]})
+    TableBucket(stack, "S3Tables", stage=stage, lake=lake, storage=LakeStorage(stack, "Storage", stage=stage))
+    (bucket,) = Template.from_stack(stack).find_resources("AWS::S3Tables::TableBucket").values()
+    assert bucket["Properties"]["UnreferencedFileRemoval"] == {
+        "Status": "Enabled",
+        "UnreferencedDays": 4,
+        "NoncurrentDays": 12,
     }
 
 

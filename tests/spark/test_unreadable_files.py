@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lakeloader.engine.unreadable import find_unreadable
+from lakeloader.iceberg import commit
+from lakeloader.jobs.load import run_tables
 from lakeloader.spark.errors import UnreadableFilesError
+from lakeloader.spark.inputs import list_inputs
 from lakeloader.spark.session import CATALOG
 from tests.spark.merge_batches import DMS, FULL, at, change, load, rows
 
@@ -169,3 +173,48 @@ def test_files_that_only_fail_together_are_not_called_unreadable(spark, raw, mak
         load(spark, table, raw)
 
     assert not isinstance(error.value, UnreadableFilesError), error.value
+
+
+def test_the_finder_reads_each_file_whole_so_a_gzip_csv_cut_after_its_first_rows_is_unreadable(
+    spark, raw, make_table
+):
+    """A gzip CSV cut short still opens and yields its first rows; only reading every row finds it
+    broken. The finder reads each file whole, so it names that file, and only it."""
+    table = make_table(source={"format": "csv", "cdc": "none"})
+    names = [f"src/part-{n}.csv.gz" for n in range(4)]
+    for n, name in enumerate(names):
+        lines = ["id,name", *(f"{n * 10_000 + i},n{i}" for i in range(5_000))]
+        raw.write_text(name, "")  # its folder
+        (raw.root / name).write_bytes(gzip.compress("\n".join(lines).encode()))
+    truncate(raw.root / names[2])
+    cut = str(raw.root / names[2])
+    assert spark.read.option("header", "true").csv(cut).limit(1).count() == 1  # its start reads
+
+    found = find_unreadable(spark, table, list_inputs(str(raw.root), table.source.prefix))
+
+    assert list(found) == [names[2]] and found[names[2]]
+
+
+def test_a_file_a_run_sets_aside_is_logged_set_aside_with_its_reason_and_retried(spark, raw, make_table):
+    """On a run without a ledger (the laptop's `lakeloader run`), the input log records a file set aside
+    as `set_aside` with the reader's reason, not as consumed: the next run takes it again."""
+    table = make_table(source={"format": "parquet", "cdc": "none"})
+    raw.write_parquet("src/part-0.parquet", [{"id": 1, "name": "a"}])
+    raw.write_text("src/part-1.parquet", "")  # a zero-byte object
+
+    (result,) = run_tables(
+        spark,
+        [table],
+        {table.id: list_inputs(str(raw.root), table.source.prefix)},
+        catalog=CATALOG,
+        run_id="run-1",
+        progress=lambda message: None,
+        log_consumed=True,
+    )
+
+    assert result.status == "failed" and list(result.bad_files) == ["src/part-1.parquet"]
+    ((name, status, reason),) = input_log(spark, table)
+    assert (name, status) == ("src/part-1.parquet", commit.SET_ASIDE) and reason == result.bad_files[name]
+    consumed = commit.logged_file_ids(spark, CATALOG, table.id)
+    files = {f.name: commit.file_id(f) for f in list_inputs(str(raw.root), table.source.prefix)}
+    assert files["src/part-0.parquet"] in consumed and files["src/part-1.parquet"] not in consumed

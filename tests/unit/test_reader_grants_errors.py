@@ -185,3 +185,154 @@ def test_the_administrators_command_grants_exactly_the_grant():
         '"ColumnWildcard":{"ExcludedColumnNames":["email"]},"DatabaseName":"crm","Name":"customers"}}\' '
         "--permissions SELECT"
     )
+
+
+def test_the_administrators_command_lists_every_permission():
+    assert reader_grants.grant_command(GLUE_TABLE, ACCOUNT).endswith(" --permissions SELECT DESCRIBE")
+
+
+@pytest.mark.parametrize("code", [c for c in LOOKUP_ERRORS if c != "EntityNotFoundException"])
+def test_a_revoke_whose_table_cannot_be_looked_up_is_reported_unrevoked(clients, code):
+    """A table the function may not see, or a lookup that failed, may still hold the grant: reported."""
+    glue, lakeformation, glue_stub, _ = clients
+    glue_stub.add_client_error(
+        "get_table",
+        service_error_code=code,
+        service_message="refused",
+        expected_params=lookup_params(FEDERATED),
+    )
+    event = {"RequestType": "Delete", "ResourceProperties": {"Grants": reader_grants.encode([FEDERATED])}}
+    result = reader_grants.handle(
+        event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+    assert result == {"revoked": [], "unrevoked": [f"{FEDERATED}: {code}: refused"]}
+
+
+def test_a_revoke_goes_on_after_a_grant_whose_table_is_gone_or_that_was_not_granted(clients, caplog):
+    """Each grant is revoked on its own: one whose table is gone, or that Lake Formation says is not
+    granted (InvalidInputException), does not stop the next; the function's log names each outcome."""
+    glue, lakeformation, glue_stub, lf_stub = clients
+    extra = TableGrant(ANALYST, "lakeloader_dev_sales", "lines", ("SELECT",))
+    gone, not_granted, revoked = reader_grants.decode(reader_grants.encode([FEDERATED, GLUE_TABLE, extra]))
+    glue_stub.add_client_error(
+        "get_table", service_error_code="EntityNotFoundException", expected_params=lookup_params(gone)
+    )
+    table_found(glue_stub, not_granted)
+    lf_stub.add_client_error(
+        "revoke_permissions", service_error_code="InvalidInputException", service_message="no"
+    )
+    table_found(glue_stub, revoked)
+    lf_stub.add_response("revoke_permissions", {})
+    event = {
+        "RequestType": "Delete",
+        "ResourceProperties": {"Grants": reader_grants.encode([FEDERATED, GLUE_TABLE, extra])},
+    }
+    caplog.set_level("INFO", logger=reader_grants.log.name)
+
+    result = reader_grants.handle(
+        event, grants=[], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+
+    assert result == {"revoked": [str(revoked)]}
+    messages = [r.getMessage() for r in caplog.records if r.name == reader_grants.log.name]
+    assert f"revoked {revoked}" in messages
+    (nothing,) = [m for m in messages if m.startswith("nothing to revoke for ")]
+    assert nothing.startswith(f"nothing to revoke for {not_granted}: ") and "InvalidInputException" in nothing
+
+
+def test_only_a_glue_table_created_event_names_tables():
+    """Glue's "Glue Data Catalog Database State Change" with typeOfChange CreateTable names them; the
+    same detail type from another source, or another detail type from Glue, is no such event."""
+    created = {
+        "source": reader_grants.GLUE_SOURCE,
+        "detail-type": reader_grants.TABLE_CREATED_DETAIL_TYPE,
+        "detail": {"typeOfChange": reader_grants.TABLE_CREATED, "changedTables": ["orders", "lines"]},
+    }
+    assert reader_grants.created_tables(created) == {("", "orders"), ("", "lines")}  # no database named
+    assert reader_grants.created_tables(created | {"source": "aws.s3"}) is None
+    assert reader_grants.created_tables(created | {"detail-type": "Glue Job State Change"}) is None
+
+
+def test_an_error_without_a_message_is_its_code_alone():
+    from botocore.exceptions import ClientError
+
+    error = ClientError({"Error": {"Code": ACCESS_DENIED}}, "GetTable")
+    assert reader_grants.described(GLUE_TABLE, error) == f"{GLUE_TABLE}: {ACCESS_DENIED}"
+
+
+def test_the_grants_text_is_compact_and_no_text_is_no_grant():
+    """The custom resource's property (CloudFormation compares it as text): no spaces between items."""
+    text = reader_grants.encode([FEDERATED, GLUE_TABLE])
+    assert ", " not in text and '": ' not in text and reader_grants.decode(text)
+    assert reader_grants.decode(None) == reader_grants.decode("") == []
+
+
+def test_an_answer_without_an_error_is_described_as_unknown():
+    from botocore.exceptions import ClientError
+
+    assert reader_grants.described(GLUE_TABLE, ClientError({}, "GetTable")) == f"{GLUE_TABLE}: Unknown"
+
+
+def test_a_grant_waiting_for_its_table_does_not_hold_back_the_next(clients):
+    glue, lakeformation, glue_stub, lf_stub = clients
+    waiting, granted = reader_grants.decode(reader_grants.encode([FEDERATED, GLUE_TABLE]))
+    glue_stub.add_client_error(
+        "get_table", service_error_code="EntityNotFoundException", expected_params=lookup_params(waiting)
+    )
+    table_found(glue_stub, granted)
+    lf_stub.add_response("grant_permissions", {})
+    assert deploy(glue, lakeformation, [FEDERATED, GLUE_TABLE]) == {
+        "granted": [str(granted)],
+        "waiting": [str(waiting)],
+    }
+
+
+def test_each_grant_is_applied_on_its_own_and_logged(clients, caplog):
+    """A grant Lake Formation refuses does not stop the next, nor does one whose table a Glue event does
+    not name; the function's log names each outcome with AWS's answer."""
+    glue, lakeformation, glue_stub, lf_stub = clients
+    extra = TableGrant(ANALYST, "lakeloader_dev_sales", "lines", ("SELECT",))
+    refused, granted = reader_grants.decode(reader_grants.encode([GLUE_TABLE, extra]))
+    table_found(glue_stub, refused)
+    lf_stub.add_client_error("grant_permissions", service_error_code=ACCESS_DENIED, service_message="no")
+    table_found(glue_stub, granted)
+    lf_stub.add_response("grant_permissions", {})
+    caplog.set_level("INFO", logger=reader_grants.log.name)
+
+    done = reader_grants.apply([refused, granted], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT)
+
+    assert done["granted"] == [str(granted)] and done["no_grant_option"] == [
+        f"{refused}: {ACCESS_DENIED}: no"
+    ]
+    messages = [r.getMessage() for r in caplog.records if r.name == reader_grants.log.name]
+    assert messages == [
+        f"not granted (no_grant_option): {refused}: {ACCESS_DENIED}: no",
+        f"granted {granted}",
+    ]
+
+    table_found(glue_stub, granted)
+    lf_stub.add_response("grant_permissions", {})
+    named = {(granted.database, granted.table)}
+    done = reader_grants.apply(
+        [refused, granted], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT, tables=named
+    )
+    assert done == {"granted": [str(granted)], "waiting": []}
+
+
+def test_a_grant_reads_as_one_line_naming_its_permissions_table_hidden_columns_and_principal():
+    two_hidden = TableGrant(ANALYST, "crm", "customers", ("SELECT",), ("email", "phone"), CHILD)
+    assert str(two_hidden) == f"SELECT on {CHILD}/crm.customers without email, phone to {ANALYST}"
+    assert str(GLUE_TABLE) == f"SELECT+DESCRIBE on lakeloader_dev_sales.orders to {ANALYST}"
+    assert str(TableGrant(ANALYST, "crm", None, ("DESCRIBE",))) == f"DESCRIBE on crm to {ANALYST}"
+
+
+def test_an_event_of_another_kind_is_ignored_and_logged_with_its_source_and_type(clients, caplog):
+    glue, lakeformation, _, _ = clients
+    caplog.set_level("INFO", logger=reader_grants.log.name)
+    event = {"source": "aws.s3", "detail-type": "Object Created", "detail": {}}
+    result = reader_grants.handle(
+        event, grants=[GLUE_TABLE], lakeformation=lakeformation, glue=glue, catalog_id=ACCOUNT
+    )
+    assert result == {"granted": [], "waiting": [], "ignored": True}
+    messages = [r.getMessage() for r in caplog.records if r.name == reader_grants.log.name]
+    assert messages == ["ignored an event of aws.s3 / Object Created"]

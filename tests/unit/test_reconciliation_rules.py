@@ -175,3 +175,63 @@ def test_on_mismatch_is_a_per_table_setting_alarm_by_default():
     assert failing.reconcile.on_mismatch == "fail"
     with pytest.raises(ValidationError, match="on_mismatch"):
         TableConfig.model_validate(spec | {"reconcile": {"on_mismatch": "ignore"}})
+
+
+def test_a_commit_counts_what_it_asked_and_says_so_in_one_line():
+    """The reconciliation carries what the batch asked (upserts, deletes, superseded, late), and its
+    line says whether the table agrees, or lists every broken invariant."""
+    asked = Asked(mode="merge", upserts=6, deletes=2, superseded=4, late=1)
+    found = reconcile(asked, Reported(inserted=2, updated=3, deleted=1, records_delta=5, deletes_delta=4))
+    assert (found.upserts_asked, found.deletes_asked, found.superseded, found.late) == (6, 2, 4, 1)
+    assert found.describe() == (
+        "reconciled 1 commit(s): asked 6 upsert(s) and 2 delete(s) (4 superseded, 1 late); the table "
+        "reports 2 inserted, 3 updated, 1 deleted, live rows +1: agrees"
+    )
+    twice = CommitReconciliation(
+        commits=2, mismatched_commits=2, mismatches=["rows", "deletes"], live_delta=-3, inserted=1000
+    )
+    assert twice.describe().endswith(
+        "1,000 inserted, 0 updated, 0 deleted, live rows -3: MISMATCH in 2 commit(s): rows; deletes"
+    )
+
+
+def test_each_commits_mismatches_are_kept_when_reconciliations_add_up():
+    one = reconcile(Asked(mode="merge", upserts=1, deletes=0), Reported(0, 2, 0, 2, 2))
+    other = reconcile(Asked(mode="merge", upserts=0, deletes=1), Reported(0, 0, 2, 0, 2))
+    assert combine(one, other).mismatches == one.mismatches + other.mismatches
+
+
+def test_a_commit_without_counts_or_totals_is_counted_as_nothing_done():
+    found = reconcile(Asked(mode="merge", upserts=1, deletes=0), Reported())
+    assert (found.inserted, found.updated, found.deleted, found.live_delta) == (0, 0, 0, 0)
+    assert found.mismatches == [
+        "the commit reports no row counts and the engine planned none",
+        "the commit's summary has no total-records/total-*-deletes to reconcile with",
+    ]
+
+
+def test_one_missing_delete_total_leaves_the_delete_change_unknown():
+    for missing in ("total-position-deletes", "total-equality-deletes"):
+        given = {k: v for k, v in summary(5, 1, 1).items() if k != missing}
+        assert reported_from_summaries(given, summary(4)).deletes_delta is None, missing
+
+
+def test_mismatch_lines_name_versions_for_scd2_and_the_counts_in_order():
+    asked = Asked(mode="scd2", upserts=3, deletes=1, expected=(3, 2, 1))
+    found = reconcile(asked, Reported(inserted=4, updated=5, deleted=6, records_delta=0, deletes_delta=0))
+    assert (
+        "the MERGE inserted, updated and deleted 4, 5 and 6 row(s) for 3 version(s) opened, 2 closed and 1 "
+        "replaced: a key with more than one current version?" in found.mismatches
+    )
+    live = reconcile(asked, Reported(records_delta=9, deletes_delta=0, rewrote_files=True))
+    assert live.mismatches == [
+        "the table's live rows changed by +9, but 3 versions were inserted and 1 deleted (+2)"
+    ]
+    without_plan = reconcile(
+        Asked(mode="scd2", upserts=1, deletes=0), Reported(records_delta=1, deletes_delta=0)
+    )
+    assert "scd2 commit without the engine's plan" in without_plan.mismatches
+    merge = reconcile(Asked(mode="merge", upserts=0, deletes=1), Reported(0, 0, 2, -2, 0, rewrote_files=True))
+    assert merge.mismatches == [
+        "2 row(s) deleted for 1 delete(s) asked: a key the table holds more than once?"
+    ]

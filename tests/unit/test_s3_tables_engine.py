@@ -12,6 +12,7 @@ from lakeloader.config import parse_config
 from lakeloader.control import contract
 from lakeloader.iceberg import s3_tables
 from lakeloader.jobs import with_database_prefix
+from lakeloader.jobs.maintenance import _plan
 from lakeloader.spark.errors import LakeloaderError
 from lakeloader.spark.session import S3_TABLES_ENV, SparkSettings, local_conf
 from lakeloader_dev.emulator.glue_runner import s3_tables_warehouse
@@ -88,6 +89,28 @@ def test_maintenance_configuration_follows_the_table_retention_settings():
         table(compaction={"enabled": False}, snapshots={"enabled": False})
     )
     assert off["icebergCompaction"]["status"] == off["icebergSnapshotManagement"]["status"] == "disabled"
+
+
+def planned(session, stored) -> list[str]:
+    """The steps `lakeloader maintain` plans for the table (none run: a plan names them only)."""
+    return [name for name, _ in _plan(session, stored, contract.LOCAL_CATALOG, None)]
+
+
+LEFT_TO_S3_TABLES = {"rewrite_data_files", "expire_snapshots", "remove_orphan_files"}
+
+
+def test_maintain_leaves_compaction_snapshot_expiry_and_orphan_removal_to_s3_tables():
+    """In a table bucket S3 Tables compacts, expires snapshots and removes unreferenced files itself:
+    `maintain` sets its maintenance configuration instead and runs none of the three (they are
+    enabled by default). What S3 Tables does not do -- delete files, manifests, tombstones, audit
+    branches -- `maintain` still does; a table in the Glue catalog, or on a laptop, gets all of its own."""
+    stored = table(rewrite_delete_files=True, rewrite_manifests=True)
+    managed = planned(Session(**{s3_tables.WAREHOUSE_CONF: BUCKET}), stored)
+    assert not LEFT_TO_S3_TABLES & set(managed)
+    assert {"s3_tables_maintenance", "rewrite_position_delete_files", "rewrite_manifests"} <= set(managed)
+    assert {"drop_stale_audit_branches", "purge_tombstones"} <= set(managed)
+    for own in (planned(Session(), stored), planned(Session(), table("glue", rewrite_manifests=True))):
+        assert set(own) >= LEFT_TO_S3_TABLES and "s3_tables_maintenance" not in own
 
 
 def test_files_are_physically_gone_after_both_removal_windows():

@@ -4,6 +4,7 @@ the emulator), the canary it lands and removes, and the canary tables every stag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -16,16 +17,18 @@ from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, V
 from lakeloader.config import ConfigError, canary, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.control.dynamodb import encode_item
+from lakeloader.control.ledger import DONE, FAILED, QUARANTINED
 from tests.unit import stage_world
 from tests.unit.stage_world import Stage
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
 
 
-def with_canary_tables(stage: Stage) -> Stage:
-    """The canary tables in the stage's config table, as the stack's config sync writes them."""
+def with_canary_tables(stage: Stage, *tables: dict) -> Stage:
+    """The canary tables (after the user's `tables`) in the stage's config table, as the stack's config
+    sync writes them."""
     dynamodb = boto3.client("dynamodb")
-    for item in config_items(canary.with_canaries(parse_config({"tables": []}))):
+    for item in config_items(canary.with_canaries(parse_config({"tables": list(tables)}))):
         dynamodb.put_item(TableName=stage.deployed.config_table, Item=encode_item(item))
     return stage
 
@@ -160,6 +163,8 @@ def test_the_commit_hop_waits_for_the_run_to_record_its_end(stage):
     with pytest.raises(HopFailed) as never:
         verifier.committed(Verification(), "glue", run_id)
     assert f"run {run_id} recorded no end within 1 s" in never.value.detail
+    table = f"Glue table {stage.deployed.glue_database(canary.CANARY_DATABASE)}.glue"
+    assert never.value.resource == table and verifier.current == ("glue: iceberg commit", table)
 
     threading.Timer(0.5, stage.ledger.end_run, (table_id, run_id, "skipped")).start()
     verifier = Verifier(stage.deployed, {}, timeout=30, say=[].append)
@@ -303,3 +308,159 @@ def test_each_readers_workgroup_counts_the_canary_rows_or_fails_naming_it(stage,
     assert f"{canary.CANARY_ROWS} rows" in said[0]
     assert failed.value.resource == "Athena workgroup lakeloader-dev-auditor"
     assert f"counted 0 canary rows, wanted {canary.CANARY_ROWS}" in failed.value.detail
+
+
+def user_table(n: int, engine: str) -> dict:
+    return {
+        "id": f"crm.t{n}",
+        "source": {"prefix": f"crm/t{n}/", "format": "parquet", "cdc": "dms"},
+        "target": {"database": "crm", "table": f"t{n}"},
+        "keys": ["id"],
+        "engine": engine,
+    }
+
+
+@pytest.mark.parametrize(
+    ("engines", "used"),
+    [((), ["glue"]), (("glue",), ["glue"]), (("glue", "emr"), ["glue", "emr"])],
+    ids=["canaries alone", "a glue table", "an emr table"],
+)
+def test_a_stage_verifies_emr_only_where_a_table_of_its_own_runs_there(stage, engines, used):
+    """Which engines a stage uses: glue always; emr where a user's table runs on EMR Serverless. The
+    stage's own EMR canary (engine emr, deployed to every stage) does not count."""
+    with_canary_tables(stage, *(user_table(n, engine) for n, engine in enumerate(engines)))
+
+    assert Verifier(stage.deployed, {}, timeout=1, say=[].append).engines() == used
+
+
+@pytest.mark.parametrize("status", [DONE, FAILED, QUARANTINED])
+def test_the_job_hop_passes_when_the_ledger_says_loaded_and_fails_when_the_file_is_set_aside(stage, status):
+    """The job hop's verdict is the canary file's ledger status: done passes (with the run that loaded
+    it); failed or quarantined fails at once, with the run's reason, however long the timeout."""
+    with_canary_tables(stage)
+    boto3.client("glue").create_job(
+        Name=stage.deployed.ingest_job,
+        Role="arn:aws:iam::123456789012:role/glue",
+        Command={"Name": "glueetl"},
+    )
+    table_id = canary.canary_id("glue")
+    verifier, result = Verifier(stage.deployed, {}, timeout=60, say=[].append), Verification()
+    key = verifier.land(result, "glue")
+    stage.record(table_id, key)
+    claimed = stage.ledger.claim(table_id, stage.ledger.objects(table_id), "run-1")
+    stage.ledger.finish(table_id, claimed, "run-1", status, error=None if status == DONE else "bad canary")
+    started = time.monotonic()
+
+    if status == DONE:
+        assert verifier.job_run(result, "glue", key, since=verifier_since()) == "run-1"
+        assert result.passed == ["glue: land", "glue: job run"]
+        return
+    with pytest.raises(HopFailed) as failed:
+        verifier.job_run(result, "glue", key, since=verifier_since())
+    assert time.monotonic() - started < 30
+    assert failed.value.hop == "glue: job run"
+    assert failed.value.detail == f"the run set the file aside ({status}): bad canary"
+    assert result.passed == ["glue: land"]
+
+
+def test_the_cleanup_drops_each_canary_table_with_its_files_and_nothing_beside_them(stage):
+    """A canary table is dropped with every object under its location's folder; an object of a sibling
+    folder whose name starts the same is not the table's and stays."""
+    glue, s3 = boto3.client("glue"), boto3.client("s3")
+    database = stage.deployed.glue_database(canary.CANARY_DATABASE)
+    bucket = stage.deployed.raw_bucket
+    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
+        glue.create_database(DatabaseInput={"Name": database})
+    location = f"s3://{bucket}/warehouse/canary/glue"
+    glue.create_table(
+        DatabaseName=database, TableInput={"Name": "glue", "StorageDescriptor": {"Location": location}}
+    )
+    for key in ("warehouse/canary/glue/data/a.parquet", "warehouse/canary/glue/metadata/v1.json"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    s3.put_object(Bucket=bucket, Key="warehouse/canary/glue_other/b.parquet", Body=b"x")
+
+    removal = remove_canary(stage.deployed)
+
+    assert f"Glue table {database}.glue and its files" in removal.removed and removal.errors == []
+    left = s3.list_objects_v2(Bucket=bucket, Prefix="warehouse/").get("Contents", [])
+    assert [o["Key"] for o in left] == ["warehouse/canary/glue_other/b.parquet"]
+    assert glue.get_tables(DatabaseName=database)["TableList"] == []
+
+
+def test_the_athena_hop_counts_the_canary_table_of_its_engine_or_says_no_reader_queries_through_athena(
+    stage, aws_endpoint
+):
+    said: list[str] = []
+    Verifier(stage.deployed, {}, timeout=5, say=said.append).athena(Verification(), "glue")
+    assert said == ["--   glue: Athena: no reader of the stage queries through Athena"]
+
+    athena = boto3.client("athena")
+    athena.create_work_group(Name="lakeloader-dev-engineer", Configuration={})
+    outputs = {"ReaderWorkgroups": "engineer=lakeloader-dev-engineer"}
+    verifier, result = Verifier(stage.deployed, outputs, timeout=5, say=said.append), Verification()
+    queue_athena_results(aws_endpoint, str(canary.CANARY_ROWS))
+    verifier.athena(result, "emr")
+
+    assert result.passed == ["emr: Athena workgroup lakeloader-dev-engineer"]
+    assert verifier.current == (result.passed[0], "Athena workgroup lakeloader-dev-engineer")
+    (qid,) = athena.list_query_executions(WorkGroup="lakeloader-dev-engineer")["QueryExecutionIds"]
+    query = athena.get_query_execution(QueryExecutionId=qid)["QueryExecution"]["Query"]
+    database = stage.deployed.glue_database(canary.CANARY_DATABASE)
+    assert query == f'SELECT count(*) FROM "{database}"."emr" WHERE canary_id = \'{verifier.token}\''
+
+
+def test_the_alarm_topic_takes_a_subject_line_and_a_stack_without_the_output_fails_the_hop(stage):
+    """What a subscriber sees: the subject "lakeloader verify" and the run's token. A stack that names no
+    alarm topic fails the hop, named as the alarm topic's."""
+    sns, sqs = boto3.client("sns"), boto3.client("sqs")
+    topic = sns.create_topic(Name="lakeloader-alarms")["TopicArn"]
+    queue = sqs.create_queue(QueueName="alarm-inbox")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    verifier = Verifier(stage.deployed, {"AlarmTopicArn": topic}, timeout=1, say=[].append)
+    verifier.alarm_topic(Verification())
+    (message,) = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["Subject"] == "lakeloader verify" and verifier.token in body["Message"]
+
+    with pytest.raises(HopFailed) as failed:
+        Verifier(stage.deployed, {}, timeout=1, say=[].append).alarm_topic(Verification())
+    assert failed.value.hop == "alarm topic" and failed.value.resource == "SNS topic "
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["snapshot in the metadata", "snapshot missing"])
+def test_the_commit_hop_passes_when_the_catalogs_metadata_holds_the_runs_snapshot(stage, held):
+    """The run's snapshot must be in the Iceberg metadata the Glue table points at (metadata_location):
+    then the hop passes with the rows it added; else it fails naming the metadata file."""
+    table_id, run_id = canary.canary_id("glue"), "20261202T060000000Z-abc123"
+    stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
+    stage.ledger.end_run(table_id, run_id, "succeeded", snapshot_id=42)
+    glue, s3 = boto3.client("glue"), boto3.client("s3")
+    database, bucket = stage.deployed.glue_database(canary.CANARY_DATABASE), stage.deployed.raw_bucket
+    key = "warehouse/canary/glue/metadata/00001.metadata.json"
+    snapshots = [{"snapshot-id": 41, "summary": {}}] + (
+        [{"snapshot-id": 42, "summary": {"added-records": "3"}}] if held else []
+    )
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps({"snapshots": snapshots}).encode())
+    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
+        glue.create_database(DatabaseInput={"Name": database})
+    with contextlib.suppress(glue.exceptions.EntityNotFoundException):
+        glue.delete_table(DatabaseName=database, Name="glue")
+    location = f"s3://{bucket}/{key}"
+    glue.create_table(
+        DatabaseName=database, TableInput={"Name": "glue", "Parameters": {"metadata_location": location}}
+    )
+    said: list[str] = []
+    verifier, result = Verifier(stage.deployed, {}, timeout=5, say=said.append), Verification()
+
+    if held:
+        assert verifier.committed(result, "glue", run_id)["Name"] == "glue"
+        assert result.passed == ["glue: iceberg commit"]
+        assert said[0].endswith(f"glue: iceberg commit: Glue table {database}.glue snapshot 42, 3 rows added")
+        return
+    with pytest.raises(HopFailed) as failed:
+        verifier.committed(result, "glue", run_id)
+    assert failed.value.resource == f"Glue table {database}.glue"
+    assert failed.value.detail == f"snapshot 42 is not in {location}"
