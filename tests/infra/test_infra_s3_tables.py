@@ -16,6 +16,7 @@ from aws_cdk.assertions import Template
 from infra.app import cdk_json_context
 from infra.s3_tables import TableBucket
 from infra.settings import resolve_stage
+from infra.stack import storage_settings
 from infra.storage import LakeStorage
 from lakeloader.config import parse_config
 from lakeloader.control import contract, runtimes
@@ -82,7 +83,15 @@ def test_the_table_bucket_alone_takes_both_removal_windows_from_the_stage():
         "keys": ["customer_id"],
     }
     lake = parse_config({"tables": [spec]})
-    TableBucket(stack, "S3Tables", stage=stage, lake=lake, storage=LakeStorage(stack, "Storage", stage=stage))
+    TableBucket(
+        stack,
+        "S3Tables",
+        names=stage.names,
+        retention=stage.retention,
+        settings=stage.settings.s3_tables,
+        lake=lake,
+        storage=LakeStorage(stack, "Storage", settings=storage_settings(stage)),
+    )
     (bucket,) = Template.from_stack(stack).find_resources("AWS::S3Tables::TableBucket").values()
     assert bucket["Properties"]["UnreferencedFileRemoval"] == {
         "Status": "Enabled",

@@ -13,6 +13,7 @@ from aws_cdk.assertions import Template
 
 from infra.app import cdk_json_context
 from infra.settings import SettingsError, resolve_stage
+from infra.stack import storage_settings
 from infra.storage import LakeStorage
 from infra.writers import Writers
 from tests.infra.cdk_helpers import WRITERS, synthesize, with_settings
@@ -42,8 +43,8 @@ def alone():
     stage's synth, so `make check` guards the writers' key grants too."""
     stack = Stack(App(context=cdk_json_context()), "Writers")
     stage = resolve_stage({**cdk_json_context(), **with_settings("dev", writers=KINDS), "stage": "dev"})
-    stack.storage = LakeStorage(stack, "Storage", stage=stage)
-    Writers(stack, "Writers", stage=stage, storage=stack.storage)
+    stack.storage = LakeStorage(stack, "Storage", settings=storage_settings(stage))
+    Writers(stack, "Writers", names=stage.names, writers=stage.settings.writers, storage=stack.storage)
     return SimpleNamespace(stack=stack, template_json=Template.from_stack(stack).to_json())
 
 
