@@ -15,7 +15,8 @@ from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.packaging import REPO_ROOT
-from infra.settings import Stage, resolve_stage, with_stage_defaults
+from infra.settings import Stage, resolve_stage
+from infra.settings_lake import with_stage_defaults
 from infra.stack import LakeloaderStack
 from lakeloader.config import LakeConfig, load_config
 

@@ -20,7 +20,8 @@ from infra.processing import Processing, ProcessingSettings
 from infra.readers import Readers, ReadersSettings
 from infra.s3_tables import TableBucket, s3_tables_namespaces
 from infra.s3_tables_teardown import TableBucketTeardown
-from infra.settings import Stage, check_flex_tables, check_format_versions
+from infra.settings import Stage
+from infra.settings_lake import check_flex_tables, check_format_versions
 from infra.storage import LakeStorage, StorageSettings
 from infra.triggers import Triggers, TriggerSettings
 from infra.verify_access import VerifyAccess

@@ -9,7 +9,7 @@ from pathlib import Path
 from aws_cdk.assertions import Match
 
 from infra.app import config_path
-from infra.settings import with_stage_defaults
+from infra.settings_lake import with_stage_defaults
 from lakeloader.config import TableConfig, load_config
 from lakeloader.config.canary import with_canaries
 from tests.infra.cdk_helpers import as_list, config_items, join, statements

@@ -214,7 +214,7 @@ def test_the_jobs_read_a_sources_folder():
 
 
 def test_a_sources_found_tables_take_the_stages_batching_and_storage_unless_its_defaults_say():
-    from infra.settings import with_stage_defaults
+    from infra.settings_lake import with_stage_defaults
 
     given = {**ERP, "defaults": {**ERP["defaults"], "trigger": {"min_interval_seconds": 60}}}
     lake = parse_config({"sources": [given]})

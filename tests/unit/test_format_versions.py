@@ -1,7 +1,7 @@
 """target.format_version: 2 by default, 3 on request, and where each is refused (issue 69).
 
 Format 3 needs a runtime lakeloader runs it on (glue-6.0, glue-6.1) and no reader that queries the table
-through Athena, which reads format 2 only. `cdk synth` (infra.settings.check_format_versions) and
+through Athena, which reads format 2 only. `cdk synth` (infra.settings_lake.check_format_versions) and
 `lakeloader tables --stage` refuse the same tables in the same words (lakeloader.config.format_versions).
 """
 
@@ -13,7 +13,8 @@ import json
 import pytest
 
 from infra.app import cdk_json_context
-from infra.settings import SettingsError, check_format_versions, resolve_stage
+from infra.settings import SettingsError, resolve_stage
+from infra.settings_lake import check_format_versions
 from lakeloader import cli
 from lakeloader.config import ConfigError, parse_config
 from lakeloader.config.format_versions import Reader, format_version_problems

@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from infra.settings import BatchingSettings, SettingsError, with_stage_defaults
+from infra.settings import BatchingSettings, SettingsError
+from infra.settings_lake import with_stage_defaults
 from lakeloader.config import ConfigError, TableConfig, parse_config
 
 
