@@ -140,7 +140,7 @@ bench-quick: $(STAMP)
 # against the infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
 # copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate cli/stage"` or
-# `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs. A stopped run goes on where it
+# `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs (and MUTATE_CHILDREN=1 each on a 2-core machine). A stopped run goes on where it
 # stopped with MUTATE_RESUME=1 and the same MUTATE_MODULES and MUTATE_DIR: its copy is kept, with the code
 # and tests it was made from, and mutmut leaves each verdict it recorded (an infra module runs for hours).
 MUTATE_MODULES ?= control/trigger control/ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema spark/inputs jobs/retention iceberg/table_state \
@@ -148,6 +148,7 @@ MUTATE_MODULES ?= control/trigger control/ledger cli/operate cli/stage cli/stage
                   engine/unreadable jobs/load infra/network infra/readers infra/s3_tables_readers infra/storage infra/writers \
                   infra/s3_tables
 MUTATE_DIR     ?= build/mutate
+MUTATE_CHILDREN ?= 2
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
                   $(wildcard tests/unit/test_ledger_*.py) $(wildcard tests/unit/test_drain*.py) tests/unit/test_operator_verbs.py \
                   tests/unit/test_backfill.py tests/unit/test_backfill_report.py $(wildcard tests/unit/test_stage_*.py) tests/unit/test_verify_hops.py \
@@ -351,7 +352,7 @@ export MUTMUT_PY
 # $(call mutmut_run,dir[,environment]): run, then the scores and the survivors. Its temporary files
 # stay in dir/tmp (removed with the copy by the next run), not in the shared /tmp: a killed mutant's
 # session keeps its base temp, and thousands of them filled a disk once.
-mutmut_run = mkdir -p $(1)/tmp && cd $(1) && { TMPDIR=$(abspath $(1))/tmp $(2) $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children 2 > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
+mutmut_run = mkdir -p $(1)/tmp && cd $(1) && { TMPDIR=$(abspath $(1))/tmp $(2) $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children $(MUTATE_CHILDREN) > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
 	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(VENV))/bin/mutmut results
 mutate: $(STAMP)
 	$(PY) -m pip install --quiet $(MUTMUT)
