@@ -9,9 +9,13 @@ step into a file the walk has already entered and left is a return: a call back 
 on the stack (a closure or callback handed down), or a call into a file read before (a shared
 helper, a module entered a second time).
 
+A step is a lookup when no call through it goes on into a third project file: a quote, a config
+property, a constant, a log line. The walk is counted twice, with and without lookups (callbacks
+always count): the second is the back-and-forth a reader follows.
+
     .venv/bin/python -m lakeloader_dev.walk
 
-prints the walk in the order control runs, then its file count and its return share.
+prints the walk in the order control runs, then both counts.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class Walk:
     steps: list[tuple[str, str]] = field(default_factory=list)
     returning: list[str] = field(default_factory=list)  # per step: "", "callback" or "re-entry"
     entered: list[str] = field(default_factory=list)  # files in the order first entered
+    leading_on: set[tuple[str, str]] = field(default_factory=set)  # steps some call went on from
     recording: bool = False
     done: bool = False
 
@@ -74,14 +79,29 @@ class Walk:
         if callee not in self.entered:
             self.entered.append(callee)
 
+    def count(self, *, lookups: bool) -> tuple[int, int, int, int]:
+        """(files, steps, returns, callbacks), with or without the lookups."""
+        kept = [
+            (step, back)
+            for step, back in zip(self.steps, self.returning, strict=True)
+            if lookups or step in self.leading_on or back == "callback"
+        ]
+        files = {file for (caller, callee), _ in kept for file in (caller, callee)}
+        backs = [back for _, back in kept]
+        return len(files), len(kept), sum(map(bool, backs)), backs.count("callback")
+
 
 class WalkPlugin:
     def __init__(self) -> None:
         self.walk = Walk()
         self.lock = threading.Lock()
         self.start: tuple[str, str] = ("", "")
+        self.steps_by_frame: dict[int, tuple[FrameType, tuple[str, str]]] = {}  # frames a step entered
 
     def profile(self, frame: FrameType, event: str, _arg: Any) -> None:
+        if event == "return":
+            self.steps_by_frame.pop(id(frame), None)
+            return
         if event != "call" or self.walk.done:
             return
         callee = project_file(frame)
@@ -102,6 +122,17 @@ class WalkPlugin:
             caller = project_file(caller_frame) if caller_frame is not None else None
             if caller is not None and caller != callee:
                 self.walk.step(caller, callee, callee in stack_files(caller_frame))
+                self.went_on_from(caller_frame)
+                self.steps_by_frame[id(frame)] = (frame, (caller, callee))
+
+    def went_on_from(self, frame: FrameType | None) -> None:
+        """Mark the step whose call `frame` runs inside (its nearest frame a step entered) as leading on."""
+        while frame is not None:
+            entered = self.steps_by_frame.get(id(frame))
+            if entered is not None and entered[0] is frame:
+                self.walk.leading_on.add(entered[1])
+                return
+            frame = frame.f_back
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
@@ -122,16 +153,16 @@ def main() -> int:
     code = pytest.main([test for test, _, _ in LEGS] + ["-p", "no:cacheprovider", "-q"], plugins=[plugin])
     walk = plugin.walk
     for number, ((caller, callee), back) in enumerate(zip(walk.steps, walk.returning, strict=True), 1):
-        print(f"{number:3} {caller} -> {callee}{f'  ({back})' if back else ''}")
+        lookup = "" if (caller, callee) in walk.leading_on else "  [lookup]"
+        print(f"{number:3} {caller} -> {callee}{f'  ({back})' if back else ''}{lookup}")
     print("files in the order control first enters them:")
     print(", ".join(walk.entered))
-    returns = sum(bool(kind) for kind in walk.returning)
-    share = returns / len(walk.steps) if walk.steps else 0.0
-    callbacks = walk.returning.count("callback")
-    print(
-        f"{len(walk.entered)} files, {len(walk.steps)} steps, {returns} returns ({share:.0%}): "
-        f"{callbacks} callbacks into a file on the stack, {returns - callbacks} re-entries"
-    )
+    for label, lookups in (("every step", True), ("without lookups", False)):
+        files, steps, returns, callbacks = walk.count(lookups=lookups)
+        print(
+            f"{label}: {files} files, {steps} steps, {returns} returns ({returns / max(steps, 1):.0%}): "
+            f"{callbacks} callbacks into a file on the stack, {returns - callbacks} re-entries"
+        )
     return int(code)
 
 
