@@ -15,7 +15,7 @@ from infra.app import cdk_json_context
 from infra.settings import resolve_stage
 from infra.stack import storage_settings
 from infra.storage import LakeStorage
-from infra.writers import Writers
+from infra.writers import Writers, listed_prefixes
 from tests.infra.cdk_helpers import with_settings
 from tests.infra.iam_eval import allowed
 
@@ -60,3 +60,10 @@ def test_the_writers_construct_alone_grants_the_stage_key_for_multipart_uploads_
             assert allowed(statements, action, n["key"], through_s3(n["raw"])), (role, action)
             assert not allowed(statements, action, n["key"], through_s3(n["curated"])), (role, action)
             assert not allowed(statements, action, n["key"], {"kms:ViaService": VIA_S3}), (role, action)
+
+
+def test_only_the_trailing_slash_is_taken_off_a_listed_folder():
+    """`rstrip("/")`, not a set of other characters: a folder ending in any letter (`sales/TAX/`) is
+    listed as `sales/TAX` and `sales/TAX/*` (make mutate: `rstrip("XX/XX")` survived every folder the
+    writers above have)."""
+    assert listed_prefixes(["sales/TAX/", "erp/"]) == ["erp", "erp/*", "sales/TAX", "sales/TAX/*"]
