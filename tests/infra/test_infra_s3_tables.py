@@ -70,6 +70,23 @@ def test_one_namespace_per_database_of_s3_tables_tables(s3t):
     ]
 
 
+def test_the_table_buckets_resources_keep_their_logical_ids(s3t):
+    """A deployed stage's table bucket, namespaces and policy keep their logical ids: CloudFormation
+    replaces a resource whose logical id changes, and a new table bucket cannot take the old one's name
+    (unique in the account and region) while the old one, holding the tables, still exists. The template
+    snapshots hold the default config, which has no table bucket."""
+    resources = {
+        k: v["Type"]
+        for k, v in s3t.template_json["Resources"].items()
+        if v["Type"].startswith("AWS::S3Tables::")
+    }
+    assert resources == {
+        "S3TablesTableBucket9A4B30D6": "AWS::S3Tables::TableBucket",
+        "S3TablesNamespacecrmE797D752": "AWS::S3Tables::Namespace",
+        "S3TablesPolicy325071F5": "AWS::S3Tables::TableBucketPolicy",
+    }
+
+
 def test_the_default_config_has_no_table_bucket(dev):
     assert dev.resources("AWS::S3Tables::TableBucket") == {}
     assert dev.resources("AWS::S3Tables::Namespace") == {}

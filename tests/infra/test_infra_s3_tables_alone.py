@@ -33,6 +33,7 @@ from tests.infra.test_infra_s3_tables import (  # noqa: F401
     test_one_namespace_per_database_of_s3_tables_tables,
     test_table_bucket_is_encrypted_with_the_stage_key,
     test_table_bucket_policy_names_the_job_roles,
+    test_the_table_buckets_resources_keep_their_logical_ids,
     test_unreferenced_file_removal_follows_the_stage_settings,
 )
 
