@@ -93,7 +93,7 @@ def test_maintenance_configuration_follows_the_table_retention_settings():
 
 def planned(session, stored) -> list[str]:
     """The steps `lakeloader maintain` plans for the table (none run: a plan names them only)."""
-    return [name for name, _ in _plan(session, stored, contract.LOCAL_CATALOG, None)]
+    return _plan(session, stored)
 
 
 LEFT_TO_S3_TABLES = {"rewrite_data_files", "expire_snapshots", "remove_orphan_files"}
