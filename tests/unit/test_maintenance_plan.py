@@ -105,7 +105,9 @@ def s3tables(monkeypatch):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     emulated_s3_tables.patch()
-    with mock_aws():
+    with mock_aws():  # a fresh backend, and fresh maintenance records beside it
+        emulated_s3_tables.TABLE_MAINTENANCE.clear()
+        emulated_s3_tables.BUCKET_MAINTENANCE.clear()
         yield boto3.client("s3tables")
 
 
