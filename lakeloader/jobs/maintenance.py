@@ -100,14 +100,13 @@ def _options(options: dict[str, str]) -> str:
 def rewrite_data_arguments(compaction: CompactionSettings, columns: list[str]) -> list[str]:
     """`rewrite_data_files`' arguments: sorted by the configured order (its columns resolved against the
     table's `columns`) or bin-packed, limited to `where`, with the file size and thresholds."""
-    args = []
     if compaction.sort_order:
-        args += [
+        args = [
             "strategy => 'sort'",
             f"sort_order => {literal(sort_order_sql(compaction.sort_order, columns))}",
         ]
     else:
-        args.append("strategy => 'binpack'")
+        args = ["strategy => 'binpack'"]
     if compaction.where:
         args.append(f"where => {literal(compaction.where)}")
     options = {

@@ -31,7 +31,8 @@ from lakeloader.jobs.maintenance import (
 from lakeloader.spark.errors import LakeloaderError
 from lakeloader_dev.emulator import s3_tables as emulated_s3_tables
 from tests.aws_fixtures import AWS_TEST_ENV
-from tests.unit.test_s3_tables_engine import BUCKET, Session, table
+from tests.unit.spark_conf import Session
+from tests.unit.test_s3_tables_engine import BUCKET, table
 
 # Every step, in the order `maintain` runs them.
 EVERY_STEP = [
@@ -154,7 +155,10 @@ def test_the_removal_windows_are_read_from_the_table_bucket(s3tables):
     bucket = s3tables.create_table_bucket(name="lakeloader-dev-tables")["arn"]
     with pytest.raises(LakeloaderError) as err:  # nothing configured: S3 Tables would never delete
         s3_tables.removal_windows(bucket)
-    assert str(err.value).startswith(f"table bucket {bucket}: unreferenced file removal is not enabled")
+    assert str(err.value) == (
+        f"table bucket {bucket}: unreferenced file removal is not enabled, so S3 Tables never deletes the "
+        "files an erasure unreferences (enable it: the stage's s3_tables settings)"
+    )
     windows = {"unreferencedDays": 4, "nonCurrentDays": 12}
     for status, read in (("disabled", None), ("enabled", (4, 12))):
         s3tables.put_table_bucket_maintenance_configuration(
@@ -263,7 +267,11 @@ def test_the_summary_has_one_line_per_table_and_one_per_error():
         "sales.lines",
         status="failed",
         error="expire_snapshots: boom",
-        steps=[StepResult("expire_snapshots", status="failed", error="boom")],
+        steps=[
+            StepResult("expire_snapshots", status="failed", error="boom"),
+            StepResult("remove_orphan_files", counts={}),  # ran, found nothing: 0, not "-"
+            StepResult("purge_tombstones", counts={}),  # no side table: no delete was ever loaded
+        ],
     )
     missing = MaintenanceResult("erp.items", status="skipped", error="table erp.items does not exist yet")
     text = summary_table([done, failed, missing])
@@ -287,8 +295,8 @@ def test_the_summary_has_one_line_per_table_and_one_per_error():
             "delete files": "-",
             "manifests": "-",
             "expired files": "0",
-            "orphans": "-",
-            "tombstones purged": "-",
+            "orphans": "0",
+            "tombstones purged": "0",
             "retries": "0",
             "seconds": "0.0",
         },
