@@ -135,9 +135,12 @@ bench-quick: $(STAMP)
 # functions: MUTATE_SPARK_ONLY lists the ones only tests/spark reaches, left out of the score), schema's
 # planning and the Spark-free halves of maintenance and the Iceberg layer, the Spark-free parts of the snapshot
 # diff, reconcile and its repair, the unreadable-file finder and the load job, reconciliation, verify and its
-# canary cleanup, reader grants -- against their unit tests, and infra's network, readers (and S3 Tables
-# readers), encryption constructs (storage: the key and what it encrypts), writers and S3 Tables table bucket
-# against the infra assertions. Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
+# canary cleanup, reader grants, maintain's plan and what it leaves to and sets in S3 Tables (jobs/maintenance
+# and iceberg/s3_tables, their Spark-free functions) -- against their unit tests, and infra's network, readers
+# (and S3 Tables readers), encryption constructs (storage: the key and what it encrypts), writers and S3 Tables
+# table bucket against the infra assertions (writers and the table bucket against their construct-alone
+# tests, test_infra_*_alone: the same rules as their synth tests, without a stage's synth per mutant).
+# Each half runs in a copy (MUTATE_DIR/lakeloader, MUTATE_DIR/infra; the work tree is
 # never touched) and prints the score per module, then the surviving mutants (`mutmut show <name>` in that
 # copy shows one). Narrow it with e.g. `make mutate MUTATE_MODULES="cli/operate cli/stage"` or
 # `MUTATE_MODULES=infra/network`; two runs at once need two MUTATE_DIRs (and MUTATE_CHILDREN=1 each on a 2-core machine). A stopped run goes on where it
@@ -146,7 +149,7 @@ bench-quick: $(STAMP)
 MUTATE_MODULES ?= control/trigger control/ledger cli/operate cli/stage cli/stage_verbs config formats engine/schema spark/inputs jobs/retention iceberg/table_state \
                   jobs/object_versions engine/full_copy engine/reconciliation engine/repair cli/verify cli/canary_cleanup control/reader_grants \
                   engine/unreadable jobs/load infra/network infra/readers infra/s3_tables_readers infra/storage infra/writers \
-                  infra/s3_tables
+                  infra/s3_tables jobs/maintenance iceberg/s3_tables
 MUTATE_DIR     ?= build/mutate
 MUTATE_CHILDREN ?= 2
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
@@ -159,12 +162,16 @@ MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batch
                   tests/unit/test_s3_tables_config.py tests/unit/test_retry.py \
                   tests/unit/test_reconciliation_rules.py tests/unit/test_repair_rows.py $(wildcard tests/unit/test_reader_grants*.py) \
                   tests/unit/test_unreadable_bisect.py tests/unit/test_assign_inputs.py tests/unit/test_run_summary_lines.py \
-                  tests/unit/test_snapshot_columns.py
+                  tests/unit/test_snapshot_columns.py \
+                  tests/unit/test_maintenance_plan.py tests/unit/test_s3_tables_engine.py tests/unit/test_orphans_under_lake_formation.py \
+                  $(MUTATE_NEEDS_JARS)
+# the copy has no .lakeloader/jars, which a local Spark session's settings read
+MUTATE_NEEDS_JARS := --deselect tests/unit/test_s3_tables_engine.py::test_an_emulated_session_gets_the_s3_tables_catalog_on_the_emulator
 MUTATE_INFRA_TESTS ?= tests/infra/test_infra_network.py tests/infra/test_infra_first_deploy.py tests/infra/test_infra_readers.py \
                   tests/infra/test_infra_reader_grants.py \
                   tests/infra/test_infra_s3_tables_readers.py \
                   tests/infra/test_infra_encryption.py tests/infra/test_infra_storage.py tests/infra/test_infra_storage_lifecycle.py \
-                  tests/infra/test_infra_shared_account.py tests/infra/test_infra_writers.py tests/infra/test_infra_s3_tables.py
+                  tests/infra/test_infra_shared_account.py tests/infra/test_infra_writers_alone.py tests/infra/test_infra_s3_tables_alone.py
 # module:function (Class.method) that only a Spark test can run: their mutants are counted apart
 MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceFormat.operation \
                   formats/debezium:Debezium.read_checked formats/debezium:Debezium._unwrap \
@@ -182,7 +189,12 @@ MUTATE_SPARK_ONLY ?= formats/base:SourceFormat.read_checked formats/base:SourceF
                   engine/repair:compare_snapshot engine/repair:_live engine/repair:repair_difference \
                   engine/unreadable:spark_read_error engine/unreadable:find_unreadable \
                   jobs/load:run_tables jobs/load:finish_lineage jobs/load:output_schema jobs/load:skip_files \
-                  jobs/load:_without_skipped jobs/load:_load_setting_aside jobs/load:load_table
+                  jobs/load:_without_skipped jobs/load:_load_setting_aside jobs/load:load_table \
+                  jobs/maintenance:_commit_retry_properties jobs/maintenance:_drop_stale_audit_branches \
+                  jobs/maintenance:_rewrite_data_files jobs/maintenance:_rewrite_position_delete_files \
+                  jobs/maintenance:_rewrite_manifests jobs/maintenance:_expire jobs/maintenance:_expire_snapshots \
+                  jobs/maintenance:_remove_orphan_files jobs/maintenance:_purge_tombstones \
+                  jobs/maintenance:maintain_table jobs/maintenance:maintain_tables iceberg/s3_tables:drop_table
 # The score per module, as mutmut's badge counts it: (killed + timeout) / (all checked but skipped), then
 # per package. Counted apart, outside the score: the mutants of a Spark-only function, and prose -- a
 # mutant whose function equals the original once every help=, description=, metavar= and sid= argument

@@ -128,13 +128,13 @@ def removal_windows(bucket_arn: str, *, client: Any = None) -> tuple[int, int]:
     """(unreferenced days, noncurrent days) of the table bucket's unreferenced file removal."""
     client = client or _client()
     response = client.get_table_bucket_maintenance_configuration(tableBucketARN=bucket_arn)
-    entry = response.get("configuration", {}).get("icebergUnreferencedFileRemoval", {})
+    entry = response["configuration"].get("icebergUnreferencedFileRemoval", {})  # absent: never set
     if entry.get("status") != "enabled":
         raise LakeloaderError(
             f"table bucket {bucket_arn}: unreferenced file removal is not enabled, so S3 Tables never "
             "deletes the files an erasure unreferences (enable it: the stage's s3_tables settings)"
         )
-    settings = entry.get("settings", {}).get("icebergUnreferencedFileRemoval", {})
+    settings = entry["settings"]["icebergUnreferencedFileRemoval"]
     return int(settings["unreferencedDays"]), int(settings["nonCurrentDays"])
 
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from lakeloader import iceberg
-from lakeloader.config import TableConfig
+from lakeloader.config import CompactionSettings, TableConfig
 from lakeloader.control.contract import new_run_id
 from lakeloader.engine import tombstones
 from lakeloader.iceberg import s3_tables
@@ -97,116 +97,165 @@ def _options(options: dict[str, str]) -> str:
     return "map(" + ", ".join(f"{literal(k)}, {literal(v)}" for k, v in options.items()) + ")"
 
 
-def _plan(
-    spark: SparkSession, table: TableConfig, catalog: str, now: datetime | None
-) -> list[tuple[str, Callable]]:
-    """The enabled steps as (name, callable returning counts)."""
+def rewrite_data_arguments(compaction: CompactionSettings, columns: list[str]) -> list[str]:
+    """`rewrite_data_files`' arguments: sorted by the configured order (its columns resolved against the
+    table's `columns`) or bin-packed, limited to `where`, with the file size and thresholds."""
+    if compaction.sort_order:
+        args = [
+            "strategy => 'sort'",
+            f"sort_order => {literal(sort_order_sql(compaction.sort_order, columns))}",
+        ]
+    else:
+        args = ["strategy => 'binpack'"]
+    if compaction.where:
+        args.append(f"where => {literal(compaction.where)}")
+    options = {
+        "target-file-size-bytes": str(compaction.target_file_size_mb * 1024 * 1024),
+        "min-input-files": str(compaction.min_input_files),
+        "delete-file-threshold": str(compaction.delete_file_threshold),
+    }
+    args.append(f"options => {_options(options)}")
+    return args
+
+
+def left_to_s3_tables(spark: SparkSession, table: TableConfig) -> bool:
+    """Does S3 Tables maintain this table itself (target.storage s3_tables, in the session's table
+    bucket)? Then it compacts, expires snapshots and removes unreferenced files
+    (lakeloader.iceberg.s3_tables.MANAGED_STEPS), as the table's settings tell it (the
+    s3_tables_maintenance step), and `maintain` runs none of the three."""
+    return s3_tables.in_s3_tables(table) and s3_tables.table_bucket_arn(spark) is not None
+
+
+def _plan(spark: SparkSession, table: TableConfig) -> list[str]:
+    """The enabled steps' names, in the order they run (STEPS holds what each does)."""
     settings = table.maintenance
-    name = s3_tables.target_name(spark, catalog, table)
-    steps: list[tuple[str, Callable[[], dict[str, int]]]] = []
-    # target.storage s3_tables: S3 Tables compacts, expires snapshots and removes unreferenced files
-    # itself (lakeloader.iceberg.s3_tables.MANAGED_STEPS), as the table's settings tell it here
-    managed = s3_tables.in_s3_tables(table) and s3_tables.table_bucket_arn(spark) is not None
-
-    def retry_props() -> dict[str, int]:
-        wanted = settings.commit_retry.table_properties()
-        return {"properties_set": len(iceberg.ensure_properties(spark, name, wanted))}
-
-    steps.append(("commit_retry_properties", retry_props))
+    managed = left_to_s3_tables(spark, table)
+    steps = ["commit_retry_properties"]
     if managed:
-        bucket = s3_tables.table_bucket_arn(spark)
-        assert bucket is not None
-        steps.append(("s3_tables_maintenance", lambda: s3_tables.configure_maintenance(bucket, table)))
-
-    def cut() -> retention.Cutoffs:  # taken when a step runs (expiry comes after the rewrites)
-        return retention.cutoffs(table, now or datetime.now(UTC))
-
-    def drop_stale_audit_branches() -> dict[str, int]:  # first: expiry then reclaims their snapshots
-        stale = [b for b, at in iceberg.audit_branches(spark, name).items() if at < cut().audit_branches]
-        for branch in stale:
-            iceberg.discard_branch(spark, name, branch, no_progress)
-        return {"stale_audit_branches_dropped": len(stale)}
-
-    steps.append(("drop_stale_audit_branches", drop_stale_audit_branches))
-
-    def expire_snapshots(target: str) -> dict[str, int]:
-        older = cut().snapshots
-        return iceberg.call_procedure(
-            spark,
-            target,
-            "expire_snapshots",
-            f"older_than => {timestamp_literal(older)}",
-            f"retain_last => {settings.snapshots.retain_last}",
-        )
-
-    compaction = settings.compaction
-    if compaction.enabled and not managed:
-
-        def rewrite_data() -> dict[str, int]:
-            args = []
-            if compaction.sort_order:
-                columns = spark.table(name).columns
-                args += [
-                    "strategy => 'sort'",
-                    f"sort_order => {literal(sort_order_sql(compaction.sort_order, columns))}",
-                ]
-            else:
-                args.append("strategy => 'binpack'")
-            if compaction.where:
-                args.append(f"where => {literal(compaction.where)}")
-            options = {
-                "target-file-size-bytes": str(compaction.target_file_size_mb * 1024 * 1024),
-                "min-input-files": str(compaction.min_input_files),
-                "delete-file-threshold": str(compaction.delete_file_threshold),
-            }
-            args.append(f"options => {_options(options)}")
-            return iceberg.call_procedure(spark, name, "rewrite_data_files", *args)
-
-        steps.append(("rewrite_data_files", rewrite_data))
+        steps.append("s3_tables_maintenance")
+    steps.append("drop_stale_audit_branches")  # first: expiry then reclaims their snapshots
+    if settings.compaction.enabled and not managed:
+        steps.append("rewrite_data_files")
     if settings.rewrite_delete_files:
-        steps.append(
-            (
-                "rewrite_position_delete_files",
-                lambda: iceberg.call_procedure(spark, name, "rewrite_position_delete_files"),
-            )
-        )
+        steps.append("rewrite_position_delete_files")
     if settings.rewrite_manifests:
-        steps.append(
-            (
-                "rewrite_manifests",
-                lambda: iceberg.call_procedure(spark, name, "rewrite_manifests"),
-            )
-        )
+        steps.append("rewrite_manifests")
     if settings.snapshots.enabled and not managed:
-        steps.append(("expire_snapshots", lambda: expire_snapshots(name)))
+        steps.append("expire_snapshots")
     if settings.orphan_files.enabled and not managed:
-
-        def remove_orphans() -> dict[str, int]:
-            older = cut().orphan_files
-            return iceberg.call_procedure(
-                spark,
-                name,
-                "remove_orphan_files",
-                *orphan_file_arguments(timestamp_literal(older), lake_formation_catalog(spark, catalog)),
-            )
-
-        steps.append(("remove_orphan_files", remove_orphans))
-
-    def purge_tombstones() -> dict[str, int]:
-        side = tombstones.side_table(name, table)
-        counts = tombstones.purge(spark, side, timestamp_literal(cut().tombstones))
-        if not counts:  # no side table: no delete was ever loaded
-            return counts
-        iceberg.ensure_properties(spark, side, tombstones.PROPERTIES)  # a side table created before them
-        rewritten = iceberg.call_procedure(spark, side, "rewrite_data_files")
-        counts["tombstone_files_rewritten"] = rewritten.get("rewritten_data_files_count", 0)
-        if settings.snapshots.enabled and not managed:
-            expired = expire_snapshots(side)
-            counts["tombstone_files_expired"] = sum(v for k, v in expired.items() if k.startswith("deleted_"))
-        return counts
-
-    steps.append(("purge_tombstones", purge_tombstones))
+        steps.append("remove_orphan_files")
+    steps.append("purge_tombstones")
     return steps
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a step works on: the table, its name in the catalog that holds it, and the whole plan."""
+
+    spark: SparkSession
+    table: TableConfig
+    catalog: str
+    name: str
+    now: datetime | None
+    steps: tuple[str, ...]
+
+
+def _cutoffs(target: _Target) -> retention.Cutoffs:
+    """Taken when a step runs (expiry comes after the rewrites), unless the run was given `now`."""
+    return retention.cutoffs(target.table, target.now or datetime.now(UTC))
+
+
+def _commit_retry_properties(target: _Target) -> dict[str, int]:
+    wanted = target.table.maintenance.commit_retry.table_properties()
+    return {"properties_set": len(iceberg.ensure_properties(target.spark, target.name, wanted))}
+
+
+def _s3_tables_maintenance(target: _Target) -> dict[str, int]:
+    """The table's compaction and snapshot management, set in the session's table bucket."""
+    bucket = s3_tables.table_bucket_arn(target.spark)
+    assert bucket is not None  # planned only for a table in the session's table bucket
+    return s3_tables.configure_maintenance(bucket, target.table)
+
+
+def _drop_stale_audit_branches(target: _Target) -> dict[str, int]:
+    spark, name = target.spark, target.name
+    stale = [
+        b for b, at in iceberg.audit_branches(spark, name).items() if at < _cutoffs(target).audit_branches
+    ]
+    for branch in stale:
+        iceberg.discard_branch(spark, name, branch, no_progress)
+    return {"stale_audit_branches_dropped": len(stale)}
+
+
+def _rewrite_data_files(target: _Target) -> dict[str, int]:
+    compaction = target.table.maintenance.compaction
+    columns = target.spark.table(target.name).columns if compaction.sort_order else []
+    args = rewrite_data_arguments(compaction, columns)
+    return iceberg.call_procedure(target.spark, target.name, "rewrite_data_files", *args)
+
+
+def _rewrite_position_delete_files(target: _Target) -> dict[str, int]:
+    return iceberg.call_procedure(target.spark, target.name, "rewrite_position_delete_files")
+
+
+def _rewrite_manifests(target: _Target) -> dict[str, int]:
+    return iceberg.call_procedure(target.spark, target.name, "rewrite_manifests")
+
+
+def _expire(target: _Target, name: str) -> dict[str, int]:
+    """expire_snapshots on `name`: the table itself, or its tombstone side table."""
+    older = _cutoffs(target).snapshots
+    return iceberg.call_procedure(
+        target.spark,
+        name,
+        "expire_snapshots",
+        f"older_than => {timestamp_literal(older)}",
+        f"retain_last => {target.table.maintenance.snapshots.retain_last}",
+    )
+
+
+def _expire_snapshots(target: _Target) -> dict[str, int]:
+    return _expire(target, target.name)
+
+
+def _remove_orphan_files(target: _Target) -> dict[str, int]:
+    older = _cutoffs(target).orphan_files
+    lake_formation = lake_formation_catalog(target.spark, target.catalog)
+    return iceberg.call_procedure(
+        target.spark,
+        target.name,
+        "remove_orphan_files",
+        *orphan_file_arguments(timestamp_literal(older), lake_formation),
+    )
+
+
+def _purge_tombstones(target: _Target) -> dict[str, int]:
+    spark = target.spark
+    side = tombstones.side_table(target.name, target.table)
+    counts = tombstones.purge(spark, side, timestamp_literal(_cutoffs(target).tombstones))
+    if not counts:  # no side table: no delete was ever loaded
+        return counts
+    iceberg.ensure_properties(spark, side, tombstones.PROPERTIES)  # a side table created before them
+    rewritten = iceberg.call_procedure(spark, side, "rewrite_data_files")
+    counts["tombstone_files_rewritten"] = rewritten.get("rewritten_data_files_count", 0)
+    if "expire_snapshots" in target.steps:  # the side table's snapshots, as the table's own
+        expired = _expire(target, side)
+        counts["tombstone_files_expired"] = sum(v for k, v in expired.items() if k.startswith("deleted_"))
+    return counts
+
+
+# What each planned step does (_plan names them in order), given the table it works on.
+STEPS: dict[str, Callable[[_Target], dict[str, int]]] = {
+    "commit_retry_properties": _commit_retry_properties,
+    "s3_tables_maintenance": _s3_tables_maintenance,
+    "drop_stale_audit_branches": _drop_stale_audit_branches,
+    "rewrite_data_files": _rewrite_data_files,
+    "rewrite_position_delete_files": _rewrite_position_delete_files,
+    "rewrite_manifests": _rewrite_manifests,
+    "expire_snapshots": _expire_snapshots,
+    "remove_orphan_files": _remove_orphan_files,
+    "purge_tombstones": _purge_tombstones,
+}
 
 
 def maintain_table(
@@ -227,14 +276,16 @@ def maintain_table(
         result.error = f"table {table.qualified_target} does not exist yet (nothing loaded)"
         progress(result.error)
         return result
-    for step_name, run in _plan(spark, table, catalog, now):
+    steps = _plan(spark, table)
+    target = _Target(spark, table, catalog, name, now, tuple(steps))
+    for step_name in steps:
         step = StepResult(step_name)
         step_started = time.monotonic()
         progress(f"{step_name} ...")
 
-        def attempt(run: Callable[[], dict[str, int]] = run, step: StepResult = step) -> dict[str, int]:
+        def attempt(run: Callable = STEPS[step_name], step: StepResult = step) -> dict[str, int]:
             step.attempts += 1
-            return run()
+            return run(target)
 
         try:
             step.counts = retry_on_conflict(

@@ -10,17 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_cdk import App, Stack
-from aws_cdk.assertions import Template
 
-from infra.app import cdk_json_context
-from infra.s3_tables import TableBucket
-from infra.settings import resolve_stage
-from infra.stack import storage_settings
-from infra.storage import LakeStorage
-from lakeloader.config import parse_config
 from lakeloader.control import contract, runtimes
-from tests.infra.cdk_helpers import with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies, role_statements
 
 CONFIG = "tests/fixtures/s3_tables/tables.yaml"
@@ -69,37 +60,6 @@ def test_unreferenced_file_removal_follows_the_stage_settings(s3t):
     }
 
 
-def test_the_table_bucket_alone_takes_both_removal_windows_from_the_stage():
-    """The stage's own days, not AWS's defaults, each in its own field: unreferenced_days 4 (an
-    unreferenced file turns noncurrent), noncurrent_days 12 (a noncurrent file is deleted). The
-    construct alone in an empty stack: seconds instead of a stage's synth, so `make check` runs it."""
-    stack = Stack(App(context=cdk_json_context()), "TableBucket")
-    windows = {"unreferenced_days": 4, "noncurrent_days": 12}
-    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", s3_tables=windows), "stage": "dev"})
-    spec = {
-        "id": "crm.customers",
-        "source": {"prefix": "crm/customers/", "format": "parquet", "cdc": "dms"},
-        "target": {"database": "crm", "table": "customers", "storage": "s3_tables"},
-        "keys": ["customer_id"],
-    }
-    lake = parse_config({"tables": [spec]})
-    TableBucket(
-        stack,
-        "S3Tables",
-        names=stage.names,
-        retention=stage.retention,
-        settings=stage.settings.s3_tables,
-        lake=lake,
-        storage=LakeStorage(stack, "Storage", settings=storage_settings(stage)),
-    )
-    (bucket,) = Template.from_stack(stack).find_resources("AWS::S3Tables::TableBucket").values()
-    assert bucket["Properties"]["UnreferencedFileRemoval"] == {
-        "Status": "Enabled",
-        "UnreferencedDays": 4,
-        "NoncurrentDays": 12,
-    }
-
-
 def test_one_namespace_per_database_of_s3_tables_tables(s3t):
     """AWS::S3Tables::Namespace in the bucket, for crm only (sales stays in the Glue catalog); the
     namespace is the config's database, unprefixed: the table bucket is the stage's own."""
@@ -108,6 +68,23 @@ def test_one_namespace_per_database_of_s3_tables_tables(s3t):
     assert namespaces == [
         {"Namespace": "crm", "TableBucketARN": {"Fn::GetAtt": [bucket_id, "TableBucketARN"]}}
     ]
+
+
+def test_the_table_buckets_resources_keep_their_logical_ids(s3t):
+    """A deployed stage's table bucket, namespaces and policy keep their logical ids: CloudFormation
+    replaces a resource whose logical id changes, and a new table bucket cannot take the old one's name
+    (unique in the account and region) while the old one, holding the tables, still exists. The template
+    snapshots hold the default config, which has no table bucket."""
+    resources = {
+        k: v["Type"]
+        for k, v in s3t.template_json["Resources"].items()
+        if v["Type"].startswith("AWS::S3Tables::")
+    }
+    assert resources == {
+        "S3TablesTableBucket9A4B30D6": "AWS::S3Tables::TableBucket",
+        "S3TablesNamespacecrmE797D752": "AWS::S3Tables::Namespace",
+        "S3TablesPolicy325071F5": "AWS::S3Tables::TableBucketPolicy",
+    }
 
 
 def test_the_default_config_has_no_table_bucket(dev):
@@ -180,6 +157,53 @@ def test_default_config_job_roles_have_no_s3_tables_access(dev):
     for role in job_role_ids(dev):
         statements = role_statements(dev.template_json, role)
         assert not allowed(statements, "s3tables:PutTableData", f"{BUCKET_ARN}/table/x")
+
+
+# What the jobs call in the stage's table bucket, written out here rather than imported from
+# infra.s3_tables (the code under test). The S3 Tables Iceberg REST endpoint translates each Iceberg REST
+# operation into an S3 Tables one ("Accessing tables using the Amazon S3 Tables Iceberg REST endpoint",
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-integrating-open-source.html): the
+# catalog's config and namespace listing (GetTableBucket, ListNamespaces, GetNamespace), a namespace's
+# tables (ListTables), a table's create, load, commit, rename and drop (CreateTable, GetTable,
+# GetTableMetadataLocation, UpdateTableMetadataLocation, RenameTable, DeleteTable); S3FileIO reads and
+# writes a table's files (GetTableData, PutTableData); `maintain` reads and sets a table's own maintenance
+# (Get/PutTableMaintenanceConfiguration, lakeloader.iceberg.s3_tables.configure_maintenance).
+JOB_BUCKET_ACTIONS = {
+    "s3tables:GetTableBucket",
+    "s3tables:ListNamespaces",
+    "s3tables:GetNamespace",
+    "s3tables:ListTables",
+}
+JOB_TABLE_ACTIONS = {
+    "s3tables:CreateTable",
+    "s3tables:GetTable",
+    "s3tables:GetTableMetadataLocation",
+    "s3tables:UpdateTableMetadataLocation",
+    "s3tables:RenameTable",
+    "s3tables:DeleteTable",
+    "s3tables:GetTableData",
+    "s3tables:PutTableData",
+    "s3tables:GetTableMaintenanceConfiguration",
+    "s3tables:PutTableMaintenanceConfiguration",
+}
+
+
+def test_job_roles_get_what_the_catalog_and_maintain_call_and_nothing_else(s3t):
+    """Each job role's S3 Tables actions, and the table bucket policy's for both roles: the bucket's
+    on the bucket, the tables' on its tables, each set exactly the one above."""
+    table = f"{BUCKET_ARN}/table/0123-abcd"
+    for role in job_role_ids(s3t):
+        statements = role_statements(s3t.template_json, role)
+        granted = {a for s in statements for a in s.actions if a.startswith("s3tables:")}
+        assert granted == JOB_BUCKET_ACTIONS | JOB_TABLE_ACTIONS, role
+        assert {a for a in granted if allowed(statements, a, BUCKET_ARN)} == JOB_BUCKET_ACTIONS, role
+        assert {a for a in granted if allowed(statements, a, table)} == JOB_TABLE_ACTIONS, role
+    _, policy = only(s3t, "AWS::S3Tables::TableBucketPolicy")
+    resolve = Resolver(s3t.template_json)
+    by_resource = {
+        resolve(s["Resource"]): set(s["Action"]) for s in policy["Properties"]["ResourcePolicy"]["Statement"]
+    }
+    assert by_resource == {BUCKET_ARN: JOB_BUCKET_ACTIONS, f"{BUCKET_ARN}/table/*": JOB_TABLE_ACTIONS}
 
 
 # What `lakeloader erase` calls on an s3_tables table, written out here rather than imported from

@@ -5,17 +5,9 @@ from infra.writers (the code under test)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
-from aws_cdk import App, Stack
-from aws_cdk.assertions import Template
 
-from infra.app import cdk_json_context
-from infra.settings import SettingsError, resolve_stage
-from infra.stack import storage_settings
-from infra.storage import LakeStorage
-from infra.writers import Writers
+from infra.settings import SettingsError
 from tests.infra.cdk_helpers import WRITERS, synthesize, with_settings
 from tests.infra.iam_eval import ACCOUNT, REGION, Resolver, allowed, managed_policies
 
@@ -35,17 +27,6 @@ VIA_S3 = "s3.us-east-1.amazonaws.com"
 @pytest.fixture(scope="module")
 def built(synth):
     return synth("dev", **with_settings("dev", writers=KINDS))
-
-
-@pytest.fixture(scope="module")
-def alone():
-    """The writers construct with the stage's storage, alone in an empty stack: seconds instead of a
-    stage's synth, so `make check` guards the writers' key grants too."""
-    stack = Stack(App(context=cdk_json_context()), "Writers")
-    stage = resolve_stage({**cdk_json_context(), **with_settings("dev", writers=KINDS), "stage": "dev"})
-    stack.storage = LakeStorage(stack, "Storage", settings=storage_settings(stage))
-    Writers(stack, "Writers", names=stage.names, writers=stage.settings.writers, storage=stack.storage)
-    return SimpleNamespace(stack=stack, template_json=Template.from_stack(stack).to_json())
 
 
 def names(built) -> dict[str, str]:
@@ -97,18 +78,6 @@ def test_an_s3_sink_may_upload_in_parts_under_its_prefix(built):
     assert allowed(statements, "s3:AbortMultipartUpload", obj)
     assert allowed(statements, "kms:GenerateDataKey", n["key"], through_s3(n["raw"]))
     assert allowed(statements, "kms:Decrypt", n["key"], through_s3(n["raw"]))
-
-
-def test_the_writers_construct_alone_grants_the_stage_key_for_multipart_uploads_through_s3_only(alone):
-    """A multipart upload with SSE-KMS needs kms:GenerateDataKey and kms:Decrypt of the uploader (the
-    page above), for every writer: the stage's key, through S3, for the raw bucket only."""
-    n = names(alone)
-    for role in ("dms-s3-target", "msk-s3-sink", "erp-exporter"):
-        _, statements = policy(alone, role)
-        for action in ("kms:GenerateDataKey", "kms:Decrypt"):
-            assert allowed(statements, action, n["key"], through_s3(n["raw"])), (role, action)
-            assert not allowed(statements, action, n["key"], through_s3(n["curated"])), (role, action)
-            assert not allowed(statements, action, n["key"], {"kms:ViaService": VIA_S3}), (role, action)
 
 
 def test_a_kafka_connect_sink_may_list_and_resume_its_multipart_uploads(built):

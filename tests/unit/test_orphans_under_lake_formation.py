@@ -14,26 +14,14 @@ from __future__ import annotations
 
 from lakeloader.control.contract import GLUE_CATALOG, lake_formation_catalog_conf
 from lakeloader.jobs.maintenance import lake_formation_catalog, orphan_file_arguments
-
-
-class Conf:
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self.values.get(key, default)
-
-
-class Session:
-    def __init__(self, values: dict[str, str]) -> None:
-        self.conf = Conf(values)
+from tests.unit.spark_conf import Session
 
 
 def test_a_lake_formation_catalog_lists_orphans_through_the_tables_file_io():
     """The catalog settings the stack gives both engines in Lake Formation mode (full table access)
     make maintenance list a table's files by prefix through Iceberg's FileIO, which Lake Formation's
     vended credentials serve; the role has no S3 grant of its own on the warehouse to list with."""
-    spark = Session(lake_formation_catalog_conf(GLUE_CATALOG, "123456789012", "eu-west-1"))
+    spark = Session(**lake_formation_catalog_conf(GLUE_CATALOG, "123456789012", "eu-west-1"))
     assert lake_formation_catalog(spark, GLUE_CATALOG) is True
     assert orphan_file_arguments("TIMESTAMP '2026-11-01 00:00:00'", True) == [
         "older_than => TIMESTAMP '2026-11-01 00:00:00'",
@@ -43,11 +31,11 @@ def test_a_lake_formation_catalog_lists_orphans_through_the_tables_file_io():
 
 def test_an_iam_mode_catalog_lists_orphans_as_before():
     """IAM mode keeps Iceberg's default listing (the role holds the warehouse's ListBucket)."""
-    spark = Session({})
+    spark = Session()
     assert lake_formation_catalog(spark, GLUE_CATALOG) is False
     assert (
         lake_formation_catalog(
-            Session({"spark.sql.catalog.other.glue.lakeformation-enabled": "true"}), GLUE_CATALOG
+            Session(**{"spark.sql.catalog.other.glue.lakeformation-enabled": "true"}), GLUE_CATALOG
         )
         is False
     )

@@ -16,6 +16,7 @@ from lakeloader.jobs.maintenance import _plan
 from lakeloader.spark.errors import LakeloaderError
 from lakeloader.spark.session import S3_TABLES_ENV, SparkSettings, local_conf
 from lakeloader_dev.emulator.glue_runner import s3_tables_warehouse
+from tests.unit.spark_conf import Session
 
 BUCKET = "arn:aws:s3tables:us-east-1:123456789012:bucket/lakeloader-dev-tables"
 
@@ -30,21 +31,6 @@ def table(storage="s3_tables", **maintenance):
     if maintenance:
         spec["maintenance"] = maintenance
     return parse_config({"tables": [spec]}).tables[0]
-
-
-class Conf:
-    """A session's runtime conf, as `spark.conf` answers `get(key, default)`."""
-
-    def __init__(self, values):
-        self.values = values
-
-    def get(self, key, default=None):
-        return self.values.get(key, default)
-
-
-class Session:
-    def __init__(self, **values):
-        self.conf = Conf(values)
 
 
 def test_an_s3_tables_table_is_addressed_through_the_s3_tables_catalog():
@@ -63,7 +49,11 @@ def test_a_laptop_run_keeps_an_s3_tables_table_in_its_local_warehouse():
 def test_a_job_without_the_s3_tables_catalog_refuses_the_table():
     with pytest.raises(LakeloaderError) as err:
         s3_tables.target_catalog(Session(), contract.GLUE_CATALOG, table())
-    assert "crm.customers" in str(err.value) and s3_tables.WAREHOUSE_CONF in str(err.value)
+    assert str(err.value) == (
+        "table 'crm.customers' has target.storage s3_tables, but this session has no 's3tables' catalog "
+        "(spark.sql.catalog.s3tables.warehouse is not set): the stage's job settings name it when the "
+        "config has an s3_tables table (redeploy the stack)"
+    )
 
 
 def test_maintenance_configuration_follows_the_table_retention_settings():
@@ -93,7 +83,7 @@ def test_maintenance_configuration_follows_the_table_retention_settings():
 
 def planned(session, stored) -> list[str]:
     """The steps `lakeloader maintain` plans for the table (none run: a plan names them only)."""
-    return [name for name, _ in _plan(session, stored, contract.LOCAL_CATALOG, None)]
+    return _plan(session, stored)
 
 
 LEFT_TO_S3_TABLES = {"rewrite_data_files", "expire_snapshots", "remove_orphan_files"}
