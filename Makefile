@@ -365,7 +365,7 @@ export MUTMUT_PY
 # stay in dir/tmp (removed with the copy by the next run), not in the shared /tmp: a killed mutant's
 # session keeps its base temp, and thousands of them filled a disk once.
 mutmut_run = mkdir -p $(1)/tmp && cd $(1) && { TMPDIR=$(abspath $(1))/tmp $(2) $(abspath $(PY)) -c "$$MUTMUT_PY" run --max-children $(MUTATE_CHILDREN) > mutmut-run.log 2>&1 || { tail -30 mutmut-run.log; exit 1; }; } \
-	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(VENV))/bin/mutmut results
+	&& $(abspath $(PY)) -c "$$MUTATION_SCORE_PY" && $(abspath $(PY)) -m mutmut results
 mutate: $(STAMP)
 	$(PY) -m pip install --quiet $(MUTMUT)
 ifeq ($(MUTATE_RESUME),)
