@@ -1,0 +1,207 @@
+"""`lakeloader verify`'s read hops on moto over HTTP, without a job run: the canary read back through the
+Glue catalog by pyiceberg, from a real Iceberg table that pyiceberg itself writes into moto's Glue catalog
+and S3 (as the job leaves it), and each reader's Athena query that fails, is cancelled or is still
+running. tests/e2e/test_verify.py reads the table a real job run committed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import boto3
+import pyarrow as pa
+import pytest
+
+from lakeloader.cli.stage import DeployedStage
+from lakeloader.cli.verify import HopFailed, Verification, Verifier
+from lakeloader.config import canary
+from tests.unit import stage_world
+
+moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
+moto_api, unique_name = stage_world.aws_fixtures.moto_api, stage_world.unique_name
+
+ARROW_TYPES = {"string": pa.string(), "int": pa.int32()}
+CANARY_ARROW = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in canary.CANARY_SCHEMA.items()])
+READ_HOP = "glue: read through the catalog"
+
+
+@pytest.fixture
+def deployed(stage, aws_endpoint) -> DeployedStage:
+    """The stage with a Glue database prefix of its own, so its canary database is no other test's."""
+    return dataclasses.replace(stage.deployed, database_prefix=f"{unique_name('stage').replace('-', '_')}_")
+
+
+def canary_rows(token: str, row_numbers: list[int]) -> list[dict]:
+    """The rows of the canary file verify lands for `token` (canary.canary_file), those numbered."""
+    rows = [json.loads(line) for line in canary.canary_file(token, "glue").splitlines()]
+    return [rows[n] for n in row_numbers]
+
+
+def write_canary_table(deployed: DeployedStage, endpoint: str, *batches: list[dict]) -> None:
+    """The glue canary table as a run leaves it: an Iceberg table in the stage's canary database, its
+    metadata and data files in the stage's bucket, one snapshot per batch of rows."""
+    from pyiceberg.catalog import load_catalog
+
+    database = deployed.glue_database(canary.CANARY_DATABASE)
+    boto3.client("glue").create_database(DatabaseInput={"Name": database})
+    catalog = load_catalog(
+        "test", type="glue", **{"glue.endpoint": endpoint, "s3.endpoint": endpoint, "s3.region": "us-east-1"}
+    )
+    table = catalog.create_table(
+        (database, "glue"),
+        schema=CANARY_ARROW,
+        location=f"s3://{deployed.raw_bucket}/warehouse/{database}/glue",
+    )
+    for rows in batches:
+        table.append(pa.Table.from_pylist(rows, schema=CANARY_ARROW))
+
+
+def test_the_read_hop_passes_on_the_canarys_rows_read_through_the_catalog(deployed, aws_endpoint):
+    """Only this verify's rows count (an earlier canary's stay in the table), in whatever order the
+    files give them."""
+    said: list[str] = []
+    verifier, result = Verifier(deployed, {}, timeout=1, say=said.append), Verification()
+    earlier = canary_rows("verify-20261201T000000Z-00000000", [0, 1, 2])
+    write_canary_table(deployed, aws_endpoint, earlier, canary_rows(verifier.token, [2, 1, 0]))
+
+    verifier.read_back(result, "glue")
+
+    assert result.passed == [READ_HOP]
+    (line,) = said
+    assert line.startswith("ok ") and line.endswith(f"{READ_HOP}: 3 rows of {verifier.token}")
+    database = deployed.glue_database(canary.CANARY_DATABASE)
+    assert verifier.current == (READ_HOP, f"Glue table {database}.glue")
+
+
+def test_the_read_hop_fails_naming_the_rows_it_read_when_a_canary_row_is_missing(deployed, aws_endpoint):
+    verifier, result = Verifier(deployed, {}, timeout=1, say=[].append), Verification()
+    rows = canary_rows(verifier.token, [0, 2])
+    write_canary_table(deployed, aws_endpoint, rows)
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.read_back(result, "glue")
+
+    assert failed.value.hop == READ_HOP
+    assert failed.value.resource == f"Glue table {deployed.glue_database(canary.CANARY_DATABASE)}.glue"
+    assert failed.value.detail == f"read 2 canary rows, wanted {canary.CANARY_ROWS}: {rows}"
+    assert result.passed == []
+
+
+def test_the_read_hop_reads_through_the_emulator_it_is_pointed_at(deployed, aws_endpoint, monkeypatch):
+    """pyiceberg is given AWS_ENDPOINT_URL itself (its Glue client and its S3 file IO): it reads the
+    emulator even where the SDK leaves endpoint variables alone (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS,
+    or an SDK older than them), and never the account the credentials might reach."""
+    verifier, result = Verifier(deployed, {}, timeout=1, say=[].append), Verification()
+    write_canary_table(deployed, aws_endpoint, canary_rows(verifier.token, [0, 1, 2]))
+    monkeypatch.setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
+
+    verifier.read_back(result, "glue")
+
+    assert result.passed == [READ_HOP]
+
+
+def test_the_read_hop_without_pyiceberg_says_what_to_install(deployed, monkeypatch):
+    """verify is an operator's tool: pyiceberg may be missing where it runs. The hop fails saying so."""
+    monkeypatch.setitem(sys.modules, "pyiceberg.catalog", None)  # `import` raises ImportError
+    verifier = Verifier(deployed, {}, timeout=1, say=[].append)
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.read_back(Verification(), "glue")
+
+    assert failed.value.hop == READ_HOP
+    assert failed.value.resource == f"Glue table {deployed.glue_database(canary.CANARY_DATABASE)}.glue"
+    assert failed.value.detail == "needs pyiceberg: pip install 'pyiceberg[glue,pyarrow]'"
+
+
+# -- Athena: a query that does not succeed ---------------------------------------------------------
+
+
+@pytest.fixture
+def queries_held(aws_endpoint) -> Iterator[None]:
+    """moto's Athena queries stay QUEUED (moto runs no SQL: its queries succeed at once otherwise)."""
+    transition = {"model_name": "athena::execution", "transition": {"progression": "manual", "times": 10**6}}
+    moto_api(aws_endpoint, "state-manager/set-transition", transition)
+    try:
+        yield
+    finally:
+        moto_api(aws_endpoint, "state-manager/unset-transition", {"model_name": "athena::execution"})
+
+
+def reader_workgroup() -> tuple[str, dict[str, str]]:
+    """A reader's Athena workgroup and the stack output that names it."""
+    workgroup = unique_name("lakeloader-dev-analyst")
+    boto3.client("athena").create_work_group(Name=workgroup, Configuration={})
+    return workgroup, {"ReaderWorkgroups": f"analyst={workgroup}"}
+
+
+def only_query(workgroup: str) -> str:
+    (qid,) = boto3.client("athena").list_query_executions(WorkGroup=workgroup)["QueryExecutionIds"]
+    return qid
+
+
+def test_an_athena_query_still_running_at_the_timeout_fails_its_workgroups_hop(deployed, queries_held):
+    workgroup, outputs = reader_workgroup()
+    verifier, result = Verifier(deployed, outputs, timeout=1, say=[].append, poll=0.1), Verification()
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.athena(result, "glue")
+
+    assert failed.value.hop == f"glue: Athena workgroup {workgroup}"
+    assert failed.value.resource == f"Athena workgroup {workgroup}"
+    assert failed.value.detail == f"query {only_query(workgroup)} still running"
+    assert result.passed == []
+
+
+def test_a_cancelled_athena_query_fails_its_hop_at_once(deployed, queries_held):
+    """Cancelled (here by a stop_query_execution while it is queued) is an end: the hop fails then,
+    with the query's state, not at the timeout."""
+    workgroup, outputs = reader_workgroup()
+    verifier, result = Verifier(deployed, outputs, timeout=15, say=[].append, poll=0.1), Verification()
+    athena = boto3.client("athena")
+    threading.Timer(0.5, lambda: athena.stop_query_execution(QueryExecutionId=only_query(workgroup))).start()
+    started = time.monotonic()
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.athena(result, "glue")
+
+    assert time.monotonic() - started < 10
+    assert failed.value.hop == f"glue: Athena workgroup {workgroup}"
+    assert failed.value.resource == f"Athena workgroup {workgroup}"
+    assert failed.value.detail == f"query {only_query(workgroup)} CANCELLED: None"  # moto gives no reason
+    assert result.passed == []
+
+
+def test_a_failed_athena_query_fails_its_hop_at_once_with_athenas_reason(deployed, aws_endpoint, monkeypatch):
+    """moto runs no SQL, so none of its queries fails: the Athena client's GetQueryExecution answer (from
+    moto, over HTTP) is rewritten to FAILED with Athena's reason by a botocore after-call handler on
+    the Athena client only. Everything else is the emulator's and the code under test's own."""
+    reason = "COLUMN_NOT_FOUND: line 1:33: Column 'canary_id' cannot be resolved"
+
+    def failed_query(parsed: dict, **_: object) -> None:
+        parsed["QueryExecution"]["Status"] |= {"State": "FAILED", "StateChangeReason": reason}
+
+    real_client = boto3.client
+
+    def client(service: str, *args: object, **kwargs: object):
+        made = real_client(service, *args, **kwargs)
+        if service == "athena":
+            made.meta.events.register("after-call.athena.GetQueryExecution", failed_query)
+        return made
+
+    monkeypatch.setattr(boto3, "client", client)
+    workgroup, outputs = reader_workgroup()
+    verifier, result = Verifier(deployed, outputs, timeout=15, say=[].append, poll=0.1), Verification()
+    started = time.monotonic()
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.athena(result, "glue")
+
+    assert time.monotonic() - started < 10
+    assert failed.value.hop == f"glue: Athena workgroup {workgroup}"
+    assert failed.value.resource == f"Athena workgroup {workgroup}"
+    assert failed.value.detail == f"query {only_query(workgroup)} FAILED: {reason}"
+    assert result.passed == []
