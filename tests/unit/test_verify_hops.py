@@ -5,6 +5,7 @@ the emulator), the canary it lands and removes, and the canary tables every stag
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -13,7 +14,7 @@ import boto3
 import pytest
 
 from lakeloader.cli.canary_cleanup import remove_canary
-from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier
+from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier, log_excerpt
 from lakeloader.config import ConfigError, canary, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.control.dynamodb import encode_item
@@ -467,3 +468,44 @@ def test_the_commit_hop_passes_when_the_catalogs_metadata_holds_the_runs_snapsho
         verifier.committed(result, "glue", run_id)
     assert failed.value.resource == f"Glue table {database}.glue"
     assert failed.value.detail == f"snapshot 42 is not in {location}"
+
+
+def put_log(group: str, lines: list[str], at_ms: int) -> None:
+    """`lines` in a new stream of `group` (made if need be), logged from `at_ms` on, a millisecond apart."""
+    logs = boto3.client("logs")
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_group(logGroupName=group)
+    stream = stage_world.unique_name("stream")
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    events = [{"timestamp": at_ms + n, "message": line} for n, line in enumerate(lines)]
+    logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
+
+
+@pytest.mark.parametrize("count", [13, 14, 600])
+def test_a_log_of_13_lines_is_shown_whole_and_a_longer_one_by_its_first_10_and_last_3(aws_endpoint, count):
+    """A traceback's lines keep their indentation and lose their line ends; one page of 500 events is
+    read, so a longer log's last lines shown are the 500th's."""
+    group = f"/aws/lambda/{stage_world.unique_name('log')}"
+    lines = [f"  line {n}\n" for n in range(count)]
+    put_log(group, lines, int(time.time() * 1000) - 10_000)
+
+    read = [line.rstrip() for line in lines[:500]]
+    assert log_excerpt(group) == [
+        f"log group {group}:",
+        *(read if count <= 13 else [*read[:10], "...", *read[-3:]]),
+    ]
+
+
+def test_the_arrival_hops_log_starts_when_the_verify_did(stage):
+    """A busy function's earlier invocations are not this canary's: the log the hop shows is the
+    function's since the verify started."""
+    deployed = dataclasses.replace(stage.deployed, arrival_function=stage_world.unique_name("arrival"))
+    group = f"/aws/lambda/{deployed.arrival_function}"
+    put_log(group, ["an earlier invocation"], int(time.time() * 1000) - 120_000)
+    verifier = Verifier(deployed, {}, timeout=1, say=[].append, poll=0.1)
+    put_log(group, ["this canary's"], int(verifier.started_at * 1000) + 1)
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.recorded(Verification(), "glue", f"{canary.CANARY_PREFIX}glue/verify-1.json")
+
+    assert failed.value.log == [f"log group {group}:", "this canary's"]
