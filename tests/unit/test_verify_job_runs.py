@@ -19,6 +19,7 @@ from lakeloader.cli.stage import DeployedStage
 from lakeloader.cli.verify import HopFailed, Verification, Verifier
 from lakeloader.config import canary
 from lakeloader.control.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
+from lakeloader.control.ledger import DONE
 from tests.unit import stage_world
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
@@ -191,3 +192,34 @@ def test_an_emr_run_that_took_the_canary_fails_the_hop_once_every_such_run_has_e
     ]
 
     assert "no emr run started within 1 s" in job_hop(deployed, "emr", midnight).detail  # created before
+
+
+@pytest.mark.parametrize("engine", ["glue", "emr"])
+def test_the_job_hop_passes_naming_the_engine_run_that_took_the_loaded_canary(stage, glue_runs_held, engine):
+    """The file is done in the ledger: the hop passes with the lakeloader run that loaded it, and names
+    the engine's run (Glue: the newest that took the canary table; EMR: the first listed)."""
+    table_id = canary.canary_id(engine)
+    if engine == "glue":
+        deployed = ingest_job(stage.deployed, None)
+        since = datetime.now(UTC) - timedelta(minutes=1)
+        glue_run(deployed, table_id)
+        named, _ = glue_run(deployed, table_id)
+        resource = f"Glue job {deployed.ingest_job}"
+    else:
+        deployed = emr_application(stage.deployed)
+        since = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(seconds=1)
+        named = emr_run(deployed, table_id)
+        emr_run(deployed, table_id)
+        resource = f"EMR Serverless application {deployed.emr_application}"
+    key = f"{canary.CANARY_PREFIX}{engine}/verify-1.json"
+    stage.record(table_id, key)
+    claimed = stage.ledger.claim(table_id, stage.ledger.objects(table_id), "run-1")
+    stage.ledger.finish(table_id, claimed, "run-1", DONE)
+    said: list[str] = []
+    verifier, result = Verifier(deployed, {}, timeout=1, say=said.append, poll=0.1), Verification()
+
+    assert verifier.job_run(result, engine, key, since) == "run-1"
+
+    assert result.passed == [f"{engine}: job run"]
+    assert said[0].endswith(f"{engine}: job run: {resource} run {named} loaded it")
+    assert verifier.current == (f"{engine}: job run", resource)
