@@ -11,15 +11,22 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import boto3
 import pyarrow as pa
 import pytest
 
 from lakeloader.cli.stage import DeployedStage
-from lakeloader.cli.verify import HopFailed, Verification, Verifier
+from lakeloader.cli.verify import HopFailed, Verification, Verifier, verify
 from lakeloader.config import canary
+from lakeloader.control.contract import ARG_TABLE_ID, glue_arg
+from lakeloader.control.ledger import DONE
 from tests.unit import stage_world
+from tests.unit.test_verify_hops import queue_athena_results, with_canary_tables
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
 moto_api, unique_name = stage_world.aws_fixtures.moto_api, stage_world.unique_name
@@ -41,7 +48,7 @@ def canary_rows(token: str, row_numbers: list[int]) -> list[dict]:
     return [rows[n] for n in row_numbers]
 
 
-def write_canary_table(deployed: DeployedStage, endpoint: str, *batches: list[dict]) -> None:
+def write_canary_table(deployed: DeployedStage, endpoint: str, *batches: list[dict]) -> Table:
     """The glue canary table as a run leaves it: an Iceberg table in the stage's canary database, its
     metadata and data files in the stage's bucket, one snapshot per batch of rows."""
     from pyiceberg.catalog import load_catalog
@@ -58,6 +65,7 @@ def write_canary_table(deployed: DeployedStage, endpoint: str, *batches: list[di
     )
     for rows in batches:
         table.append(pa.Table.from_pylist(rows, schema=CANARY_ARROW))
+    return table
 
 
 def test_the_read_hop_passes_on_the_canarys_rows_read_through_the_catalog(deployed, aws_endpoint):
@@ -205,3 +213,69 @@ def test_a_failed_athena_query_fails_its_hop_at_once_with_athenas_reason(deploye
     assert failed.value.resource == f"Athena workgroup {workgroup}"
     assert failed.value.detail == f"query {only_query(workgroup)} FAILED: {reason}"
     assert result.passed == []
+
+
+# -- every hop, one after the other ---------------------------------------------------------------
+
+
+def play_lambda_and_job(stage, deployed: DeployedStage, endpoint: str, errors: list[Exception]) -> None:
+    """What moto cannot run, played as the stage runs it: the arrival Lambda records the canary file in
+    the ledger; a Glue run of the ingest job loads the file's rows into the Iceberg table (pyiceberg),
+    marks the file done and records its end with the snapshot it committed."""
+    try:
+        s3, table_id = boto3.client("s3"), canary.canary_id("glue")
+        deadline, listed = time.monotonic() + 20, []
+        while not listed and time.monotonic() < deadline:
+            prefix = f"{canary.CANARY_PREFIX}glue/"
+            listed = s3.list_objects_v2(Bucket=deployed.raw_bucket, Prefix=prefix).get("Contents", [])
+            time.sleep(0.05)
+        key = listed[0]["Key"]
+        stage.record(table_id, key)
+        boto3.client("glue").start_job_run(
+            JobName=deployed.ingest_job, Arguments={glue_arg(ARG_TABLE_ID): table_id}
+        )
+        body = s3.get_object(Bucket=deployed.raw_bucket, Key=key)["Body"].read().decode()
+        stage.ledger.start_run(table_id, "run-1", "event-1", engine="glue")
+        claimed = stage.ledger.claim(table_id, stage.ledger.objects(table_id), "run-1")
+        table = write_canary_table(deployed, endpoint, [json.loads(line) for line in body.splitlines()])
+        stage.ledger.finish(table_id, claimed, "run-1", DONE)
+        snapshot = table.current_snapshot().snapshot_id
+        stage.ledger.end_run(table_id, "run-1", "succeeded", snapshot_id=snapshot)
+    except Exception as exc:  # noqa: BLE001 -- the test reports it
+        errors.append(exc)
+
+
+def test_verify_passes_every_hop_in_order_then_removes_the_canary(stage, aws_endpoint):
+    """verify() on a stage whose Lambda and job are played (moto runs neither): each hop passes in
+    order, with the canary landed by verify read back through the catalog and counted by Athena, then
+    the alarm topic; the canary's file and table are removed."""
+    deployed = dataclasses.replace(
+        stage.deployed, database_prefix=f"{unique_name('stage').replace('-', '_')}_"
+    )
+    deployed = dataclasses.replace(deployed, ingest_job=unique_name("lakeloader-ingest"))
+    with_canary_tables(stage)
+    boto3.client("glue").create_job(Name=deployed.ingest_job, Role="arn:aws:iam::123456789012:role/glue",
+                                    Command={"Name": "glueetl"})  # fmt: skip
+    workgroup, outputs = reader_workgroup()
+    outputs["AlarmTopicArn"] = boto3.client("sns").create_topic(Name=unique_name("alarms"))["TopicArn"]
+    queue_athena_results(aws_endpoint, str(canary.CANARY_ROWS))
+    errors: list[Exception] = []
+    job = threading.Thread(target=play_lambda_and_job, args=(stage, deployed, aws_endpoint, errors))
+    job.start()
+    said: list[str] = []
+
+    result = verify(deployed, outputs, timeout=10, say=said.append)
+
+    job.join()
+    assert errors == [] and result.failure is None, (errors, result.failure)
+    hops = ["land", "arrival Lambda -> ledger", "job run", "iceberg commit", "read through the catalog"]
+    assert result.passed == [
+        *(f"glue: {hop}" for hop in hops),
+        f"glue: Athena workgroup {workgroup}",
+        "alarm topic",
+    ]
+    assert [line.split(" s  ", 1)[1].split(":", 2)[1].strip() for line in said[:5]] == hops
+    database = deployed.glue_database(canary.CANARY_DATABASE)
+    assert f"Glue table {database}.glue and its files" in result.removed and result.cleanup_errors == []
+    listed = boto3.client("s3").list_object_versions(Bucket=deployed.raw_bucket, Prefix=canary.CANARY_PREFIX)
+    assert not listed.get("Versions") and stage.ledger.objects(canary.canary_id("glue")) == []
