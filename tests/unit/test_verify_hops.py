@@ -215,10 +215,20 @@ def test_the_arrival_hop_ends_when_the_canarys_event_is_a_dead_letter(stage):
     assert time.monotonic() - started < 4  # at once, not at the timeout
     assert failed.value.hop == "glue: arrival Lambda -> ledger"
     assert failed.value.resource == f"Lambda {stage.deployed.arrival_function}"
-    assert f"gave up on the S3 event of {key} after its retries" in failed.value.detail
-    assert "error: ResourceNotFoundException: no table" in failed.value.detail
+    assert failed.value.detail == (
+        f"Lambda gave up on the S3 event of {key} after its retries: it went to the dead-letter queue "
+        f"{queue} "
+        "(error: ResourceNotFoundException: no table; the canary's message was removed from the queue)"
+    )
     (left,) = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
     assert "LOAD1.parquet" in left["Body"]
+
+    unsaid = Verifier(stage.deployed, outputs, timeout=8, say=[].append, poll=0.1)  # no error attribute
+    quiet = unsaid.land(Verification(), "glue")
+    sqs.send_message(QueueUrl=queue, MessageBody=s3_event(raw, quiet))
+    with pytest.raises(HopFailed) as without:
+        unsaid.recorded(Verification(), "glue", quiet)
+    assert "(error: not given; the canary's message was removed" in without.value.detail
 
     gone = Verifier(stage.deployed, {DEAD_LETTER_OUTPUT: queue + "-gone"}, timeout=1, say=[].append)
     with pytest.raises(HopFailed) as waited:
