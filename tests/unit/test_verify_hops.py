@@ -168,7 +168,8 @@ def test_the_commit_hop_waits_for_the_run_to_record_its_end(stage):
     assert never.value.detail == f"run {run_id} recorded no end within 1 s: {recorded}"
     assert f"table_id='{table_id}'" in never.value.detail
     table = f"Glue table {stage.deployed.glue_database(canary.CANARY_DATABASE)}.glue"
-    assert never.value.resource == table and verifier.current == ("glue: iceberg commit", table)
+    assert (never.value.hop, never.value.resource) == ("glue: iceberg commit", table)
+    assert verifier.current == ("glue: iceberg commit", table)
 
     threading.Timer(0.5, stage.ledger.end_run, (table_id, run_id, "skipped")).start()
     verifier = Verifier(stage.deployed, {}, timeout=5, say=[].append, poll=0.1)
