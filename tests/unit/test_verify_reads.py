@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import boto3
@@ -218,10 +220,11 @@ def test_a_failed_athena_query_fails_its_hop_at_once_with_athenas_reason(deploye
 # -- every hop, one after the other ---------------------------------------------------------------
 
 
-def play_lambda_and_job(stage, deployed: DeployedStage, endpoint: str, errors: list[Exception]) -> None:
+def play_lambda_and_job(stage, deployed: DeployedStage, endpoint: str, seen: dict) -> None:
     """What moto cannot run, played as the stage runs it: the arrival Lambda records the canary file in
     the ledger; a Glue run of the ingest job loads the file's rows into the Iceberg table (pyiceberg),
-    marks the file done and records its end with the snapshot it committed."""
+    marks the file done and records its end with the snapshot it committed. `seen` gets the file's key
+    and rows, the Glue run, the snapshot, or the error."""
     try:
         s3, table_id = boto3.client("s3"), canary.canary_id("glue")
         deadline, listed = time.monotonic() + 20, []
@@ -231,18 +234,19 @@ def play_lambda_and_job(stage, deployed: DeployedStage, endpoint: str, errors: l
             time.sleep(0.05)
         key = listed[0]["Key"]
         stage.record(table_id, key)
-        boto3.client("glue").start_job_run(
+        seen["glue run"] = boto3.client("glue").start_job_run(
             JobName=deployed.ingest_job, Arguments={glue_arg(ARG_TABLE_ID): table_id}
-        )
+        )["JobRunId"]
         body = s3.get_object(Bucket=deployed.raw_bucket, Key=key)["Body"].read().decode()
+        seen["key"], seen["rows"] = key, [json.loads(line) for line in body.splitlines()]
         stage.ledger.start_run(table_id, "run-1", "event-1", engine="glue")
         claimed = stage.ledger.claim(table_id, stage.ledger.objects(table_id), "run-1")
-        table = write_canary_table(deployed, endpoint, [json.loads(line) for line in body.splitlines()])
+        table = write_canary_table(deployed, endpoint, seen["rows"])
         stage.ledger.finish(table_id, claimed, "run-1", DONE)
-        snapshot = table.current_snapshot().snapshot_id
-        stage.ledger.end_run(table_id, "run-1", "succeeded", snapshot_id=snapshot)
+        seen["snapshot"] = table.current_snapshot().snapshot_id
+        stage.ledger.end_run(table_id, "run-1", "succeeded", snapshot_id=seen["snapshot"])
     except Exception as exc:  # noqa: BLE001 -- the test reports it
-        errors.append(exc)
+        seen["error"] = exc
 
 
 def test_verify_passes_every_hop_in_order_then_removes_the_canary(stage, aws_endpoint):
@@ -259,23 +263,69 @@ def test_verify_passes_every_hop_in_order_then_removes_the_canary(stage, aws_end
     workgroup, outputs = reader_workgroup()
     outputs["AlarmTopicArn"] = boto3.client("sns").create_topic(Name=unique_name("alarms"))["TopicArn"]
     queue_athena_results(aws_endpoint, str(canary.CANARY_ROWS))
-    errors: list[Exception] = []
-    job = threading.Thread(target=play_lambda_and_job, args=(stage, deployed, aws_endpoint, errors))
+    seen: dict = {}
+    job = threading.Thread(target=play_lambda_and_job, args=(stage, deployed, aws_endpoint, seen))
     job.start()
     said: list[str] = []
+    started = time.monotonic()
 
     result = verify(deployed, outputs, timeout=10, say=said.append)
 
+    took = time.monotonic() - started
     job.join()
-    assert errors == [] and result.failure is None, (errors, result.failure)
+    assert "error" not in seen and result.failure is None, (seen.get("error"), result.failure)
     hops = ["land", "arrival Lambda -> ledger", "job run", "iceberg commit", "read through the catalog"]
     assert result.passed == [
         *(f"glue: {hop}" for hop in hops),
         f"glue: Athena workgroup {workgroup}",
         "alarm topic",
     ]
-    assert [line.split(" s  ", 1)[1].split(":", 2)[1].strip() for line in said[:5]] == hops
+    token = seen["key"].removeprefix(f"{canary.CANARY_PREFIX}glue/").removesuffix(".json")
+    assert [(r["canary_id"], r["engine"], r["row_no"]) for r in seen["rows"]] == [
+        (token, "glue", n) for n in range(canary.CANARY_ROWS)
+    ]
     database = deployed.glue_database(canary.CANARY_DATABASE)
+    assert [line.split(" s  ", 1)[1] for line in said[:6]] == [
+        f"glue: land: s3://{deployed.raw_bucket}/{seen['key']}",
+        f"glue: arrival Lambda -> ledger: {deployed.arrival_function} recorded it",
+        f"glue: job run: Glue job {deployed.ingest_job} run {seen['glue run']} loaded it",
+        f"glue: iceberg commit: Glue table {database}.glue snapshot {seen['snapshot']}, 3 rows added",
+        f"glue: read through the catalog: 3 rows of {token}",
+        f"glue: Athena workgroup {workgroup}: 3 rows",
+    ]
+    assert said[6].split(" s  ", 1)[1].startswith(f"alarm topic: {outputs['AlarmTopicArn']} took message ")
+    seconds = [float(line.removeprefix("ok").split(" s  ", 1)[0]) for line in said]
+    assert seconds == sorted(seconds) and seconds[0] >= 0 and seconds[-1] <= took  # since verify started
     assert f"Glue table {database}.glue and its files" in result.removed and result.cleanup_errors == []
     listed = boto3.client("s3").list_object_versions(Bucket=deployed.raw_bucket, Prefix=canary.CANARY_PREFIX)
     assert not listed.get("Versions") and stage.ledger.objects(canary.canary_id("glue")) == []
+
+
+def test_a_verify_whose_config_table_is_gone_fails_the_config_hop_with_awss_error(stage):
+    """A refusal before any hop has begun (here: no config table) is the config hop's, named with its
+    table and AWS's error."""
+    deployed = dataclasses.replace(stage.deployed, config_table=unique_name("gone"))
+
+    result = verify(deployed, {}, timeout=1, say=[].append)
+
+    assert (result.failure.hop, result.failure.resource) == (
+        "config",
+        f"DynamoDB table {deployed.config_table}",
+    )
+    assert result.failure.detail.startswith("ResourceNotFoundException: ")
+    assert result.passed == []
+
+
+def test_the_canarys_token_is_the_utc_time_it_was_made(stage, monkeypatch):
+    """verify-YYYYmmddTHHMMSSZ-8 hex digits: the time in UTC (Z) wherever verify runs."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        before = datetime.now(UTC).replace(microsecond=0)
+        token = Verifier(stage.deployed, {}, timeout=1, say=[].append).token
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert re.fullmatch(r"verify-\d{8}T\d{6}Z-[0-9a-f]{8}", token), token
+    made = datetime.strptime(token.split("-")[1], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    assert before <= made <= datetime.now(UTC)
