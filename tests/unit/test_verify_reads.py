@@ -329,3 +329,16 @@ def test_the_canarys_token_is_the_utc_time_it_was_made(stage, monkeypatch):
     assert re.fullmatch(r"verify-\d{8}T\d{6}Z-[0-9a-f]{8}", token), token
     made = datetime.strptime(token.split("-")[1], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
     assert before <= made <= datetime.now(UTC)
+
+
+def test_a_reader_role_whose_name_holds_an_equals_sign_is_queried_in_its_workgroup(stage, aws_endpoint):
+    """ReaderWorkgroups lists role=workgroup; an IAM role name may hold '=', a workgroup's cannot."""
+    workgroup = unique_name("lakeloader-dev-finance")
+    boto3.client("athena").create_work_group(Name=workgroup, Configuration={})
+    outputs = {"ReaderWorkgroups": f"team=finance={workgroup}"}
+    queue_athena_results(aws_endpoint, str(canary.CANARY_ROWS))
+    result = Verification()
+
+    Verifier(stage.deployed, outputs, timeout=5, say=[].append).athena(result, "glue")
+
+    assert result.passed == [f"glue: Athena workgroup {workgroup}"]
