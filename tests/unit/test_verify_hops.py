@@ -175,7 +175,7 @@ def test_the_commit_hop_waits_for_the_run_to_record_its_end(stage):
     verifier = Verifier(stage.deployed, {}, timeout=5, say=[].append, poll=0.1)
     with pytest.raises(HopFailed) as ended:
         verifier.committed(Verification(), "glue", run_id)
-    assert ended.value.hop == "glue: iceberg commit"
+    assert (ended.value.hop, ended.value.resource) == ("glue: iceberg commit", table)
     assert "recorded no snapshot" in ended.value.detail and "status='skipped'" in ended.value.detail
 
 
@@ -290,13 +290,15 @@ def test_the_canary_prefix_is_one_the_jobs_read():
     assert not _is_data_file("_lakeloader/canary/glue/verify-1.json")  # why not such a prefix
 
 
-def queue_athena_results(endpoint: str, *counts: str) -> None:
-    """What moto's Athena answers the next queries (it executes no SQL): a header row, then the count."""
+def queue_athena_results(endpoint: str, *counts: str | None) -> None:
+    """What moto's Athena answers the next queries (it executes no SQL): a header row, then the count
+    (None: the header alone)."""
     import json
     import urllib.request
 
+    header = {"Data": [{"VarCharValue": "_col0"}]}
     results = [
-        {"rows": [{"Data": [{"VarCharValue": "_col0"}]}, {"Data": [{"VarCharValue": c}]}]} for c in counts
+        {"rows": [header] + ([{"Data": [{"VarCharValue": c}]}] if c is not None else [])} for c in counts
     ]
     request = urllib.request.Request(
         f"{endpoint}/moto-api/static/athena/query-results",
@@ -321,6 +323,7 @@ def test_each_readers_workgroup_counts_the_canary_rows_or_fails_naming_it(stage,
 
     assert result.passed == ["glue: Athena workgroup lakeloader-dev-analyst"]
     assert f"{canary.CANARY_ROWS} rows" in said[0]
+    assert failed.value.hop == "glue: Athena workgroup lakeloader-dev-auditor"
     assert failed.value.resource == "Athena workgroup lakeloader-dev-auditor"
     assert f"counted 0 canary rows, wanted {canary.CANARY_ROWS}" in failed.value.detail
 
@@ -494,8 +497,35 @@ def test_the_commit_hop_passes_when_the_catalogs_metadata_holds_the_runs_snapsho
         return
     with pytest.raises(HopFailed) as failed:
         verifier.committed(result, "glue", run_id)
-    assert failed.value.resource == f"Glue table {database}.glue"
+    assert (failed.value.hop, failed.value.resource) == (
+        "glue: iceberg commit",
+        f"Glue table {database}.glue",
+    )
     assert failed.value.detail == f"snapshot 42 is not in {location}"
+
+
+def test_a_glue_table_that_is_not_iceberg_is_refused_in_the_commit_hop(stage):
+    """A canary table without metadata_location (not an Iceberg table): S3 refuses the empty location,
+    and verify() reports that refusal as the commit hop's."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    table_id, run_id = canary.canary_id("glue"), "20261202T070000000Z-abc123"
+    stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
+    stage.ledger.end_run(table_id, run_id, "succeeded", snapshot_id=42)
+    glue = boto3.client("glue")
+    database = stage.deployed.glue_database(canary.CANARY_DATABASE)
+    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
+        glue.create_database(DatabaseInput={"Name": database})
+    with contextlib.suppress(glue.exceptions.EntityNotFoundException):
+        glue.delete_table(DatabaseName=database, Name="glue")
+    glue.create_table(
+        DatabaseName=database, TableInput={"Name": "glue", "Parameters": {"classification": "json"}}
+    )
+    verifier = Verifier(stage.deployed, {}, timeout=5, say=[].append)
+
+    with pytest.raises((BotoCoreError, ClientError)):
+        verifier.committed(Verification(), "glue", run_id)
+    assert verifier.current == ("glue: iceberg commit", f"Glue table {database}.glue")
 
 
 def put_log(group: str, lines: list[str], at_ms: int) -> None:
@@ -537,3 +567,18 @@ def test_the_arrival_hops_log_starts_when_the_verify_did(stage):
         verifier.recorded(Verification(), "glue", f"{canary.CANARY_PREFIX}glue/verify-1.json")
 
     assert failed.value.log == [f"log group {group}:", "this canary's"]
+
+
+def test_an_athena_answer_without_its_count_row_fails_the_hop(stage, aws_endpoint):
+    """The header alone (no count row) is no count: the hop fails saying so, it does not crash."""
+    workgroup = stage_world.unique_name("lakeloader-dev-analyst")
+    boto3.client("athena").create_work_group(Name=workgroup, Configuration={})
+    queue_athena_results(aws_endpoint, None)
+    verifier = Verifier(
+        stage.deployed, {"ReaderWorkgroups": f"analyst={workgroup}"}, timeout=5, say=[].append
+    )
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.athena(Verification(), "glue")
+
+    assert failed.value.detail.endswith(f"counted None canary rows, wanted {canary.CANARY_ROWS}")
