@@ -21,22 +21,19 @@ from lakeloader.config import canary
 from lakeloader.control.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
 from lakeloader.control.ledger import DONE
 from tests.unit import stage_world
+from tests.unit.test_verify_reads import moto_state_held
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
-moto_api, unique_name = stage_world.aws_fixtures.moto_api, stage_world.unique_name
+unique_name = stage_world.unique_name
 
 ROLE = "arn:aws:iam::123456789012:role/service-role/lakeloader-dev-glue"  # a path: the name is its last part
 
 
 @pytest.fixture
 def glue_runs_held(aws_endpoint) -> Iterator[None]:
-    """moto's Glue runs stay STARTING (they would succeed at once otherwise: moto runs no job)."""
-    transition = {"model_name": "glue::job_run", "transition": {"progression": "manual", "times": 10**6}}
-    moto_api(aws_endpoint, "state-manager/set-transition", transition)
-    try:
+    """moto's Glue runs stay STARTING."""
+    with moto_state_held(aws_endpoint, "glue::job_run"):
         yield
-    finally:
-        moto_api(aws_endpoint, "state-manager/unset-transition", {"model_name": "glue::job_run"})
 
 
 def ingest_job(deployed: DeployedStage, security_configuration: str | None) -> DeployedStage:

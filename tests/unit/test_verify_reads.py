@@ -5,6 +5,7 @@ running. tests/e2e/test_verify.py reads the table a real job run committed."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -130,15 +131,23 @@ def test_the_read_hop_without_pyiceberg_says_what_to_install(deployed, monkeypat
 # -- Athena: a query that does not succeed ---------------------------------------------------------
 
 
-@pytest.fixture
-def queries_held(aws_endpoint) -> Iterator[None]:
-    """moto's Athena queries stay QUEUED (moto runs no SQL: its queries succeed at once otherwise)."""
-    transition = {"model_name": "athena::execution", "transition": {"progression": "manual", "times": 10**6}}
-    moto_api(aws_endpoint, "state-manager/set-transition", transition)
+@contextlib.contextmanager
+def moto_state_held(endpoint: str, model_name: str) -> Iterator[None]:
+    """moto's `model_name` objects (a query, a job run) stay in their first state while this lasts:
+    moto runs no SQL and no job, so they would succeed at once otherwise."""
+    transition = {"model_name": model_name, "transition": {"progression": "manual", "times": 10**6}}
+    moto_api(endpoint, "state-manager/set-transition", transition)
     try:
         yield
     finally:
-        moto_api(aws_endpoint, "state-manager/unset-transition", {"model_name": "athena::execution"})
+        moto_api(endpoint, "state-manager/unset-transition", {"model_name": model_name})
+
+
+@pytest.fixture
+def queries_held(aws_endpoint) -> Iterator[None]:
+    """moto's Athena queries stay QUEUED."""
+    with moto_state_held(aws_endpoint, "athena::execution"):
+        yield
 
 
 def reader_workgroup() -> tuple[str, dict[str, str]]:
@@ -170,9 +179,15 @@ def test_a_cancelled_athena_query_fails_its_hop_at_once(deployed, queries_held):
     """Cancelled (here by a stop_query_execution while it is queued) is an end: the hop fails then,
     with the query's state, not at the timeout."""
     workgroup, outputs = reader_workgroup()
-    verifier, result = Verifier(deployed, outputs, timeout=8, say=[].append, poll=0.1), Verification()
     athena = boto3.client("athena")
     threading.Timer(0.5, lambda: athena.stop_query_execution(QueryExecutionId=only_query(workgroup))).start()
+
+    assert_ends_at_once(deployed, outputs, workgroup, "CANCELLED: None")  # moto gives no reason
+
+
+def assert_ends_at_once(deployed: DeployedStage, outputs: dict, workgroup: str, detail: str) -> None:
+    """The Athena hop fails well before its timeout, on the query's end state: `query <id> <detail>`."""
+    verifier, result = Verifier(deployed, outputs, timeout=8, say=[].append, poll=0.1), Verification()
     started = time.monotonic()
 
     with pytest.raises(HopFailed) as failed:
@@ -181,7 +196,7 @@ def test_a_cancelled_athena_query_fails_its_hop_at_once(deployed, queries_held):
     assert time.monotonic() - started < 4  # at once, not at the timeout
     assert failed.value.hop == f"glue: Athena workgroup {workgroup}"
     assert failed.value.resource == f"Athena workgroup {workgroup}"
-    assert failed.value.detail == f"query {only_query(workgroup)} CANCELLED: None"  # moto gives no reason
+    assert failed.value.detail == f"query {only_query(workgroup)} {detail}"
     assert result.passed == []
 
 
@@ -204,17 +219,8 @@ def test_a_failed_athena_query_fails_its_hop_at_once_with_athenas_reason(deploye
 
     monkeypatch.setattr(boto3, "client", client)
     workgroup, outputs = reader_workgroup()
-    verifier, result = Verifier(deployed, outputs, timeout=8, say=[].append, poll=0.1), Verification()
-    started = time.monotonic()
 
-    with pytest.raises(HopFailed) as failed:
-        verifier.athena(result, "glue")
-
-    assert time.monotonic() - started < 4  # at once, not at the timeout
-    assert failed.value.hop == f"glue: Athena workgroup {workgroup}"
-    assert failed.value.resource == f"Athena workgroup {workgroup}"
-    assert failed.value.detail == f"query {only_query(workgroup)} FAILED: {reason}"
-    assert result.passed == []
+    assert_ends_at_once(deployed, outputs, workgroup, f"FAILED: {reason}")
 
 
 # -- every hop, one after the other ---------------------------------------------------------------
