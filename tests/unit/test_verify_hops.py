@@ -582,3 +582,29 @@ def test_an_athena_answer_without_its_count_row_fails_the_hop(stage, aws_endpoin
         verifier.athena(Verification(), "glue")
 
     assert failed.value.detail.endswith(f"counted None canary rows, wanted {canary.CANARY_ROWS}")
+
+
+def test_a_failed_hop_is_described_one_thing_a_line():
+    failure = HopFailed(
+        "glue: job run", "Glue job lakeloader-ingest run jr_1", "FAILED: boom", ["log group g:", "x"]
+    )
+
+    assert failure.describe() == (
+        "FAIL glue: job run\n"
+        "     resource: Glue job lakeloader-ingest run jr_1\n"
+        "     FAILED: boom\n"
+        "     | log group g:\n"
+        "     | x"
+    )
+
+
+def test_a_stack_without_outputs_has_none_to_give(aws_endpoint):
+    """A stack CloudFormation returns without Outputs (moto's change-set deploys; a stack mid-update):
+    no outputs, not an error."""
+    from lakeloader.cli.verify import stack_outputs
+
+    name = stage_world.unique_name("bare")
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}
+    boto3.client("cloudformation").create_stack(StackName=name, TemplateBody=json.dumps(template))
+
+    assert stack_outputs(name) == {}
