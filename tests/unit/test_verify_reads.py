@@ -115,6 +115,24 @@ def test_the_read_hop_reads_through_the_emulator_it_is_pointed_at(deployed, aws_
     assert result.passed == [READ_HOP]
 
 
+def test_the_read_hop_uses_a_catalog_of_its_own_not_the_operators_default(
+    deployed, aws_endpoint, monkeypatch
+):
+    """An operator's default pyiceberg catalog (~/.pyiceberg.yaml, PYICEBERG_CATALOG__DEFAULT__*) does
+    not leak into verify's: here one whose FileIO does not exist."""
+    import pyiceberg.catalog
+    from pyiceberg.utils.config import Config
+
+    verifier, result = Verifier(deployed, {}, timeout=1, say=[].append), Verification()
+    write_canary_table(deployed, aws_endpoint, canary_rows(verifier.token, [0, 1, 2]))
+    monkeypatch.setenv("PYICEBERG_CATALOG__DEFAULT__PY_IO_IMPL", "no.such.FileIO")
+    monkeypatch.setattr(pyiceberg.catalog, "_ENV_CONFIG", Config())  # read as a new process reads it
+
+    verifier.read_back(result, "glue")
+
+    assert result.passed == [READ_HOP]
+
+
 def test_the_read_hop_without_pyiceberg_says_what_to_install(deployed, monkeypatch):
     """verify is an operator's tool: pyiceberg may be missing where it runs. The hop fails saying so."""
     monkeypatch.setitem(sys.modules, "pyiceberg.catalog", None)  # `import` raises ImportError
