@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from lakeloader.cli.canary_cleanup import remove_canary
-from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier, log_excerpt
+from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier, log_excerpt, verify
 from lakeloader.config import ConfigError, canary, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.control.dynamodb import encode_item
@@ -608,3 +608,21 @@ def test_a_stack_without_outputs_has_none_to_give(aws_endpoint):
     boto3.client("cloudformation").create_stack(StackName=name, TemplateBody=json.dumps(template))
 
     assert stack_outputs(name) == {}
+
+
+def test_a_cleanup_that_crashes_is_reported_beside_the_hops_never_raised(stage):
+    """A canary table the cleanup cannot read (no storage descriptor: not one a run made) makes the
+    cleanup itself fail with a non-AWS error: verify still returns the hops' result, with that error
+    beside it, named with its type."""
+    with_canary_tables(stage)
+    deployed = dataclasses.replace(stage.deployed, database_prefix=f"{stage_world.unique_name('p')}_")
+    glue = boto3.client("glue")
+    database = deployed.glue_database(canary.CANARY_DATABASE)
+    glue.create_database(DatabaseInput={"Name": database})
+    glue.create_table(DatabaseName=database, TableInput={"Name": "glue"})
+
+    result = verify(deployed, {}, timeout=1, say=[].append)
+
+    assert result.failure is not None and result.failure.hop == "glue: arrival Lambda -> ledger"
+    assert result.passed == ["glue: land"]
+    assert result.cleanup_errors == ["cleanup: KeyError: 'StorageDescriptor'"] and result.removed == []
