@@ -626,3 +626,28 @@ def test_a_cleanup_that_crashes_is_reported_beside_the_hops_never_raised(stage):
     assert result.failure is not None and result.failure.hop == "glue: arrival Lambda -> ledger"
     assert result.passed == ["glue: land"]
     assert result.cleanup_errors == ["cleanup: KeyError: 'StorageDescriptor'"] and result.removed == []
+
+
+def test_an_empty_dead_letter_queue_is_no_failure_and_an_unreadable_one_is_not_read_again(stage):
+    """An empty queue: the arrival hop waits for its timeout. A queue that could not be read once (here:
+    not there yet) is not read again, even once it holds the canary's dead letter."""
+    sqs = boto3.client("sqs")
+    empty = sqs.create_queue(QueueName=stage_world.unique_name("dlq"))["QueueUrl"]
+    waited = Verifier(stage.deployed, {DEAD_LETTER_OUTPUT: empty}, timeout=1, say=[].append, poll=0.1)
+    key = waited.land(Verification(), "glue")
+    with pytest.raises(HopFailed) as failed:
+        waited.recorded(Verification(), "glue", key)
+    assert "no ledger record" in failed.value.detail and waited.read_dead_letters
+
+    later = empty.rsplit("/", 1)[0] + "/" + stage_world.unique_name("dlq-later")
+    verifier = Verifier(stage.deployed, {DEAD_LETTER_OUTPUT: later}, timeout=2, say=[].append, poll=0.1)
+
+    def dead_letter_arrives() -> None:
+        sqs.create_queue(QueueName=later.rsplit("/", 1)[1])
+        sqs.send_message(QueueUrl=later, MessageBody=s3_event(stage.deployed.raw_bucket, key))
+
+    threading.Timer(0.5, dead_letter_arrives).start()
+    with pytest.raises(HopFailed) as failed:
+        verifier.recorded(Verification(), "glue", key)
+    assert "no ledger record" in failed.value.detail and not verifier.read_dead_letters
+    remove_canary(stage.deployed)
