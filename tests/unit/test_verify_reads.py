@@ -366,3 +366,14 @@ def test_a_reader_role_whose_name_holds_an_equals_sign_is_queried_in_its_workgro
     Verifier(stage.deployed, outputs, timeout=5, say=[].append).athena(result, "glue")
 
     assert result.passed == [f"glue: Athena workgroup {workgroup}"]
+
+
+def test_a_raw_bucket_that_refuses_the_canary_fails_the_land_hop(stage):
+    """S3's refusal of the canary file (here: no such bucket) is the land hop's, naming the bucket."""
+    with_canary_tables(stage)
+    deployed = dataclasses.replace(stage.deployed, raw_bucket=unique_name("gone"))
+
+    result = verify(deployed, {}, timeout=1, say=[].append)
+
+    assert (result.failure.hop, result.failure.resource) == ("glue: land", f"S3 bucket {deployed.raw_bucket}")
+    assert result.failure.detail.startswith("NoSuchBucket: ") and result.passed == []
