@@ -377,3 +377,15 @@ def test_a_raw_bucket_that_refuses_the_canary_fails_the_land_hop(stage):
 
     assert (result.failure.hop, result.failure.resource) == ("glue: land", f"S3 bucket {deployed.raw_bucket}")
     assert result.failure.detail.startswith("NoSuchBucket: ") and result.passed == []
+
+
+def test_a_ledger_that_refuses_the_read_fails_the_arrival_hop_naming_the_ledger(stage):
+    """DynamoDB's refusal while the arrival hop reads the ledger (here: no such table) is that hop's."""
+    with_canary_tables(stage)
+    deployed = dataclasses.replace(stage.deployed, ledger_table=unique_name("gone"))
+
+    result = verify(deployed, {}, timeout=1, say=[].append)
+
+    hop = ("glue: arrival Lambda -> ledger", f"DynamoDB table {deployed.ledger_table}")
+    assert (result.failure.hop, result.failure.resource) == hop and result.passed == ["glue: land"]
+    assert result.failure.detail.startswith("ResourceNotFoundException: ")
