@@ -513,15 +513,13 @@ def test_a_glue_table_that_is_not_iceberg_is_refused_in_the_commit_hop(stage):
     stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
     stage.ledger.end_run(table_id, run_id, "succeeded", snapshot_id=42)
     glue = boto3.client("glue")
-    database = stage.deployed.glue_database(canary.CANARY_DATABASE)
-    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
-        glue.create_database(DatabaseInput={"Name": database})
-    with contextlib.suppress(glue.exceptions.EntityNotFoundException):
-        glue.delete_table(DatabaseName=database, Name="glue")
+    deployed = dataclasses.replace(stage.deployed, database_prefix=f"{stage_world.unique_name('p')}_")
+    database = deployed.glue_database(canary.CANARY_DATABASE)  # its own: no other test's cleanup meets it
+    glue.create_database(DatabaseInput={"Name": database})
     glue.create_table(
         DatabaseName=database, TableInput={"Name": "glue", "Parameters": {"classification": "json"}}
     )
-    verifier = Verifier(stage.deployed, {}, timeout=5, say=[].append)
+    verifier = Verifier(deployed, {}, timeout=5, say=[].append)
 
     with pytest.raises((BotoCoreError, ClientError)):
         verifier.committed(Verification(), "glue", run_id)
@@ -650,4 +648,3 @@ def test_an_empty_dead_letter_queue_is_no_failure_and_an_unreadable_one_is_not_r
     with pytest.raises(HopFailed) as failed:
         verifier.recorded(Verification(), "glue", key)
     assert "no ledger record" in failed.value.detail and not verifier.read_dead_letters
-    remove_canary(stage.deployed)
