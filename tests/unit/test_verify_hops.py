@@ -474,19 +474,17 @@ def test_the_commit_hop_passes_when_the_catalogs_metadata_holds_the_runs_snapsho
     stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
     stage.ledger.end_run(table_id, run_id, "succeeded", snapshot_id=42)
     glue, s3 = boto3.client("glue"), boto3.client("s3")
-    database, bucket = stage.deployed.glue_database(canary.CANARY_DATABASE), stage.deployed.raw_bucket
+    deployed = dataclasses.replace(stage.deployed, database_prefix=f"{stage_world.unique_name('p')}_")
+    database, bucket = deployed.glue_database(canary.CANARY_DATABASE), deployed.raw_bucket  # their own
     key = "warehouse/canary/glue/metadata/00001.metadata.json"
     s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(metadata).encode())
-    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
-        glue.create_database(DatabaseInput={"Name": database})
-    with contextlib.suppress(glue.exceptions.EntityNotFoundException):
-        glue.delete_table(DatabaseName=database, Name="glue")
+    glue.create_database(DatabaseInput={"Name": database})
     location = f"s3://{bucket}/{key}"
     glue.create_table(
         DatabaseName=database, TableInput={"Name": "glue", "Parameters": {"metadata_location": location}}
     )
     said: list[str] = []
-    verifier, result = Verifier(stage.deployed, {}, timeout=5, say=said.append), Verification()
+    verifier, result = Verifier(deployed, {}, timeout=5, say=said.append), Verification()
 
     if added:
         assert verifier.committed(result, "glue", run_id)["Name"] == "glue"
