@@ -154,7 +154,7 @@ MUTATE_DIR     ?= build/mutate
 MUTATE_CHILDREN ?= 2
 MUTATE_TESTS   ?= $(wildcard tests/unit/test_trigger_*.py) tests/unit/test_batching.py tests/unit/test_ledger.py \
                   $(wildcard tests/unit/test_ledger_*.py) $(wildcard tests/unit/test_drain*.py) tests/unit/test_operator_verbs.py \
-                  tests/unit/test_backfill.py tests/unit/test_backfill_report.py $(wildcard tests/unit/test_stage_*.py) tests/unit/test_verify_hops.py \
+                  tests/unit/test_backfill.py tests/unit/test_backfill_report.py $(wildcard tests/unit/test_stage_*.py) tests/unit/test_verify_hops.py tests/unit/test_verify_reads.py tests/unit/test_verify_job_runs.py \
                   tests/unit/test_config.py tests/unit/test_scd2_config.py tests/unit/test_config_store.py \
                   $(wildcard tests/unit/test_formats_*.py) tests/unit/test_schema_plan.py tests/unit/test_table_layout.py \
                   tests/unit/test_retention_cutoffs.py \

@@ -5,6 +5,7 @@ the emulator), the canary it lands and removes, and the canary tables every stag
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -13,7 +14,7 @@ import boto3
 import pytest
 
 from lakeloader.cli.canary_cleanup import remove_canary
-from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier
+from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier, log_excerpt, verify
 from lakeloader.config import ConfigError, canary, parse_config
 from lakeloader.config.items import config_items
 from lakeloader.control.dynamodb import encode_item
@@ -162,15 +163,19 @@ def test_the_commit_hop_waits_for_the_run_to_record_its_end(stage):
     verifier = Verifier(stage.deployed, {}, timeout=1, say=[].append)
     with pytest.raises(HopFailed) as never:
         verifier.committed(Verification(), "glue", run_id)
-    assert f"run {run_id} recorded no end within 1 s" in never.value.detail
+    # the run as the ledger holds it for the canary's table, not a lookup by its id alone
+    recorded = stage.ledger.get_run(table_id, run_id)
+    assert never.value.detail == f"run {run_id} recorded no end within 1 s: {recorded}"
+    assert f"table_id='{table_id}'" in never.value.detail
     table = f"Glue table {stage.deployed.glue_database(canary.CANARY_DATABASE)}.glue"
-    assert never.value.resource == table and verifier.current == ("glue: iceberg commit", table)
+    assert (never.value.hop, never.value.resource) == ("glue: iceberg commit", table)
+    assert verifier.current == ("glue: iceberg commit", table)
 
     threading.Timer(0.5, stage.ledger.end_run, (table_id, run_id, "skipped")).start()
-    verifier = Verifier(stage.deployed, {}, timeout=30, say=[].append)
+    verifier = Verifier(stage.deployed, {}, timeout=5, say=[].append, poll=0.1)
     with pytest.raises(HopFailed) as ended:
         verifier.committed(Verification(), "glue", run_id)
-    assert ended.value.hop == "glue: iceberg commit"
+    assert (ended.value.hop, ended.value.resource) == ("glue: iceberg commit", table)
     assert "recorded no snapshot" in ended.value.detail and "status='skipped'" in ended.value.detail
 
 
@@ -197,7 +202,7 @@ def test_the_arrival_hop_ends_when_the_canarys_event_is_a_dead_letter(stage):
     sqs = boto3.client("sqs")
     queue = sqs.create_queue(QueueName="arrival-dlq")["QueueUrl"]
     outputs = {DEAD_LETTER_OUTPUT: queue}
-    verifier = Verifier(stage.deployed, outputs, timeout=30, say=[].append)
+    verifier = Verifier(stage.deployed, outputs, timeout=8, say=[].append, poll=0.1)
     key = verifier.land(Verification(), "glue")
     raw = stage.deployed.raw_bucket
     sqs.send_message(QueueUrl=queue, MessageBody=s3_event(raw, "orders/public/orders/LOAD1.parquet"))
@@ -208,13 +213,23 @@ def test_the_arrival_hop_ends_when_the_canarys_event_is_a_dead_letter(stage):
     with pytest.raises(HopFailed) as failed:
         verifier.recorded(Verification(), "glue", key)
 
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 4  # at once, not at the timeout
     assert failed.value.hop == "glue: arrival Lambda -> ledger"
     assert failed.value.resource == f"Lambda {stage.deployed.arrival_function}"
-    assert f"gave up on the S3 event of {key} after its retries" in failed.value.detail
-    assert "error: ResourceNotFoundException: no table" in failed.value.detail
+    assert failed.value.detail == (
+        f"Lambda gave up on the S3 event of {key} after its retries: it went to the dead-letter queue "
+        f"{queue} "
+        "(error: ResourceNotFoundException: no table; the canary's message was removed from the queue)"
+    )
     (left,) = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
     assert "LOAD1.parquet" in left["Body"]
+
+    unsaid = Verifier(stage.deployed, outputs, timeout=8, say=[].append, poll=0.1)  # no error attribute
+    quiet = unsaid.land(Verification(), "glue")
+    sqs.send_message(QueueUrl=queue, MessageBody=s3_event(raw, quiet))
+    with pytest.raises(HopFailed) as without:
+        unsaid.recorded(Verification(), "glue", quiet)
+    assert "(error: not given; the canary's message was removed" in without.value.detail
 
     gone = Verifier(stage.deployed, {DEAD_LETTER_OUTPUT: queue + "-gone"}, timeout=1, say=[].append)
     with pytest.raises(HopFailed) as waited:
@@ -275,13 +290,15 @@ def test_the_canary_prefix_is_one_the_jobs_read():
     assert not _is_data_file("_lakeloader/canary/glue/verify-1.json")  # why not such a prefix
 
 
-def queue_athena_results(endpoint: str, *counts: str) -> None:
-    """What moto's Athena answers the next queries (it executes no SQL): a header row, then the count."""
+def queue_athena_results(endpoint: str, *counts: str | None) -> None:
+    """What moto's Athena answers the next queries (it executes no SQL): a header row, then the count
+    (None: the header alone)."""
     import json
     import urllib.request
 
+    header = {"Data": [{"VarCharValue": "_col0"}]}
     results = [
-        {"rows": [{"Data": [{"VarCharValue": "_col0"}]}, {"Data": [{"VarCharValue": c}]}]} for c in counts
+        {"rows": [header] + ([{"Data": [{"VarCharValue": c}]}] if c is not None else [])} for c in counts
     ]
     request = urllib.request.Request(
         f"{endpoint}/moto-api/static/athena/query-results",
@@ -306,6 +323,7 @@ def test_each_readers_workgroup_counts_the_canary_rows_or_fails_naming_it(stage,
 
     assert result.passed == ["glue: Athena workgroup lakeloader-dev-analyst"]
     assert f"{canary.CANARY_ROWS} rows" in said[0]
+    assert failed.value.hop == "glue: Athena workgroup lakeloader-dev-auditor"
     assert failed.value.resource == "Athena workgroup lakeloader-dev-auditor"
     assert f"counted 0 canary rows, wanted {canary.CANARY_ROWS}" in failed.value.detail
 
@@ -344,7 +362,7 @@ def test_the_job_hop_passes_when_the_ledger_says_loaded_and_fails_when_the_file_
         Command={"Name": "glueetl"},
     )
     table_id = canary.canary_id("glue")
-    verifier, result = Verifier(stage.deployed, {}, timeout=60, say=[].append), Verification()
+    verifier, result = Verifier(stage.deployed, {}, timeout=8, say=[].append, poll=0.1), Verification()
     key = verifier.land(result, "glue")
     stage.record(table_id, key)
     claimed = stage.ledger.claim(table_id, stage.ledger.objects(table_id), "run-1")
@@ -357,7 +375,7 @@ def test_the_job_hop_passes_when_the_ledger_says_loaded_and_fails_when_the_file_
         return
     with pytest.raises(HopFailed) as failed:
         verifier.job_run(result, "glue", key, since=verifier_since())
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 4  # at once, not at the timeout
     assert failed.value.hop == "glue: job run"
     assert failed.value.detail == f"the run set the file aside ({status}): bad canary"
     assert result.passed == ["glue: land"]
@@ -430,37 +448,201 @@ def test_the_alarm_topic_takes_a_subject_line_and_a_stack_without_the_output_fai
     assert failed.value.hop == "alarm topic" and failed.value.resource == "SNS topic "
 
 
-@pytest.mark.parametrize("held", [True, False], ids=["snapshot in the metadata", "snapshot missing"])
-def test_the_commit_hop_passes_when_the_catalogs_metadata_holds_the_runs_snapshot(stage, held):
+@pytest.mark.parametrize(
+    ("metadata", "added"),
+    [
+        (
+            {
+                "snapshots": [
+                    {"snapshot-id": 41, "summary": {}},
+                    {"snapshot-id": 42, "summary": {"added-records": "3"}},
+                ]
+            },
+            "3",
+        ),
+        ({"snapshots": [{"snapshot-id": 42}]}, "?"),
+        ({"snapshots": [{"snapshot-id": 41, "summary": {}}]}, None),
+        ({}, None),
+    ],
+    ids=["snapshot in the metadata", "snapshot without a summary", "snapshot missing", "no snapshots yet"],
+)
+def test_the_commit_hop_passes_when_the_catalogs_metadata_holds_the_runs_snapshot(stage, metadata, added):
     """The run's snapshot must be in the Iceberg metadata the Glue table points at (metadata_location):
-    then the hop passes with the rows it added; else it fails naming the metadata file."""
+    then the hop passes with the rows it added (as its summary says: the spec's v1 may leave the summary
+    out); else it fails naming the metadata file, also where the metadata lists no snapshots at all."""
     table_id, run_id = canary.canary_id("glue"), "20261202T060000000Z-abc123"
     stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
     stage.ledger.end_run(table_id, run_id, "succeeded", snapshot_id=42)
     glue, s3 = boto3.client("glue"), boto3.client("s3")
-    database, bucket = stage.deployed.glue_database(canary.CANARY_DATABASE), stage.deployed.raw_bucket
+    deployed = dataclasses.replace(stage.deployed, database_prefix=f"{stage_world.unique_name('p')}_")
+    database, bucket = deployed.glue_database(canary.CANARY_DATABASE), deployed.raw_bucket  # their own
     key = "warehouse/canary/glue/metadata/00001.metadata.json"
-    snapshots = [{"snapshot-id": 41, "summary": {}}] + (
-        [{"snapshot-id": 42, "summary": {"added-records": "3"}}] if held else []
-    )
-    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps({"snapshots": snapshots}).encode())
-    with contextlib.suppress(glue.exceptions.AlreadyExistsException):  # the stage is the module's
-        glue.create_database(DatabaseInput={"Name": database})
-    with contextlib.suppress(glue.exceptions.EntityNotFoundException):
-        glue.delete_table(DatabaseName=database, Name="glue")
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(metadata).encode())
+    glue.create_database(DatabaseInput={"Name": database})
     location = f"s3://{bucket}/{key}"
     glue.create_table(
         DatabaseName=database, TableInput={"Name": "glue", "Parameters": {"metadata_location": location}}
     )
     said: list[str] = []
-    verifier, result = Verifier(stage.deployed, {}, timeout=5, say=said.append), Verification()
+    verifier, result = Verifier(deployed, {}, timeout=5, say=said.append), Verification()
 
-    if held:
+    if added:
         assert verifier.committed(result, "glue", run_id)["Name"] == "glue"
         assert result.passed == ["glue: iceberg commit"]
-        assert said[0].endswith(f"glue: iceberg commit: Glue table {database}.glue snapshot 42, 3 rows added")
+        assert said[0].endswith(
+            f"glue: iceberg commit: Glue table {database}.glue snapshot 42, {added} rows added"
+        )
         return
     with pytest.raises(HopFailed) as failed:
         verifier.committed(result, "glue", run_id)
-    assert failed.value.resource == f"Glue table {database}.glue"
+    assert (failed.value.hop, failed.value.resource) == (
+        "glue: iceberg commit",
+        f"Glue table {database}.glue",
+    )
     assert failed.value.detail == f"snapshot 42 is not in {location}"
+
+
+def test_a_glue_table_that_is_not_iceberg_is_refused_in_the_commit_hop(stage):
+    """A canary table without metadata_location (not an Iceberg table): S3 refuses the empty location,
+    and verify() reports that refusal as the commit hop's."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    table_id, run_id = canary.canary_id("glue"), "20261202T070000000Z-abc123"
+    stage.ledger.start_run(table_id, run_id, "verify-test", engine="glue")
+    stage.ledger.end_run(table_id, run_id, "succeeded", snapshot_id=42)
+    glue = boto3.client("glue")
+    deployed = dataclasses.replace(stage.deployed, database_prefix=f"{stage_world.unique_name('p')}_")
+    database = deployed.glue_database(canary.CANARY_DATABASE)  # its own: no other test's cleanup meets it
+    glue.create_database(DatabaseInput={"Name": database})
+    glue.create_table(
+        DatabaseName=database, TableInput={"Name": "glue", "Parameters": {"classification": "json"}}
+    )
+    verifier = Verifier(deployed, {}, timeout=5, say=[].append)
+
+    with pytest.raises((BotoCoreError, ClientError)):
+        verifier.committed(Verification(), "glue", run_id)
+    assert verifier.current == ("glue: iceberg commit", f"Glue table {database}.glue")
+
+
+def put_log(group: str, lines: list[str], at_ms: int) -> None:
+    """`lines` in a new stream of `group` (made if need be), logged from `at_ms` on, a millisecond apart."""
+    logs = boto3.client("logs")
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_group(logGroupName=group)
+    stream = stage_world.unique_name("stream")
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    events = [{"timestamp": at_ms + n, "message": line} for n, line in enumerate(lines)]
+    logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
+
+
+@pytest.mark.parametrize("count", [13, 14, 600])
+def test_a_log_of_13_lines_is_shown_whole_and_a_longer_one_by_its_first_10_and_last_3(aws_endpoint, count):
+    """A traceback's lines keep their indentation and lose their line ends; one page of 500 events is
+    read, so a longer log's last lines shown are the 500th's."""
+    group = f"/aws/lambda/{stage_world.unique_name('log')}"
+    lines = [f"  line {n}\n" for n in range(count)]
+    put_log(group, lines, int(time.time() * 1000) - 10_000)
+
+    read = [line.rstrip() for line in lines[:500]]
+    assert log_excerpt(group) == [
+        f"log group {group}:",
+        *(read if count <= 13 else [*read[:10], "...", *read[-3:]]),
+    ]
+
+
+def test_the_arrival_hops_log_starts_when_the_verify_did(stage):
+    """A busy function's earlier invocations are not this canary's: the log the hop shows is the
+    function's since the verify started."""
+    deployed = dataclasses.replace(stage.deployed, arrival_function=stage_world.unique_name("arrival"))
+    group = f"/aws/lambda/{deployed.arrival_function}"
+    put_log(group, ["an earlier invocation"], int(time.time() * 1000) - 120_000)
+    verifier = Verifier(deployed, {}, timeout=1, say=[].append, poll=0.1)
+    put_log(group, ["this canary's"], int(verifier.started_at * 1000) + 1)
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.recorded(Verification(), "glue", f"{canary.CANARY_PREFIX}glue/verify-1.json")
+
+    assert failed.value.log == [f"log group {group}:", "this canary's"]
+
+
+def test_an_athena_answer_without_its_count_row_fails_the_hop(stage, aws_endpoint):
+    """The header alone (no count row) is no count: the hop fails saying so, it does not crash."""
+    workgroup = stage_world.unique_name("lakeloader-dev-analyst")
+    boto3.client("athena").create_work_group(Name=workgroup, Configuration={})
+    queue_athena_results(aws_endpoint, None)
+    verifier = Verifier(
+        stage.deployed, {"ReaderWorkgroups": f"analyst={workgroup}"}, timeout=5, say=[].append
+    )
+
+    with pytest.raises(HopFailed) as failed:
+        verifier.athena(Verification(), "glue")
+
+    assert failed.value.detail.endswith(f"counted None canary rows, wanted {canary.CANARY_ROWS}")
+
+
+def test_a_failed_hop_is_described_one_thing_a_line():
+    failure = HopFailed(
+        "glue: job run", "Glue job lakeloader-ingest run jr_1", "FAILED: boom", ["log group g:", "x"]
+    )
+
+    assert failure.describe() == (
+        "FAIL glue: job run\n"
+        "     resource: Glue job lakeloader-ingest run jr_1\n"
+        "     FAILED: boom\n"
+        "     | log group g:\n"
+        "     | x"
+    )
+
+
+def test_a_stack_without_outputs_has_none_to_give(aws_endpoint):
+    """A stack CloudFormation returns without Outputs (moto's change-set deploys; a stack mid-update):
+    no outputs, not an error."""
+    from lakeloader.cli.verify import stack_outputs
+
+    name = stage_world.unique_name("bare")
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}
+    boto3.client("cloudformation").create_stack(StackName=name, TemplateBody=json.dumps(template))
+
+    assert stack_outputs(name) == {}
+
+
+def test_a_cleanup_that_crashes_is_reported_beside_the_hops_never_raised(stage):
+    """A canary table the cleanup cannot read (no storage descriptor: not one a run made) makes the
+    cleanup itself fail with a non-AWS error: verify still returns the hops' result, with that error
+    beside it, named with its type."""
+    with_canary_tables(stage)
+    deployed = dataclasses.replace(stage.deployed, database_prefix=f"{stage_world.unique_name('p')}_")
+    glue = boto3.client("glue")
+    database = deployed.glue_database(canary.CANARY_DATABASE)
+    glue.create_database(DatabaseInput={"Name": database})
+    glue.create_table(DatabaseName=database, TableInput={"Name": "glue"})
+
+    result = verify(deployed, {}, timeout=1, say=[].append)
+
+    assert result.failure is not None and result.failure.hop == "glue: arrival Lambda -> ledger"
+    assert result.passed == ["glue: land"]
+    assert result.cleanup_errors == ["cleanup: KeyError: 'StorageDescriptor'"] and result.removed == []
+
+
+def test_an_empty_dead_letter_queue_is_no_failure_and_an_unreadable_one_is_not_read_again(stage):
+    """An empty queue: the arrival hop waits for its timeout. A queue that could not be read once (here:
+    not there yet) is not read again, even once it holds the canary's dead letter."""
+    sqs = boto3.client("sqs")
+    empty = sqs.create_queue(QueueName=stage_world.unique_name("dlq"))["QueueUrl"]
+    waited = Verifier(stage.deployed, {DEAD_LETTER_OUTPUT: empty}, timeout=1, say=[].append, poll=0.1)
+    key = waited.land(Verification(), "glue")
+    with pytest.raises(HopFailed) as failed:
+        waited.recorded(Verification(), "glue", key)
+    assert "no ledger record" in failed.value.detail and waited.read_dead_letters
+
+    later = empty.rsplit("/", 1)[0] + "/" + stage_world.unique_name("dlq-later")
+    verifier = Verifier(stage.deployed, {DEAD_LETTER_OUTPUT: later}, timeout=2, say=[].append, poll=0.1)
+
+    def dead_letter_arrives() -> None:
+        sqs.create_queue(QueueName=later.rsplit("/", 1)[1])
+        sqs.send_message(QueueUrl=later, MessageBody=s3_event(stage.deployed.raw_bucket, key))
+
+    threading.Timer(0.5, dead_letter_arrives).start()
+    with pytest.raises(HopFailed) as failed:
+        verifier.recorded(Verification(), "glue", key)
+    assert "no ledger record" in failed.value.detail and not verifier.read_dead_letters
