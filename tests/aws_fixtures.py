@@ -166,6 +166,18 @@ def moto_api(endpoint: str, path: str, body: dict | None = None) -> None:
         pass
 
 
+@contextlib.contextmanager
+def moto_state_held(endpoint: str, model_name: str) -> Iterator[None]:
+    """moto's `model_name` objects (a query, a job run) stay in their first state while this lasts:
+    moto runs no SQL and no job, so they would succeed at once otherwise."""
+    transition = {"model_name": model_name, "transition": {"progression": "manual", "times": 10**6}}
+    moto_api(endpoint, "state-manager/set-transition", transition)
+    try:
+        yield
+    finally:
+        moto_api(endpoint, "state-manager/unset-transition", {"model_name": model_name})
+
+
 _SESSIONS_SERVED = [0]
 
 

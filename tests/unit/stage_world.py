@@ -7,6 +7,7 @@ same way), as pytest finds fixtures by module attribute."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from aws_fixtures import create_dynamodb_table, unique_name  # noqa: E402
 
 from lakeloader import cli  # noqa: E402
 from lakeloader.cli.stage import DeployedStage  # noqa: E402
-from lakeloader.config import LakeConfig, parse_config  # noqa: E402
+from lakeloader.config import LakeConfig, canary, parse_config  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
 from lakeloader.control.dynamodb import encode_item  # noqa: E402
 from lakeloader.control.ledger import Ledger, ObjectRef  # noqa: E402
@@ -111,3 +112,34 @@ def stage(aws_endpoint: str) -> Stage:
         arrival_function="lakeloader-s3-arrival",
     )
     return Stage(publish(deployed), deployed, deployed.ledger())
+
+
+def with_canary_tables(stage: Stage, *tables: dict) -> Stage:
+    """The canary tables (after the user's `tables`) in the stage's config table, as the stack's config
+    sync writes them."""
+    dynamodb = boto3.client("dynamodb")
+    for item in config_items(canary.with_canaries(parse_config({"tables": list(tables)}))):
+        dynamodb.put_item(TableName=stage.deployed.config_table, Item=encode_item(item))
+    return stage
+
+
+def queue_athena_results(endpoint: str, *counts: str | None) -> None:
+    """What moto's Athena answers the next queries (it executes no SQL): a header row, then the count
+    (None: the header alone)."""
+    header = {"Data": [{"VarCharValue": "_col0"}]}
+    results = [
+        {"rows": [header] + ([{"Data": [{"VarCharValue": c}]}] if c is not None else [])} for c in counts
+    ]
+    aws_fixtures.moto_api(endpoint, "static/athena/query-results", {"results": results})
+
+
+def put_log(group: str, lines: list[str], at_ms: int, stream: str | None = None) -> None:
+    """`lines` in a new stream of `group` (both made if need be; the stream named `stream` or a fresh
+    name), logged from `at_ms` on, a millisecond apart."""
+    logs = boto3.client("logs")
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+        logs.create_log_group(logGroupName=group)
+    stream = stream or unique_name("stream")
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    events = [{"timestamp": at_ms + n, "message": line} for n, line in enumerate(lines)]
+    logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)

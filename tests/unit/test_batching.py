@@ -19,7 +19,7 @@ import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/ -> aws_fixtures
 import aws_fixtures  # noqa: E402
-from aws_fixtures import ManualClock, moto_api  # noqa: E402
+from aws_fixtures import ManualClock, moto_state_held  # noqa: E402
 
 from lakeloader.config import LakeConfig  # noqa: E402
 from lakeloader.config.items import config_items  # noqa: E402
@@ -238,16 +238,9 @@ def test_a_start_refused_for_capacity_gives_the_window_back(world, clock):
     trigger = make_trigger(world, clock, GLUE_JOB_NAME=job)
     land(trigger, "crm.customers", "1.parquet", "req-1")
     other = boto3.client("glue", endpoint_url=world.endpoint, region_name="us-east-1")
-    moto_api(
-        world.endpoint,
-        "state-manager/set-transition",
-        {"model_name": "glue::job_run", "transition": {"progression": "manual", "times": 1_000_000}},
-    )
-    try:
+    with moto_state_held(world.endpoint, "glue::job_run"):
         other.start_job_run(JobName=job)  # the job's one slot is taken
         refused = sweep(trigger, "sweep-1")
-    finally:
-        moto_api(world.endpoint, "state-manager/unset-transition", {"model_name": "glue::job_run"})
     assert refused["started"] == {}
     assert [d["reason"] for d in refused["deferred"]] == ["concurrent_runs_exceeded"]
     assert world.ledger.get_lock("crm.customers") is None

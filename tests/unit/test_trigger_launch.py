@@ -11,7 +11,7 @@ import pytest
 from lakeloader.control.ledger import PENDING
 from lakeloader.control.trigger import RebuildRequest, Trigger, TriggerError, TriggerSettings
 from lakeloader.control.trigger.launch import aws_client
-from tests.aws_fixtures import moto_api, unique_name
+from tests.aws_fixtures import moto_state_held, unique_name
 from tests.unit import trigger_world
 from tests.unit.trigger_world import CUSTOMERS, HANDLER, World, context, log_lines, s3_event, s3_record
 
@@ -28,17 +28,10 @@ def test_concurrent_runs_exceeded_leaves_objects_pending(world: World, monkeypat
     monkeypatch.setenv("GLUE_JOB_NAME", job)
     world.add_table("crm.customers", CUSTOMERS)
     world.add_table("sales.order_lines", "sales/public/order_lines/")
-    moto_api(
-        world.endpoint,
-        "state-manager/set-transition",
-        {"model_name": "glue::job_run", "transition": {"progression": "manual", "times": 1_000_000}},
-    )
-    try:
+    with moto_state_held(world.endpoint, "glue::job_run"):
         first = HANDLER(s3_event(s3_record(CUSTOMERS + "1.parquet")), context("req-a"))
         assert list(first["started"]) == ["crm.customers"]
         second = HANDLER(s3_event(s3_record("sales/public/order_lines/1.csv")), context("req-b"))
-    finally:
-        moto_api(world.endpoint, "state-manager/unset-transition", {"model_name": "glue::job_run"})
 
     assert second["recorded"] == 1 and second["started"] == {}
     [deferred] = second["deferred"]

@@ -16,22 +16,11 @@ import pytest
 from lakeloader.cli.canary_cleanup import remove_canary
 from lakeloader.cli.verify import DEAD_LETTER_OUTPUT, HopFailed, Verification, Verifier, log_excerpt, verify
 from lakeloader.config import ConfigError, canary, parse_config
-from lakeloader.config.items import config_items
-from lakeloader.control.dynamodb import encode_item
 from lakeloader.control.ledger import DONE, FAILED, QUARANTINED
 from tests.unit import stage_world
-from tests.unit.stage_world import Stage
+from tests.unit.stage_world import Stage, put_log, queue_athena_results, with_canary_tables
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
-
-
-def with_canary_tables(stage: Stage, *tables: dict) -> Stage:
-    """The canary tables (after the user's `tables`) in the stage's config table, as the stack's config
-    sync writes them."""
-    dynamodb = boto3.client("dynamodb")
-    for item in config_items(canary.with_canaries(parse_config({"tables": list(tables)}))):
-        dynamodb.put_item(TableName=stage.deployed.config_table, Item=encode_item(item))
-    return stage
 
 
 def canary_keys(stage: Stage) -> list[str]:
@@ -290,25 +279,6 @@ def test_the_canary_prefix_is_one_the_jobs_read():
     assert not _is_data_file("_lakeloader/canary/glue/verify-1.json")  # why not such a prefix
 
 
-def queue_athena_results(endpoint: str, *counts: str | None) -> None:
-    """What moto's Athena answers the next queries (it executes no SQL): a header row, then the count
-    (None: the header alone)."""
-    import json
-    import urllib.request
-
-    header = {"Data": [{"VarCharValue": "_col0"}]}
-    results = [
-        {"rows": [header] + ([{"Data": [{"VarCharValue": c}]}] if c is not None else [])} for c in counts
-    ]
-    request = urllib.request.Request(
-        f"{endpoint}/moto-api/static/athena/query-results",
-        data=json.dumps({"results": results}).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    urllib.request.urlopen(request).read()
-
-
 def test_each_readers_workgroup_counts_the_canary_rows_or_fails_naming_it(stage, aws_endpoint):
     athena = boto3.client("athena")
     for name in ("lakeloader-dev-analyst", "lakeloader-dev-auditor"):
@@ -522,17 +492,6 @@ def test_a_glue_table_that_is_not_iceberg_is_refused_in_the_commit_hop(stage):
     with pytest.raises((BotoCoreError, ClientError)):
         verifier.committed(Verification(), "glue", run_id)
     assert verifier.current == ("glue: iceberg commit", f"Glue table {database}.glue")
-
-
-def put_log(group: str, lines: list[str], at_ms: int) -> None:
-    """`lines` in a new stream of `group` (made if need be), logged from `at_ms` on, a millisecond apart."""
-    logs = boto3.client("logs")
-    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
-        logs.create_log_group(logGroupName=group)
-    stream = stage_world.unique_name("stream")
-    logs.create_log_stream(logGroupName=group, logStreamName=stream)
-    events = [{"timestamp": at_ms + n, "message": line} for n, line in enumerate(lines)]
-    logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
 
 
 @pytest.mark.parametrize("count", [13, 14, 600])

@@ -21,7 +21,8 @@ from lakeloader.config import canary
 from lakeloader.control.contract import ARG_TABLE_ID, EMR_LOGS_PREFIX, glue_arg
 from lakeloader.control.ledger import DONE
 from tests.unit import stage_world
-from tests.unit.test_verify_reads import moto_state_held
+
+moto_state_held = stage_world.aws_fixtures.moto_state_held
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
 unique_name = stage_world.unique_name
@@ -68,15 +69,6 @@ def glue_log_groups(aws_endpoint) -> None:
         logs.delete_log_group(logGroupName=group["logGroupName"])
 
 
-def log_lines(group: str, stream: str, lines: list[str]) -> None:
-    logs = boto3.client("logs")
-    logs.create_log_group(logGroupName=group)
-    logs.create_log_stream(logGroupName=group, logStreamName=stream)
-    now = int(time.time() * 1000)
-    events = [{"timestamp": now + n, "message": line} for n, line in enumerate(lines)]
-    logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
-
-
 def job_hop(deployed: DeployedStage, engine: str, since: datetime, outputs: dict | None = None) -> HopFailed:
     verifier = Verifier(deployed, outputs or {}, timeout=1, say=[].append, poll=0.1)
     with pytest.raises(HopFailed) as failed:
@@ -112,7 +104,7 @@ def test_a_glue_run_that_does_not_end_fails_the_hop_naming_the_newest_canary_run
     newest, newest_start = glue_run(deployed, "crm.customers", table_id)
     glue_run(deployed, "crm.customers")
     glue_run(deployed, f"{table_id}_old")
-    log_lines(group, newest, TRACEBACK)
+    stage_world.put_log(group, TRACEBACK, int(time.time() * 1000), stream=newest)
 
     failed = job_hop(deployed, "glue", since)
 

@@ -5,7 +5,6 @@ running. tests/e2e/test_verify.py reads the table a real job run committed."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import re
@@ -26,13 +25,13 @@ from lakeloader.config import canary
 from lakeloader.control.contract import ARG_TABLE_ID, glue_arg
 from lakeloader.control.ledger import DONE
 from tests.unit import stage_world
-from tests.unit.test_verify_hops import queue_athena_results, with_canary_tables
+from tests.unit.stage_world import queue_athena_results, with_canary_tables
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 moto_server, aws_endpoint, stage = stage_world.moto_server, stage_world.aws_endpoint, stage_world.stage
-moto_api, unique_name = stage_world.aws_fixtures.moto_api, stage_world.unique_name
+moto_state_held, unique_name = stage_world.aws_fixtures.moto_state_held, stage_world.unique_name
 
 ARROW_TYPES = {"string": pa.string(), "int": pa.int32()}
 CANARY_ARROW = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in canary.CANARY_SCHEMA.items()])
@@ -147,18 +146,6 @@ def test_the_read_hop_without_pyiceberg_says_what_to_install(deployed, monkeypat
 
 
 # -- Athena: a query that does not succeed ---------------------------------------------------------
-
-
-@contextlib.contextmanager
-def moto_state_held(endpoint: str, model_name: str) -> Iterator[None]:
-    """moto's `model_name` objects (a query, a job run) stay in their first state while this lasts:
-    moto runs no SQL and no job, so they would succeed at once otherwise."""
-    transition = {"model_name": model_name, "transition": {"progression": "manual", "times": 10**6}}
-    moto_api(endpoint, "state-manager/set-transition", transition)
-    try:
-        yield
-    finally:
-        moto_api(endpoint, "state-manager/unset-transition", {"model_name": model_name})
 
 
 @pytest.fixture
